@@ -1,0 +1,54 @@
+#pragma once
+// Chooses the platform from the compiler and defines the DSCONV_ qualifiers that every other
+// header uses. Nothing here names a CUDA or HIP runtime symbol.
+
+// clang's HIP mode is checked first: it is the only one of the three that defines __HIP__.
+#if defined(__HIP__)
+#define DSCONV_PLATFORM_HIP 1
+#elif defined(__CUDACC__)
+#define DSCONV_PLATFORM_CUDA 1
+#else
+#define DSCONV_PLATFORM_HOST 1
+#endif
+
+#if defined(DSCONV_PLATFORM_HOST)
+#define DSCONV_HOST_DEVICE
+#define DSCONV_DEVICE
+// Host kernels are ordinary function templates; hidden visibility keeps two shared libraries
+// that both include dsconv from resolving each other's copies.
+#define DSCONV_KERNEL __attribute__((visibility("hidden")))
+#define DSCONV_LAUNCH_BOUNDS(max_threads)
+#else
+#define DSCONV_HOST_DEVICE __host__ __device__
+#define DSCONV_DEVICE __device__
+// Kernels defined in headers and linked into several shared libraries must not collide
+// (CUB and Thrust once launched the wrong kernel that way): hidden visibility prevents it.
+#define DSCONV_KERNEL __global__ __attribute__((visibility("hidden")))
+#define DSCONV_LAUNCH_BOUNDS(max_threads) __launch_bounds__(max_threads)
+#endif
+
+// True while compiling code that runs on a GPU (the device pass of nvcc or hipcc).
+#if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
+#define DSCONV_DEVICE_PASS 1
+#endif
+
+#define DSCONV_FORCEINLINE inline __attribute__((always_inline))
+#define DSCONV_NOINLINE __attribute__((noinline))
+
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define DSCONV_ASAN 1
+#endif
+#endif
+#if defined(__SANITIZE_ADDRESS__) && !defined(DSCONV_ASAN)
+#define DSCONV_ASAN 1
+#endif
+
+namespace dsconv {
+// Global tensor offsets are 64-bit: the largest layers at batch 128 stay far below 2^31
+// elements, but user problems need not, and validation rejects anything past this type.
+using index_t = long long;
+// The widest wavefront any supported target has (AMD gfx9 / Hygon DCU). Kernels size
+// per-warp arrays with it; the actual width is a run-time query (platform::warp_size()).
+inline constexpr int max_warp_size = 64;
+}  // namespace dsconv

@@ -1,0 +1,64 @@
+#pragma once
+// dsconv::pointwise_forward: validate -> choose a variant -> launch.
+
+#include "../kernels/pointwise/direct.hpp"
+#include "../platform/platform.hpp"
+#include "../problem.hpp"
+#include "launch_shape.hpp"
+#include "validate.hpp"
+#include "variants.hpp"
+
+namespace dsconv {
+
+// Whether `variant` can run problem `p` (a host-only check; no buffers involved).
+inline status can_implement(pointwise_variant variant, const pointwise_params& p) {
+  if (!is_valid(variant))
+    return detail::invalid(status::invalid_variant, "pointwise", "variant value " + std::to_string(static_cast<int>(variant)));
+  const status s = detail::validate_params(p);
+  if (s != status::success) return s;
+  switch (variant) {
+    case pointwise_variant::automatic:
+    case pointwise_variant::direct: return status::success;
+  }
+  return status::invalid_variant;
+}
+
+// The variant that `automatic` runs for `p` on the current device.
+inline pointwise_variant select_variant(const pointwise_params&) { return pointwise_variant::direct; }
+
+template <class T>
+status pointwise_forward(const pointwise_params& p, const pointwise_options& options, const T* input, const T* weight,
+                         const T* bias, const T* residual, T* output, stream_t stream = {}) {
+  if (!is_valid(options.variant))
+    return detail::invalid(status::invalid_variant, "pointwise",
+                           "variant value " + std::to_string(static_cast<int>(options.variant)));
+  status s = detail::validate(p, input, weight, bias, residual, output);
+  if (s != status::success) return s;
+  s = can_implement(options.variant, p);
+  if (s != status::success) return s;
+  platform::device_properties dev;
+  s = platform::get_device_properties(dev);
+  if (s != status::success) return s;
+
+  const detail::pointwise_shape shape = detail::make_shape(p);
+  const pointwise_variant variant = options.variant == pointwise_variant::automatic ? select_variant(p) : options.variant;
+  switch (variant) {
+    case pointwise_variant::automatic:
+    case pointwise_variant::direct:
+      return platform::launch(kernels::pointwise_direct<T>,
+                              detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "pointwise_direct"),
+                              shape, input, weight, bias, residual, output);
+  }
+  return status::invalid_variant;
+}
+
+// input [n,c_in,h,w] or [n,h,w,c_in]; weight [c_out, c_in] in both layouts; bias [c_out] or
+// nullptr; residual shaped like the output, or nullptr.
+// output = act(conv + bias + residual), cuDNN's conv-bias-add-activation order.
+template <class T>
+status pointwise_forward(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
+                         T* output, stream_t stream = {}) {
+  return pointwise_forward(p, pointwise_options{}, input, weight, bias, residual, output, stream);
+}
+
+}  // namespace dsconv

@@ -1,0 +1,148 @@
+#pragma once
+// Validation of a problem and its buffers, before anything is launched. Each failure returns
+// its own status, and last_error_detail() names the offending value.
+
+#include <cstdint>
+#include <string>
+#include <type_traits>
+
+#include "../config.hpp"
+#include "../params.hpp"
+#include "../platform/error_detail.hpp"
+#include "../platform/float16.hpp"
+#include "../status.hpp"
+
+namespace dsconv {
+namespace detail {
+
+template <class T>
+inline constexpr bool is_element_type =
+    std::is_same<T, float>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
+
+// The byte extent of one buffer.
+struct buffer {
+  const void* ptr;
+  index_t bytes;
+};
+
+inline status invalid(status s, const char* op, const std::string& what) {
+  return platform::fail(s, std::string(op) + ": " + what);
+}
+
+// Multiplies extents (each already known to be positive) and the element size in 64-bit
+// arithmetic; false when the byte count does not fit index_t.
+inline bool byte_count(std::initializer_list<index_t> extents, std::size_t element_bytes, index_t& bytes) {
+  index_t r = static_cast<index_t>(element_bytes);
+  for (index_t e : extents)
+    if (__builtin_mul_overflow(r, e, &r)) return false;
+  bytes = r;
+  return true;
+}
+
+inline bool wraps_address_space(const buffer& b) {
+  std::uintptr_t end;
+  return __builtin_add_overflow(reinterpret_cast<std::uintptr_t>(b.ptr), static_cast<std::uintptr_t>(b.bytes), &end);
+}
+
+inline bool overlap(const buffer& a, const buffer& b) {
+  if (!a.ptr || !b.ptr) return false;
+  const auto a0 = reinterpret_cast<std::uintptr_t>(a.ptr), b0 = reinterpret_cast<std::uintptr_t>(b.ptr);
+  return a0 < b0 + static_cast<std::uintptr_t>(b.bytes) && b0 < a0 + static_cast<std::uintptr_t>(a.bytes);
+}
+
+// Checks the buffers of a problem whose sizes are valid: non-null where required, no
+// address-space wrap, and an output that overlaps none of the inputs.
+inline status check_buffers(const char* op, const buffer& output, std::initializer_list<std::pair<const char*, buffer>> inputs,
+                            std::initializer_list<const char*> optional) {
+  if (!output.ptr) return invalid(status::null_pointer, op, "output is null");
+  for (const auto& in : inputs) {
+    bool may_be_null = false;
+    for (const char* name : optional) may_be_null = may_be_null || std::string(name) == in.first;
+    if (!in.second.ptr && !may_be_null) return invalid(status::null_pointer, op, std::string(in.first) + " is null");
+  }
+  if (wraps_address_space(output)) return invalid(status::size_overflow, op, "output range wraps the address space");
+  for (const auto& in : inputs) {
+    if (in.second.ptr && wraps_address_space(in.second))
+      return invalid(status::size_overflow, op, std::string(in.first) + " range wraps the address space");
+    if (overlap(output, in.second)) return invalid(status::overlapping_buffers, op, std::string("output overlaps ") + in.first);
+  }
+  return status::success;
+}
+
+inline status check_enums(const char* op, layout l, activation a) {
+  if (!is_valid(l)) return invalid(status::invalid_layout, op, "layout value " + std::to_string(static_cast<int>(l)));
+  if (!is_valid(a)) return invalid(status::invalid_activation, op, "activation value " + std::to_string(static_cast<int>(a)));
+  return status::success;
+}
+
+inline status check_positive(const char* op, status s, std::initializer_list<std::pair<const char*, int>> values, int minimum) {
+  for (const auto& v : values)
+    if (v.second < minimum)
+      return invalid(s, op, std::string(v.first) + " = " + std::to_string(v.second) + " (must be >= " + std::to_string(minimum) + ")");
+  return status::success;
+}
+
+// Everything about a depthwise problem that does not involve its buffers.
+inline status validate_params(const depthwise_params& p) {
+  const char* op = "depthwise";
+  status s = check_enums(op, p.data_layout, p.act);
+  if (s == status::success) s = check_positive(op, status::invalid_size, {{"n", p.n}, {"c", p.c}, {"h", p.h}, {"w", p.w}}, 1);
+  if (s == status::success) s = check_positive(op, status::invalid_kernel_size, {{"kernel_h", p.kernel_h}, {"kernel_w", p.kernel_w}}, 1);
+  if (s == status::success) s = check_positive(op, status::invalid_stride, {{"stride_h", p.stride_h}, {"stride_w", p.stride_w}}, 1);
+  if (s == status::success)
+    s = check_positive(op, status::invalid_dilation, {{"dilation_h", p.dilation_h}, {"dilation_w", p.dilation_w}}, 1);
+  if (s == status::success) s = check_positive(op, status::invalid_padding, {{"pad_h", p.pad_h}, {"pad_w", p.pad_w}}, 0);
+  if (s == status::success) s = check_positive(op, status::invalid_multiplier, {{"multiplier", p.multiplier}}, 1);
+  if (s != status::success) return s;
+  const int oh = p.out_h(), ow = p.out_w();
+  if (oh < 0 || ow < 0 || p.out_c() > 2147483647LL)
+    return invalid(status::size_overflow, op, "an output extent does not fit an int");
+  if (oh == 0 || ow == 0)
+    return invalid(status::invalid_output_size, op,
+                   "output " + std::to_string(oh) + "x" + std::to_string(ow) + ": the dilated kernel exceeds the padded input");
+  return status::success;
+}
+
+template <class T>
+status validate(const depthwise_params& p, const T* input, const T* weight, const T* bias, const T* output) {
+  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  const status s = validate_params(p);
+  if (s != status::success) return s;
+  index_t in_bytes, w_bytes, b_bytes, out_bytes;
+  if (!byte_count({p.n, p.c, p.h, p.w}, sizeof(T), in_bytes) ||
+      !byte_count({p.out_c(), p.kernel_h, p.kernel_w}, sizeof(T), w_bytes) || !byte_count({p.out_c()}, sizeof(T), b_bytes) ||
+      !byte_count({p.n, p.out_c(), p.out_h(), p.out_w()}, sizeof(T), out_bytes))
+    return invalid(status::size_overflow, "depthwise", "a tensor's byte count exceeds the 64-bit index type");
+  return check_buffers("depthwise", buffer{output, out_bytes},
+                       {{"input", buffer{input, in_bytes}}, {"weight", buffer{weight, w_bytes}}, {"bias", buffer{bias, b_bytes}}},
+                       {"bias"});
+}
+
+inline status validate_params(const pointwise_params& p) {
+  const char* op = "pointwise";
+  status s = check_enums(op, p.data_layout, p.act);
+  if (s == status::success)
+    s = check_positive(op, status::invalid_size, {{"n", p.n}, {"c_in", p.c_in}, {"c_out", p.c_out}, {"h", p.h}, {"w", p.w}}, 1);
+  return s;
+}
+
+template <class T>
+status validate(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
+                const T* output) {
+  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  const status s = validate_params(p);
+  if (s != status::success) return s;
+  index_t in_bytes, w_bytes, b_bytes, out_bytes;
+  if (!byte_count({p.n, p.c_in, p.h, p.w}, sizeof(T), in_bytes) || !byte_count({p.c_out, p.c_in}, sizeof(T), w_bytes) ||
+      !byte_count({p.c_out}, sizeof(T), b_bytes) || !byte_count({p.n, p.c_out, p.h, p.w}, sizeof(T), out_bytes))
+    return invalid(status::size_overflow, "pointwise", "a tensor's byte count exceeds the 64-bit index type");
+  return check_buffers("pointwise", buffer{output, out_bytes},
+                       {{"input", buffer{input, in_bytes}},
+                        {"weight", buffer{weight, w_bytes}},
+                        {"bias", buffer{bias, b_bytes}},
+                        {"residual", buffer{residual, out_bytes}}},
+                       {"bias", "residual"});
+}
+
+}  // namespace detail
+}  // namespace dsconv

@@ -1,0 +1,55 @@
+#pragma once
+// Kernel variants of each operation, and the options that let a caller force one. The
+// default, automatic, lets the heuristic choose from the problem and the device.
+
+#include "../params.hpp"
+#include "../status.hpp"
+
+namespace dsconv {
+
+enum class depthwise_variant {
+  automatic,  // the heuristic's choice
+  direct,     // one output per thread; any shape
+};
+
+enum class pointwise_variant {
+  automatic,  // the heuristic's choice
+  direct,     // one output per thread; any shape
+};
+
+struct depthwise_options {
+  depthwise_variant variant = depthwise_variant::automatic;
+};
+
+struct pointwise_options {
+  pointwise_variant variant = pointwise_variant::automatic;
+};
+
+constexpr bool is_valid(depthwise_variant v) noexcept {
+  return v == depthwise_variant::automatic || v == depthwise_variant::direct;
+}
+constexpr bool is_valid(pointwise_variant v) noexcept {
+  return v == pointwise_variant::automatic || v == pointwise_variant::direct;
+}
+
+inline const char* to_string(depthwise_variant v) noexcept {
+  switch (v) {
+    case depthwise_variant::automatic: return "automatic";
+    case depthwise_variant::direct: return "direct";
+  }
+  return "unknown depthwise variant";
+}
+
+inline const char* to_string(pointwise_variant v) noexcept {
+  switch (v) {
+    case pointwise_variant::automatic: return "automatic";
+    case pointwise_variant::direct: return "direct";
+  }
+  return "unknown pointwise variant";
+}
+
+// Every concrete variant (automatic excluded), for tests and benchmarks that force each.
+inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct};
+inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct};
+
+}  // namespace dsconv

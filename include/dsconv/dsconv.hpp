@@ -1,0 +1,23 @@
+#pragma once
+// dsconv: depthwise and pointwise (1x1) convolution kernels for CUDA, HIP and the CPU host
+// platform. The only header a user needs.
+
+#include "config.hpp"
+#include "dispatch/depthwise.hpp"
+#include "dispatch/pointwise.hpp"
+#include "dispatch/variants.hpp"
+#include "memory.hpp"
+#include "params.hpp"
+#include "platform/platform.hpp"
+#include "reference/depthwise.hpp"
+#include "reference/pointwise.hpp"
+#include "status.hpp"
+#include "types.hpp"
+#include "version.hpp"
+
+namespace dsconv {
+
+// Waits until all work queued on `stream` has finished; reports faults of that work.
+inline status synchronize(stream_t stream = {}) { return platform::synchronize(stream); }
+
+}  // namespace dsconv

@@ -1,0 +1,144 @@
+#pragma once
+// 16-bit storage types shared by every platform. dsconv::half has the bit layout of IEEE
+// binary16 (CUDA's __half, HIP's __half), dsconv::bfloat16 that of bfloat16: device buffers
+// of the vendor types can be passed with a reinterpret_cast. Keeping our own types keeps the
+// public API identical on all three platforms.
+
+#include "../config.hpp"
+
+#if !defined(DSCONV_DEVICE_PASS)
+#include <cstring>
+#endif
+
+namespace dsconv {
+namespace detail {
+
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned float_bits(float f) {
+#if defined(DSCONV_DEVICE_PASS)
+  return __float_as_uint(f);
+#else
+  unsigned u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+#endif
+}
+
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float bits_float(unsigned u) {
+#if defined(DSCONV_DEVICE_PASS)
+  return __uint_as_float(u);
+#else
+  float f;
+  std::memcpy(&f, &u, sizeof f);
+  return f;
+#endif
+}
+
+// Round-to-nearest-even float -> binary16, written with integer operations so that it
+// gives the same bits on the host as the GPUs' conversion instructions.
+DSCONV_HOST_DEVICE inline unsigned short float_to_half_bits_soft(float f) {
+  const unsigned x = float_bits(f);
+  const unsigned sign = (x >> 16) & 0x8000u;
+  const unsigned absx = x & 0x7fffffffu;
+  if (absx > 0x7f800000u) return static_cast<unsigned short>(sign | 0x7e00u | ((absx >> 13) & 0x3ffu));
+  if (absx >= 0x47800000u) return static_cast<unsigned short>(sign | 0x7c00u);  // >= 2^16: inf
+  const unsigned e = absx >> 23;
+  if (e < 113) {  // below 2^-14: a binary16 subnormal (or zero)
+    const unsigned shift = 126 - e;
+    if (shift > 24) return static_cast<unsigned short>(sign);
+    const unsigned m = (absx & 0x7fffffu) | (e ? 0x800000u : 0u);
+    unsigned r = m >> shift;
+    const unsigned rem = m & ((1u << shift) - 1u), halfway = 1u << (shift - 1);
+    if (rem > halfway || (rem == halfway && (r & 1u))) ++r;
+    return static_cast<unsigned short>(sign | r);
+  }
+  unsigned bits = ((e - 112) << 10) | ((absx >> 13) & 0x3ffu);
+  const unsigned rem = absx & 0x1fffu;
+  if (rem > 0x1000u || (rem == 0x1000u && (bits & 1u))) ++bits;  // a carry into the exponent is right, up to inf
+  return static_cast<unsigned short>(sign | bits);
+}
+
+DSCONV_HOST_DEVICE inline float half_bits_to_float_soft(unsigned short h) {
+  const unsigned sign = (static_cast<unsigned>(h) & 0x8000u) << 16;
+  const unsigned e = (h >> 10) & 0x1fu, m = h & 0x3ffu;
+  if (e == 0x1f) return bits_float(sign | 0x7f800000u | (m << 13));
+  if (e == 0) {
+    const float mag = static_cast<float>(m) * 5.9604644775390625e-8f;  // m * 2^-24, exact
+    return sign ? -mag : mag;
+  }
+  return bits_float(sign | ((e + 112) << 23) | (m << 13));
+}
+
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned short float_to_half_bits(float f) {
+#if defined(__CUDA_ARCH__)
+  unsigned short r;
+  asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(f));
+  return r;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return __builtin_bit_cast(unsigned short, static_cast<_Float16>(f));
+#else
+  return float_to_half_bits_soft(f);
+#endif
+}
+
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float half_bits_to_float(unsigned short h) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(r) : "h"(h));
+  return r;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return static_cast<float>(__builtin_bit_cast(_Float16, h));
+#else
+  return half_bits_to_float_soft(h);
+#endif
+}
+
+// Round-to-nearest-even float -> bfloat16; NaN stays NaN (quiet bit set).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned short float_to_bfloat16_bits(float f) {
+  const unsigned x = float_bits(f);
+  if ((x & 0x7fffffffu) > 0x7f800000u) return static_cast<unsigned short>((x >> 16) | 0x40u);
+  return static_cast<unsigned short>((x + 0x7fffu + ((x >> 16) & 1u)) >> 16);
+}
+
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float bfloat16_bits_to_float(unsigned short b) {
+  return bits_float(static_cast<unsigned>(b) << 16);
+}
+
+}  // namespace detail
+
+struct alignas(2) half {
+  unsigned short bits;
+  half() = default;
+  DSCONV_HOST_DEVICE half(float f) : bits(detail::float_to_half_bits(f)) {}
+  DSCONV_HOST_DEVICE explicit operator float() const { return detail::half_bits_to_float(bits); }
+  DSCONV_HOST_DEVICE static half from_bits(unsigned short b) {
+    half h;
+    h.bits = b;
+    return h;
+  }
+};
+
+struct alignas(2) bfloat16 {
+  unsigned short bits;
+  bfloat16() = default;
+  DSCONV_HOST_DEVICE bfloat16(float f) : bits(detail::float_to_bfloat16_bits(f)) {}
+  DSCONV_HOST_DEVICE explicit operator float() const { return detail::bfloat16_bits_to_float(bits); }
+  DSCONV_HOST_DEVICE static bfloat16 from_bits(unsigned short b) {
+    bfloat16 h;
+    h.bits = b;
+    return h;
+  }
+};
+
+static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2, "16-bit storage types must be 2 bytes");
+
+// Uniform conversions for kernels and the reference, which are written once for all types.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float to_float(float v) { return v; }
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float to_float(half v) { return static_cast<float>(v); }
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float to_float(bfloat16 v) { return static_cast<float>(v); }
+
+template <class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T from_float(float v) {
+  return T(v);
+}
+
+}  // namespace dsconv

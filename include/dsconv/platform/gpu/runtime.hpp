@@ -1,0 +1,96 @@
+#pragma once
+// Runtime of the GPU platforms. CUDA and HIP mirror each other's APIs, so one file serves
+// both: cuda.hpp / hip.hpp include their runtime, define DSCONV_GPU(Name) as cudaName /
+// hipName and the few type aliases whose names differ, then include this file.
+
+#include <cstddef>
+#include <mutex>
+#include <string>
+#include <utility>
+
+#include "../../status.hpp"
+#include "../error_detail.hpp"
+#include "../launch_types.hpp"
+
+namespace dsconv {
+namespace platform {
+namespace gpu_detail {
+
+inline status map_error(gpu_error_t e, const char* what) {
+  if (e == DSCONV_GPU(Success)) return status::success;
+  status s = status::platform_error;
+  if (e == DSCONV_GPU(ErrorNoDevice) || e == DSCONV_GPU(ErrorInsufficientDriver))
+    s = status::no_device;
+  else if (e == DSCONV_GPU(ErrorMemoryAllocation))
+    s = status::out_of_memory;
+  else if (e == DSCONV_GPU(ErrorInvalidConfiguration))
+    s = status::invalid_launch_config;
+  else if (e == DSCONV_GPU(ErrorLaunchFailure) || e == DSCONV_GPU(ErrorLaunchOutOfResources))
+    s = status::launch_failed;
+  return fail(s, std::string(what) + ": " + DSCONV_GPU(GetErrorString)(e));
+}
+
+}  // namespace gpu_detail
+
+// Queues `kernel` on cfg.stream. Errors of the launch itself come back here; faults while
+// the kernel runs come back from synchronize().
+template <class... Params, class... Args>
+status launch(void (*kernel)(Params...), const launch_config& cfg, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch: argument count differs from the kernel's");
+  kernel<<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z), ::dim3(cfg.block.x, cfg.block.y, cfg.block.z),
+           cfg.shared_bytes, cfg.stream>>>(static_cast<Params>(std::forward<Args>(args))...);
+  return gpu_detail::map_error(DSCONV_GPU(GetLastError)(), cfg.name);
+}
+
+inline status synchronize(stream_t stream) {
+  return gpu_detail::map_error(DSCONV_GPU(StreamSynchronize)(stream), "synchronize");
+}
+
+// Properties of the current device, read once per device and cached.
+inline status get_device_properties(device_properties& p) {
+  int device = 0;
+  status s = gpu_detail::map_error(DSCONV_GPU(GetDevice)(&device), "get device");
+  if (s != status::success) return s;
+  constexpr int max_devices = 64;
+  static device_properties cache[max_devices];
+  static bool cached[max_devices] = {};
+  static std::mutex mutex;
+  std::lock_guard<std::mutex> lock(mutex);
+  if (device < 0 || device >= max_devices) return fail(status::no_device, "device ordinal out of range");
+  if (!cached[device]) {
+    gpu_device_prop_t prop;
+    s = gpu_detail::map_error(DSCONV_GPU(GetDeviceProperties)(&prop, device), "device properties");
+    if (s != status::success) return s;
+    device_properties& d = cache[device];
+    d.multiprocessor_count = prop.multiProcessorCount;
+    d.warp_size = prop.warpSize;
+    d.max_threads_per_block = prop.maxThreadsPerBlock;
+    d.shared_memory_per_block = prop.sharedMemPerBlock;
+    d.max_grid_x = static_cast<unsigned>(prop.maxGridSize[0]);
+    d.max_grid_y = static_cast<unsigned>(prop.maxGridSize[1]);
+    d.max_grid_z = static_cast<unsigned>(prop.maxGridSize[2]);
+    cached[device] = true;
+  }
+  p = cache[device];
+  return status::success;
+}
+
+inline status device_malloc(void** ptr, std::size_t bytes) {
+  if (!ptr) return fail(status::null_pointer, "device_malloc: null result pointer");
+  *ptr = nullptr;
+  if (bytes == 0) return status::success;
+  return gpu_detail::map_error(DSCONV_GPU(Malloc)(ptr, bytes), "device_malloc");
+}
+inline status device_free(void* ptr) { return gpu_detail::map_error(DSCONV_GPU(Free)(ptr), "device_free"); }
+inline status copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  return gpu_detail::map_error(DSCONV_GPU(Memcpy)(dst, src, bytes, DSCONV_GPU(MemcpyHostToDevice)), "copy_to_device");
+}
+inline status copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  return gpu_detail::map_error(DSCONV_GPU(Memcpy)(dst, src, bytes, DSCONV_GPU(MemcpyDeviceToHost)), "copy_to_host");
+}
+inline status device_memset(void* dst, int byte, std::size_t bytes) {
+  return gpu_detail::map_error(DSCONV_GPU(Memset)(dst, byte, bytes), "device_memset");
+}
+
+}  // namespace platform
+}  // namespace dsconv

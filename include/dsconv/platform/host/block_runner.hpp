@@ -1,0 +1,285 @@
+#pragma once
+// Runs one thread block on the calling OS thread: every emulated thread is a fiber, and a
+// scheduler on the thread's own stack resumes each runnable fiber in turn until it reaches
+// a barrier or finishes. Once no fiber can run, the barrier states are resolved: a warp
+// whose lanes all wait at a warp-collective operation is released, then a block whose
+// threads all wait at the block barrier. Anything else (some threads exited or wait
+// elsewhere) is divergence: reported as an error, and the waiting fibers are unwound with
+// an exception so the block always ends.
+
+#include <cstdint>
+#include <cstring>
+#include <exception>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "../../config.hpp"
+#include "../../status.hpp"
+#include "stream.hpp"
+#include "../launch_types.hpp"
+#include "context.hpp"
+#include "traffic.hpp"
+
+namespace dsconv {
+namespace platform {
+namespace host_detail {
+
+// A type-erased reference to the callable that runs the kernel for the current thread.
+struct kernel_body {
+  void (*invoke)(const void* callable) = nullptr;
+  const void* callable = nullptr;
+
+  template <class F>
+  static kernel_body from(const F& f) {
+    return kernel_body{[](const void* c) { (*static_cast<const F*>(c))(); }, &f};
+  }
+};
+
+// Thrown into fibers that wait at a barrier when their block is aborted.
+struct block_abort {};
+
+enum class fiber_state : unsigned char { runnable, at_block_barrier, at_warp_barrier, finished };
+
+struct fiber {
+  context ctx;
+  void* asan_fake_stack = nullptr;
+  fiber_stack stack;
+  dims tid;
+  unsigned linear = 0, warp = 0, lane = 0;
+  fiber_state state = fiber_state::finished;
+  unsigned exchange_parity = 0;
+  site_counters sites;
+
+  explicit fiber(std::size_t stack_bytes) : stack(stack_bytes) {}
+  stack_bounds bounds() const { return {stack.bottom(), stack.size()}; }
+};
+
+class block_runner;
+inline block_runner*& current_runner() {
+  thread_local block_runner* runner = nullptr;
+  return runner;
+}
+
+inline void fiber_entry();
+
+class block_runner {
+ public:
+  struct block_launch {
+    kernel_body body;
+    dims grid_dim, block_dim, block_idx;
+    unsigned warp_size;
+    std::size_t shared_bytes;
+    std::size_t stack_bytes;
+  };
+
+  // Runs one block to completion. Returns success, barrier_divergence or kernel_fault,
+  // with a description in `message`.
+  status run(const block_launch& launch, std::string& message) {
+    launch_ = &launch;
+    const unsigned n = static_cast<unsigned>(launch.block_dim.volume());
+    while (fibers_.size() < n) fibers_.push_back(std::make_unique<fiber>(launch.stack_bytes));
+    if (stack_bytes_ != launch.stack_bytes) {
+      for (auto& f : fibers_) f = std::make_unique<fiber>(launch.stack_bytes);
+      stack_bytes_ = launch.stack_bytes;
+    }
+    for (unsigned i = 0; i < n; ++i) {
+      fiber& f = *fibers_[i];
+      f.tid = dims{i % launch.block_dim.x, (i / launch.block_dim.x) % launch.block_dim.y,
+                   i / (launch.block_dim.x * launch.block_dim.y)};
+      f.linear = i;
+      f.warp = i / launch.warp_size;
+      f.lane = i % launch.warp_size;
+      f.state = fiber_state::runnable;
+      f.exchange_parity = 0;
+      f.sites.clear();
+      init_context(f.ctx, f.stack, &fiber_entry);
+    }
+    threads_ = n;
+    warps_ = (n + launch.warp_size - 1) / launch.warp_size;
+    if (exchange_.size() < warps_) exchange_.resize(warps_);
+    if (shared_.size() < launch.shared_bytes) shared_.resize(launch.shared_bytes);
+    // Kernels must not read shared memory they did not write: 0xff bytes are NaN in every
+    // floating-point type, so such a read shows up in the results.
+    if (launch.shared_bytes) std::memset(shared_.data(), 0xff, launch.shared_bytes);
+    aborting_ = false;
+    result_ = status::success;
+    message_.clear();
+
+    block_runner* const outer = current_runner();
+    current_runner() = this;
+    do {
+      for (unsigned i = 0; i < n; ++i) {
+        fiber& f = *fibers_[i];
+        if (f.state != fiber_state::runnable) continue;
+        current_ = &f;
+        switch_context(scheduler_, &scheduler_fake_stack_, f.ctx, f.bounds());
+      }
+    } while (resolve_barriers());
+    current_runner() = outer;
+    current_ = nullptr;
+    message = message_;
+    return result_;
+  }
+
+  fiber& current() const { return *current_; }
+  const block_launch& launch() const { return *launch_; }
+  unsigned lanes_in_warp(unsigned warp) const {
+    const unsigned first = warp * launch_->warp_size;
+    return threads_ - first < launch_->warp_size ? threads_ - first : launch_->warp_size;
+  }
+  void* dynamic_shared() { return shared_.data(); }
+  block_traffic& traffic() { return traffic_; }
+
+  // __syncthreads(): suspends the calling thread until every thread of the block arrives.
+  void block_barrier() { wait(fiber_state::at_block_barrier); }
+
+  // Exchanges one value of up to 8 bytes among the lanes of the calling thread's warp:
+  // each lane publishes `value`, and gets back what lane `source(lane)` published (its own
+  // value where the source lane is absent or out of range).
+  template <class T, class SourceLane>
+  T warp_exchange(T value, SourceLane source) {
+    static_assert(sizeof(T) <= sizeof(std::uint64_t), "warp exchange carries at most 8 bytes");
+    fiber& f = *current_;
+    // Two slot sets used alternately: a lane can only publish into a set again after the
+    // next warp barrier, by which time every lane has read it.
+    std::uint64_t* slots = exchange_[f.warp].slots[f.exchange_parity];
+    f.exchange_parity ^= 1u;
+    std::memcpy(&slots[f.lane], &value, sizeof(T));
+    wait(fiber_state::at_warp_barrier);
+    const unsigned src = source(f.lane);
+    T result = value;
+    if (src < lanes_in_warp(f.warp)) std::memcpy(&result, &slots[src], sizeof(T));
+    return result;
+  }
+
+  // Bit i set when lane i of the calling thread's warp passed a true predicate.
+  unsigned long long warp_ballot(bool predicate) {
+    fiber& f = *current_;
+    std::uint64_t* slots = exchange_[f.warp].slots[f.exchange_parity];
+    f.exchange_parity ^= 1u;
+    slots[f.lane] = predicate ? 1u : 0u;
+    wait(fiber_state::at_warp_barrier);
+    unsigned long long mask = 0;
+    for (unsigned l = 0, n = lanes_in_warp(f.warp); l < n; ++l) mask |= (slots[l] ? 1ULL : 0ULL) << l;
+    return mask;
+  }
+
+  void fiber_main(stack_bounds scheduler_stack) {
+    if (scheduler_stack.bottom) scheduler_stack_ = scheduler_stack;
+    fiber& f = *current_;
+    if (!aborting_) {
+      try {
+        launch_->body.invoke(launch_->body.callable);
+      } catch (const block_abort&) {
+      } catch (const std::exception& e) {
+        abort_block(status::kernel_fault, describe(f) + " threw: " + e.what());
+      } catch (...) {
+        abort_block(status::kernel_fault, describe(f) + " threw an exception that is not a std::exception");
+      }
+    }
+    f.state = fiber_state::finished;
+    switch_context(f.ctx, nullptr, scheduler_, scheduler_stack_);
+    __builtin_unreachable();
+  }
+
+ private:
+  struct warp_slots {
+    std::uint64_t slots[2][max_warp_size];
+  };
+
+  void wait(fiber_state why) {
+    fiber& f = *current_;
+    f.state = why;
+    switch_context(f.ctx, &f.asan_fake_stack, scheduler_, scheduler_stack_);
+    if (aborting_) throw block_abort{};
+  }
+
+  std::string describe(const fiber& f) const {
+    const dims& b = launch_->block_idx;
+    return "thread (" + std::to_string(f.tid.x) + "," + std::to_string(f.tid.y) + "," + std::to_string(f.tid.z) +
+           ") of block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
+  }
+
+  void abort_block(status why, std::string message) {
+    if (!aborting_) {
+      result_ = why;
+      message_ = std::move(message);
+    }
+    aborting_ = true;
+  }
+
+  // Called when no fiber is runnable. Returns false once every thread has finished.
+  bool resolve_barriers() {
+    unsigned finished = 0, at_block = 0, at_warp = 0;
+    for (unsigned i = 0; i < threads_; ++i) {
+      switch (fibers_[i]->state) {
+        case fiber_state::finished: ++finished; break;
+        case fiber_state::at_block_barrier: ++at_block; break;
+        case fiber_state::at_warp_barrier: ++at_warp; break;
+        case fiber_state::runnable: break;
+      }
+    }
+    if (finished == threads_) return false;
+    if (!aborting_ && at_warp > 0) release_complete_warps();
+    if (!aborting_ && at_warp == 0) {
+      if (at_block == threads_) {
+        release_all();
+        return true;
+      }
+      abort_block(status::barrier_divergence,
+                  "block (" + std::to_string(launch_->block_idx.x) + "," + std::to_string(launch_->block_idx.y) + "," +
+                      std::to_string(launch_->block_idx.z) + "): " + std::to_string(at_block) + " of " +
+                      std::to_string(threads_) + " threads wait at a block barrier that " + std::to_string(finished) +
+                      " threads never reach (they returned)");
+    }
+    if (aborting_) release_all();
+    return true;
+  }
+
+  // Releases every warp whose lanes all wait at a warp-collective operation; a warp with
+  // only some lanes there diverged.
+  void release_complete_warps() {
+    for (unsigned w = 0; w < warps_; ++w) {
+      const unsigned first = w * launch_->warp_size, n = lanes_in_warp(w);
+      unsigned waiting = 0;
+      for (unsigned l = 0; l < n; ++l) waiting += fibers_[first + l]->state == fiber_state::at_warp_barrier;
+      if (waiting == n) {
+        for (unsigned l = 0; l < n; ++l) fibers_[first + l]->state = fiber_state::runnable;
+      } else if (waiting > 0) {
+        abort_block(status::barrier_divergence,
+                    "warp " + std::to_string(w) + " of block (" + std::to_string(launch_->block_idx.x) + "," +
+                        std::to_string(launch_->block_idx.y) + "," + std::to_string(launch_->block_idx.z) + "): " +
+                        std::to_string(waiting) + " of " + std::to_string(n) +
+                        " lanes wait at a warp-collective operation that the other lanes never reach");
+        return;
+      }
+    }
+  }
+
+  void release_all() {
+    for (unsigned i = 0; i < threads_; ++i)
+      if (fibers_[i]->state != fiber_state::finished) fibers_[i]->state = fiber_state::runnable;
+  }
+
+  std::vector<std::unique_ptr<fiber>> fibers_;
+  std::vector<warp_slots> exchange_;
+  std::vector<unsigned char> shared_;
+  std::size_t stack_bytes_ = 0;
+  unsigned threads_ = 0, warps_ = 0;
+  const block_launch* launch_ = nullptr;
+  fiber* current_ = nullptr;
+  context scheduler_;
+  void* scheduler_fake_stack_ = nullptr;
+  stack_bounds scheduler_stack_;
+  bool aborting_ = false;
+  status result_ = status::success;
+  std::string message_;
+  block_traffic traffic_;
+};
+
+inline void fiber_entry() { current_runner()->fiber_main(enter_context()); }
+
+}  // namespace host_detail
+}  // namespace platform
+}  // namespace dsconv

@@ -1,0 +1,255 @@
+#pragma once
+// The host platform's runtime: streams, launches, memory and device facts. A launch runs
+// the grid to completion before it returns (every stream is therefore always idle); blocks
+// are spread over a pool of worker threads, the caller being one of them.
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <cstddef>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <tuple>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "../../status.hpp"
+#include "../error_detail.hpp"
+
+#include "stream.hpp"
+#include "../launch_types.hpp"
+#include "block_runner.hpp"
+#include "settings.hpp"
+#include "traffic.hpp"
+
+namespace dsconv {
+namespace platform {
+namespace host_detail {
+
+// Threads that call `work` together for each launch; the caller of run() is one of them.
+class worker_pool {
+ public:
+  explicit worker_pool(int threads) : size_(threads < 1 ? 1 : threads) {
+    for (int i = 1; i < size_; ++i) helpers_.emplace_back([this] { serve(); });
+  }
+  worker_pool(const worker_pool&) = delete;
+  worker_pool& operator=(const worker_pool&) = delete;
+  ~worker_pool() {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      stopping_ = true;
+    }
+    wake_.notify_all();
+    for (auto& t : helpers_) t.join();
+  }
+  int size() const { return size_; }
+
+  // Calls work() on every pool thread and returns when all calls have returned.
+  template <class F>
+  void run(F& work) {
+    {
+      std::lock_guard<std::mutex> lock(mutex_);
+      job_ = kernel_body::from(work);
+      pending_ = static_cast<int>(helpers_.size());
+      ++generation_;
+    }
+    wake_.notify_all();
+    work();
+    std::unique_lock<std::mutex> lock(mutex_);
+    done_.wait(lock, [this] { return pending_ == 0; });
+  }
+
+ private:
+  void serve() {
+    unsigned long long seen = 0;
+    for (;;) {
+      kernel_body job;
+      {
+        std::unique_lock<std::mutex> lock(mutex_);
+        wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
+        if (stopping_) return;
+        seen = generation_;
+        job = job_;
+      }
+      job.invoke(job.callable);
+      std::lock_guard<std::mutex> lock(mutex_);
+      if (--pending_ == 0) done_.notify_all();
+    }
+  }
+
+  int size_;
+  std::vector<std::thread> helpers_;
+  std::mutex mutex_;
+  std::condition_variable wake_, done_;
+  kernel_body job_;
+  int pending_ = 0;
+  unsigned long long generation_ = 0;
+  bool stopping_ = false;
+};
+
+struct launch_record {
+  std::string kernel;
+  dims grid, block;
+  std::size_t shared_bytes = 0;
+  traffic_counters traffic;
+};
+
+// Process-wide state of launches; one grid runs at a time.
+struct launch_state {
+  std::mutex launch_mutex;
+  std::unique_ptr<worker_pool> pool;
+  std::atomic<unsigned long long> launches{0};
+  std::mutex recorders_mutex;
+  std::vector<std::vector<launch_record>*> recorders;
+};
+
+inline launch_state& launches() {
+  static launch_state s;
+  return s;
+}
+
+inline constexpr std::size_t shared_memory_per_block = 48 * 1024;
+inline constexpr int max_threads_per_block = 1024;
+
+inline status check_launch_config(const launch_config& cfg) {
+  const dims& g = cfg.grid;
+  const dims& b = cfg.block;
+  if (g.x < 1 || g.y < 1 || g.z < 1 || b.x < 1 || b.y < 1 || b.z < 1 || g.x > 2147483647u || g.y > 65535u ||
+      g.z > 65535u || b.z > 64u || b.volume() > static_cast<unsigned long long>(max_threads_per_block) ||
+      cfg.shared_bytes > shared_memory_per_block)
+    return fail(status::invalid_launch_config,
+                std::string(cfg.name) + ": grid (" + std::to_string(g.x) + "," + std::to_string(g.y) + "," +
+                    std::to_string(g.z) + "), block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
+                    std::to_string(b.z) + "), " + std::to_string(cfg.shared_bytes) +
+                    " bytes of dynamic shared memory exceed the limits");
+  return status::success;
+}
+
+inline block_runner& worker_runner() {
+  thread_local block_runner runner;
+  return runner;
+}
+
+// Runs every block of the grid; the first failing block stops the grid (later blocks are
+// not started), as a fault stops a GPU grid.
+inline status run_grid(const launch_config& cfg, kernel_body body) {
+  if (current_runner())
+    return fail(status::launch_failed, std::string(cfg.name) + ": launched from inside a kernel, which the host platform does not support");
+  const status config = check_launch_config(cfg);
+  if (config != status::success) return config;
+
+  launch_state& state = launches();
+  std::lock_guard<std::mutex> serial(state.launch_mutex);
+  state.launches.fetch_add(1, std::memory_order_relaxed);
+  settings& s = host_settings();
+  const int workers = s.workers.load();
+  if (!state.pool || state.pool->size() != workers) {
+    state.pool.reset();
+    state.pool = std::make_unique<worker_pool>(workers);
+  }
+  const bool counting = traffic_enabled();
+
+  const dims grid = cfg.grid;
+  const unsigned long long total = grid.volume();
+  std::atomic<unsigned long long> next{0};
+  std::atomic<bool> failed{false};
+  std::mutex result_mutex;
+  status result = status::success;
+  std::string message;
+  traffic_counters traffic;
+  const unsigned warp = static_cast<unsigned>(s.warp_size.load());
+  const std::size_t stack_bytes = static_cast<std::size_t>(s.stack_kib.load()) * 1024;
+
+  auto work = [&] {
+    block_runner& runner = worker_runner();
+    block_runner::block_launch block{body, grid, cfg.block, dims{}, warp, cfg.shared_bytes, stack_bytes};
+    traffic_counters local;
+    std::string block_message;
+    while (!failed.load(std::memory_order_relaxed)) {
+      const unsigned long long b = next.fetch_add(1, std::memory_order_relaxed);
+      if (b >= total) break;
+      block.block_idx = dims{static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
+                             static_cast<unsigned>(b / (static_cast<unsigned long long>(grid.x) * grid.y))};
+      const status st = runner.run(block, block_message);
+      if (counting) runner.traffic().flush(local);
+      if (st != status::success) {
+        std::lock_guard<std::mutex> lock(result_mutex);
+        if (result == status::success) {
+          result = st;
+          message = block_message;
+        }
+        failed = true;
+      }
+    }
+    std::lock_guard<std::mutex> lock(result_mutex);
+    traffic += local;
+  };
+  state.pool->run(work);
+
+  if (counting) {
+    std::lock_guard<std::mutex> lock(state.recorders_mutex);
+    for (auto* r : state.recorders) r->push_back(launch_record{cfg.name, cfg.grid, cfg.block, cfg.shared_bytes, traffic});
+  }
+  if (result != status::success) return fail(result, std::string(cfg.name) + ": " + message);
+  return status::success;
+}
+
+}  // namespace host_detail
+
+// Launches `kernel` over cfg.grid x cfg.block with `args` converted to its parameter types.
+// Returns when the grid has finished.
+template <class... Params, class... Args>
+status launch(void (*kernel)(Params...), const launch_config& cfg, Args&&... args) {
+  static_assert(sizeof...(Params) == sizeof...(Args), "launch: argument count differs from the kernel's");
+  const std::tuple<std::decay_t<Params>...> packed(std::forward<Args>(args)...);
+  auto invoke = [&packed, kernel] { std::apply(kernel, packed); };
+  return host_detail::run_grid(cfg, host_detail::kernel_body::from(invoke));
+}
+
+inline status synchronize(stream_t) { return status::success; }
+
+inline status get_device_properties(device_properties& p) {
+  p.multiprocessor_count = host_detail::host_settings().workers.load();
+  p.warp_size = host_detail::host_settings().warp_size.load();
+  p.max_threads_per_block = host_detail::max_threads_per_block;
+  p.shared_memory_per_block = host_detail::shared_memory_per_block;
+  p.max_grid_x = 2147483647u;
+  p.max_grid_y = p.max_grid_z = 65535u;
+  return status::success;
+}
+
+// "Device" memory is ordinary memory, aligned like a GPU allocation.
+inline status device_malloc(void** ptr, std::size_t bytes) {
+  if (!ptr) return fail(status::null_pointer, "device_malloc: null result pointer");
+  *ptr = nullptr;
+  if (bytes == 0) return status::success;
+  const std::size_t rounded = (bytes + 255) / 256 * 256;
+  if (rounded < bytes) return fail(status::out_of_memory, "device_malloc: size overflows");
+  *ptr = std::aligned_alloc(256, rounded);
+  if (!*ptr) return fail(status::out_of_memory, "device_malloc: " + std::to_string(bytes) + " bytes");
+  return status::success;
+}
+inline status device_free(void* ptr) {
+  std::free(ptr);
+  return status::success;
+}
+inline status copy_to_device(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return status::success;
+}
+inline status copy_to_host(void* dst, const void* src, std::size_t bytes) {
+  if (bytes) std::memcpy(dst, src, bytes);
+  return status::success;
+}
+inline status device_memset(void* dst, int byte, std::size_t bytes) {
+  if (bytes) std::memset(dst, byte, bytes);
+  return status::success;
+}
+
+}  // namespace platform
+}  // namespace dsconv

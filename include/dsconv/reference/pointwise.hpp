@@ -1,0 +1,37 @@
+#pragma once
+// Plain CPU pointwise (1x1) convolution with double accumulation, for tests and for users
+// who want to validate results. Buffers are host memory. Out may be T, float or double.
+
+#include "../dispatch/validate.hpp"
+#include "../kernels/common/activation.hpp"
+#include "../problem.hpp"
+#include "output.hpp"
+
+namespace dsconv {
+namespace reference {
+
+template <class T, class Out>
+status pointwise_forward(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
+                         Out* output) {
+  const status s = detail::validate(p, input, weight, bias, residual, reinterpret_cast<const T*>(output));
+  if (s != status::success) return s;
+  const detail::pointwise_shape d = detail::make_shape(p);
+  const index_t pixels = d.pixels();
+  const bool nchw = d.data_layout == layout::nchw;
+  for (index_t b = 0; b < d.n; ++b)
+    for (index_t px = 0; px < pixels; ++px)
+      for (int co = 0; co < d.c_out; ++co) {
+        double acc = bias ? static_cast<double>(to_float(bias[co])) : 0.0;
+        for (int ci = 0; ci < d.c_in; ++ci) {
+          const index_t in = nchw ? (b * d.c_in + ci) * pixels + px : (b * pixels + px) * d.c_in + ci;
+          acc += static_cast<double>(to_float(input[in])) * static_cast<double>(to_float(weight[static_cast<index_t>(co) * d.c_in + ci]));
+        }
+        const index_t out = nchw ? (b * d.c_out + co) * pixels + px : (b * pixels + px) * d.c_out + co;
+        if (residual) acc += static_cast<double>(to_float(residual[out]));
+        output[out] = reference_output<Out>(detail::activate(acc, d.act));
+      }
+  return status::success;
+}
+
+}  // namespace reference
+}  // namespace dsconv
