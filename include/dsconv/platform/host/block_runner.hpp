@@ -93,7 +93,7 @@ class block_runner {
       f.state = fiber_state::runnable;
       f.exchange_parity = 0;
       f.sites.clear();
-      init_context(f.ctx, f.stack, &fiber_entry);
+      start_context(f.ctx, f.stack, &fiber_entry);
     }
     threads_ = n;
     warps_ = (n + launch.warp_size - 1) / launch.warp_size;

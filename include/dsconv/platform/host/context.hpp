@@ -23,6 +23,7 @@
 #endif
 
 #if defined(DSCONV_ASAN)
+#include <sanitizer/asan_interface.h>
 #include <sanitizer/common_interface_defs.h>
 #endif
 
@@ -185,6 +186,15 @@ inline void raw_switch(context& from, context& to) { switch_stack(&from.sp, to.s
 inline constexpr const char* context_switch_name = "assembly";
 
 #endif
+
+// Prepares `stack` to start `entry` afresh. A finished fiber never returned from its frames,
+// so ASan's poisoning of their redzones is still in the shadow memory: clear it first.
+inline void start_context(context& c, const fiber_stack& stack, void (*entry)()) {
+#if defined(DSCONV_ASAN)
+  __asan_unpoison_memory_region(stack.bottom(), stack.size());
+#endif
+  init_context(c, stack, entry);
+}
 
 // Bounds of a stack, for AddressSanitizer's fiber annotations.
 struct stack_bounds {

@@ -1,0 +1,188 @@
+// The platform layer's kernel-side primitives, on every platform: coordinates, barriers,
+// static and dynamic shared memory, warp shuffles, ballot and lane ids. Expected values are
+// computed here on the host from CUDA's documented semantics, with the warp width the
+// device reports.
+#include <catch2/catch.hpp>
+
+#include <numeric>
+#include <vector>
+
+#include <dsconv/dsconv.hpp>
+
+namespace pf = dsconv::platform;
+
+namespace {
+
+constexpr unsigned block_threads = 256;
+
+DSCONV_KERNEL void write_coordinates(unsigned* out) {
+  const pf::dims t = pf::thread_idx(), b = pf::block_idx(), bd = pf::block_dim(), gd = pf::grid_dim();
+  const unsigned long long block = (static_cast<unsigned long long>(b.z) * gd.y + b.y) * gd.x + b.x;
+  const unsigned long long thread = (static_cast<unsigned long long>(t.z) * bd.y + t.y) * bd.x + t.x;
+  pf::store(out + block * bd.volume() + thread, static_cast<unsigned>(block * 1000 + thread));
+}
+
+// Reverses each block's slice through static shared memory: only correct if the barrier
+// makes every thread's write visible before any thread reads.
+DSCONV_KERNEL void reverse_static_shared(const float* in, float* out) {
+  DSCONV_SHARED float tile[block_threads];
+  const unsigned t = pf::thread_idx().x, base = pf::block_idx().x * block_threads;
+  tile[t] = pf::load(in + base + t);
+  pf::sync_threads();
+  pf::store(out + base + t, tile[block_threads - 1 - t]);
+}
+
+DSCONV_KERNEL void reverse_dynamic_shared(const float* in, float* out) {
+  float* tile = pf::dynamic_shared<float>();
+  const unsigned t = pf::thread_idx().x, n = pf::block_dim().x, base = pf::block_idx().x * n;
+  tile[t] = pf::load(in + base + t);
+  pf::sync_threads();
+  pf::store(out + base + t, tile[n - 1 - t]);
+}
+
+// Several barriers in a loop: a running sum through shared memory.
+DSCONV_KERNEL void prefix_sum_shared(int* out) {
+  DSCONV_SHARED int values[block_threads];
+  const unsigned t = pf::thread_idx().x;
+  values[t] = static_cast<int>(t) + 1;
+  pf::sync_threads();
+  for (unsigned offset = 1; offset < block_threads; offset *= 2) {
+    const int add = t >= offset ? values[t - offset] : 0;
+    pf::sync_threads();
+    values[t] += add;
+    pf::sync_threads();
+  }
+  pf::store(out + pf::block_idx().x * block_threads + t, values[t]);
+}
+
+struct shuffle_results {
+  int lane, warp_size, idx, xor1, down3, up5, idx_w8, xor_w16, sum;
+  unsigned long long ballot;
+  double wide;  // an 8-byte value through the shuffles
+};
+
+DSCONV_KERNEL void shuffles(shuffle_results* out) {
+  const unsigned t = pf::thread_idx().x;
+  const int v = static_cast<int>(t) * 7 + 3;
+  shuffle_results r;
+  r.lane = pf::lane_id();
+  r.warp_size = pf::warp_size();
+  r.idx = pf::shfl(v, 5);
+  r.xor1 = pf::shfl_xor(v, 1);
+  r.down3 = pf::shfl_down(v, 3u);
+  r.up5 = pf::shfl_up(v, 5u);
+  r.idx_w8 = pf::shfl(v, 2, 8);
+  r.xor_w16 = pf::shfl_xor(v, 9, 16);
+  int sum = v;
+  for (int mask = pf::warp_size() / 2; mask > 0; mask /= 2) sum += pf::shfl_xor(sum, mask);
+  r.sum = sum;
+  r.ballot = pf::ballot(t % 3 == 0);
+  r.wide = pf::shfl_xor(static_cast<double>(v) + 0.25, 2);
+  pf::store(out + pf::block_idx().x * pf::block_dim().x + t, r);
+}
+
+template <class T>
+std::vector<T> run_and_download(std::size_t count, const pf::launch_config& cfg, void (*kernel)(T*)) {
+  dsconv::device_buffer<T> out;
+  REQUIRE(out.allocate(count) == dsconv::status::success);
+  REQUIRE(pf::launch(kernel, cfg, out.data()) == dsconv::status::success);
+  REQUIRE(dsconv::synchronize() == dsconv::status::success);
+  std::vector<T> host;
+  REQUIRE(out.download(host) == dsconv::status::success);
+  return host;
+}
+
+pf::launch_config config(pf::dims grid, pf::dims block, std::size_t shared = 0) {
+  pf::launch_config cfg;
+  cfg.grid = grid;
+  cfg.block = block;
+  cfg.shared_bytes = shared;
+  cfg.name = "platform_test";
+  return cfg;
+}
+
+std::vector<float> iota_floats(std::size_t n) {
+  std::vector<float> v(n);
+  std::iota(v.begin(), v.end(), 1.0f);
+  return v;
+}
+
+}  // namespace
+
+TEST_CASE("every thread of a 3-D grid of 3-D blocks runs once with its coordinates", "[platform]") {
+  const pf::dims grid{3, 2, 2}, block{8, 4, 2};
+  const auto out = run_and_download<unsigned>(grid.volume() * block.volume(), config(grid, block), write_coordinates);
+  for (std::size_t b = 0; b < grid.volume(); ++b)
+    for (std::size_t t = 0; t < block.volume(); ++t) REQUIRE(out[b * block.volume() + t] == b * 1000 + t);
+}
+
+TEST_CASE("a barrier publishes static shared memory to the whole block", "[platform]") {
+  const unsigned blocks = 7;
+  const auto input = iota_floats(blocks * block_threads);
+  dsconv::device_buffer<float> in, out;
+  REQUIRE(in.upload(input) == dsconv::status::success);
+  REQUIRE(out.allocate(input.size()) == dsconv::status::success);
+  REQUIRE(pf::launch(reverse_static_shared, config({blocks}, {block_threads}), in.data(), out.data()) ==
+          dsconv::status::success);
+  std::vector<float> host;
+  REQUIRE(out.download(host) == dsconv::status::success);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < block_threads; ++t)
+      REQUIRE(host[b * block_threads + t] == input[b * block_threads + block_threads - 1 - t]);
+}
+
+TEST_CASE("dynamic shared memory has the size of the launch", "[platform]") {
+  const unsigned blocks = 5, threads = 96;
+  const auto input = iota_floats(blocks * threads);
+  dsconv::device_buffer<float> in, out;
+  REQUIRE(in.upload(input) == dsconv::status::success);
+  REQUIRE(out.allocate(input.size()) == dsconv::status::success);
+  REQUIRE(pf::launch(reverse_dynamic_shared, config({blocks}, {threads}, threads * sizeof(float)), in.data(),
+                     out.data()) == dsconv::status::success);
+  std::vector<float> host;
+  REQUIRE(out.download(host) == dsconv::status::success);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < threads; ++t) REQUIRE(host[b * threads + t] == input[b * threads + threads - 1 - t]);
+}
+
+TEST_CASE("repeated barriers in a loop order shared-memory phases", "[platform]") {
+  const unsigned blocks = 3;
+  const auto out = run_and_download<int>(blocks * block_threads, config({blocks}, {block_threads}), prefix_sum_shared);
+  for (unsigned b = 0; b < blocks; ++b)
+    for (unsigned t = 0; t < block_threads; ++t) REQUIRE(out[b * block_threads + t] == static_cast<int>((t + 1) * (t + 2) / 2));
+}
+
+TEST_CASE("warp shuffles, reductions and ballot follow the target's warp width", "[platform]") {
+  pf::device_properties dev;
+  REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
+  const int ws = dev.warp_size;
+  REQUIRE((ws == 32 || ws == 64 || (ws >= 1 && ws <= 64 && (ws & (ws - 1)) == 0)));
+  const unsigned blocks = 2, threads = 128;
+  const auto out = run_and_download<shuffle_results>(blocks * threads, config({blocks}, {threads}), shuffles);
+  auto value = [](int t) { return t * 7 + 3; };
+  for (unsigned b = 0; b < blocks; ++b)
+    for (int t = 0; t < static_cast<int>(threads); ++t) {
+      INFO("block " << b << " thread " << t << " warp size " << ws);
+      const shuffle_results& r = out[b * threads + t];
+      const int lane = t % ws, warp0 = t - lane;
+      auto in_segment = [&](int src, int width) { return (src / width) == (lane / width) ? warp0 + src : t; };
+      const int w8 = ws < 8 ? ws : 8, w16 = ws < 16 ? ws : 16;
+      REQUIRE(r.lane == lane);
+      REQUIRE(r.warp_size == ws);
+      REQUIRE(r.idx == value(warp0 + 5 % ws));
+      REQUIRE(r.xor1 == value(in_segment(lane ^ 1, ws)));
+      REQUIRE(r.down3 == value(lane + 3 < ws ? t + 3 : t));
+      REQUIRE(r.up5 == value(lane >= 5 ? t - 5 : t));
+      REQUIRE(r.idx_w8 == value(warp0 + (lane / w8) * w8 + 2 % w8));
+      REQUIRE(r.xor_w16 == value(in_segment(lane ^ 9, w16)));
+      int sum = 0;
+      unsigned long long ballot = 0;
+      for (int l = 0; l < ws; ++l) {
+        sum += value(warp0 + l);
+        if ((warp0 + l) % 3 == 0) ballot |= 1ULL << l;
+      }
+      REQUIRE(r.sum == sum);
+      REQUIRE(r.ballot == ballot);
+      REQUIRE(r.wide == static_cast<double>(value(in_segment(lane ^ 2, ws))) + 0.25);
+    }
+}
