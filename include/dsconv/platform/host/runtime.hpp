@@ -35,7 +35,7 @@ namespace host_detail {
 class worker_pool {
  public:
   explicit worker_pool(int threads) : size_(threads < 1 ? 1 : threads) {
-    for (int i = 1; i < size_; ++i) helpers_.emplace_back([this] { serve(); });
+    for (int i = 1; i < size_; ++i) helpers_.emplace_back([this, i] { serve(i - 1); });
   }
   worker_pool(const worker_pool&) = delete;
   worker_pool& operator=(const worker_pool&) = delete;
@@ -49,23 +49,29 @@ class worker_pool {
   }
   int size() const { return size_; }
 
-  // Calls work() on every pool thread and returns when all calls have returned.
+  // Calls work() on the calling thread and on up to `helpers` pool threads, and returns
+  // when all calls have returned. Waking a helper costs microseconds, so a grid of one
+  // block wakes none.
   template <class F>
-  void run(F& work) {
-    {
+  void run(F& work, int helpers) {
+    helpers = helpers < static_cast<int>(helpers_.size()) ? helpers : static_cast<int>(helpers_.size());
+    if (helpers > 0) {
       std::lock_guard<std::mutex> lock(mutex_);
       job_ = kernel_body::from(work);
-      pending_ = static_cast<int>(helpers_.size());
+      active_ = helpers;
+      pending_ = helpers;
       ++generation_;
     }
-    wake_.notify_all();
+    if (helpers > 0) wake_.notify_all();
     work();
-    std::unique_lock<std::mutex> lock(mutex_);
-    done_.wait(lock, [this] { return pending_ == 0; });
+    if (helpers > 0) {
+      std::unique_lock<std::mutex> lock(mutex_);
+      done_.wait(lock, [this] { return pending_ == 0; });
+    }
   }
 
  private:
-  void serve() {
+  void serve(int index) {
     unsigned long long seen = 0;
     for (;;) {
       kernel_body job;
@@ -74,6 +80,7 @@ class worker_pool {
         wake_.wait(lock, [&] { return stopping_ || generation_ != seen; });
         if (stopping_) return;
         seen = generation_;
+        if (index >= active_) continue;
         job = job_;
       }
       job.invoke(job.callable);
@@ -87,7 +94,7 @@ class worker_pool {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   kernel_body job_;
-  int pending_ = 0;
+  int pending_ = 0, active_ = 0;
   unsigned long long generation_ = 0;
   bool stopping_ = false;
 };
@@ -189,7 +196,7 @@ inline status run_grid(const launch_config& cfg, kernel_body body) {
     std::lock_guard<std::mutex> lock(result_mutex);
     traffic += local;
   };
-  state.pool->run(work);
+  state.pool->run(work, static_cast<int>(std::min<unsigned long long>(total - 1, static_cast<unsigned long long>(workers))));
 
   if (counting) {
     std::lock_guard<std::mutex> lock(state.recorders_mutex);

@@ -1,0 +1,161 @@
+// The main job without a GPU benchmark: every depthwise and 1x1 layer of MobileNetV2 and
+// EfficientNet-B0 through dsconv, each checked against the double-precision reference, with
+// the variant the heuristic chose and (on the host platform) the global-memory traffic
+// against the minimum a layer must move. Prints a line per layer and a summary, and writes
+// <out>/layers.csv and <out>/layers.md.
+//
+// Options (or environment variables): --model all|mobilenet_v2|efficientnet_b0 (DSCONV_MODEL),
+// --input 224|32 (DSCONV_INPUT), --batch 1,8 (DSCONV_BATCH), --type float,half,bfloat16
+// (DSCONV_TYPE), --layout nchw,nhwc (DSCONV_LAYOUT), --traffic 0|1 (host only),
+// --out DIR (DSCONV_RESULTS, default results).
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <random>
+#include <sys/stat.h>
+
+#include "support/layer_check.hpp"
+#include "support/options.hpp"
+
+namespace {
+
+using dsconv_bench::layer;
+using dsconv_bench::layer_result;
+
+struct row {
+  layer l;
+  int batch;
+  std::string type, layout;
+  layer_result r;
+  double tolerance;
+  bool pass() const {
+    return r.status == dsconv::status::success && r.bad_elements == 0 && r.relative_error <= tolerance;
+  }
+  double traffic_ratio() const { return r.traffic_bytes < 0 ? -1 : double(r.traffic_bytes) / double(r.minimum_bytes); }
+};
+
+std::string shape_of(const layer& l) {
+  char buf[96];
+  if (l.depthwise())
+    std::snprintf(buf, sizeof buf, "dw %dx%d s%d c%d %dx%d", l.k, l.k, l.stride, l.cin, l.h_in, l.h_in);
+  else
+    std::snprintf(buf, sizeof buf, "pw %d->%d %dx%d%s", l.cin, l.cout, l.h_in, l.h_in, l.residual ? " +res" : "");
+  return buf;
+}
+
+template <class T>
+layer_result run(const layer& l, int batch, dsconv::layout lay, bool traffic, std::mt19937& gen) {
+  return dsconv_bench::check_layer<T>(l, batch, lay, traffic, gen);
+}
+
+layer_result run_typed(const std::string& type, const layer& l, int batch, dsconv::layout lay, bool traffic,
+                       std::mt19937& gen) {
+  if (type == "half") return run<dsconv::half>(l, batch, lay, traffic, gen);
+  if (type == "bfloat16") return run<dsconv::bfloat16>(l, batch, lay, traffic, gen);
+  return run<float>(l, batch, lay, traffic, gen);
+}
+
+double tolerance_of(const std::string& type) { return type == "half" ? 3e-3 : type == "bfloat16" ? 2e-2 : 1e-5; }
+
+void write_reports(const std::string& dir, const std::vector<row>& rows, const std::string& device) {
+  mkdir(dir.c_str(), 0755);
+  std::ofstream csv(dir + "/layers.csv");
+  csv << "layer,shape,batch,type,layout,variant,status,relative_error,max_abs_error,bad_elements,wall_ms,minimum_bytes,"
+         "traffic_bytes,traffic_ratio,pass\n";
+  for (const auto& w : rows)
+    csv << w.l.name() << ',' << shape_of(w.l) << ',' << w.batch << ',' << w.type << ',' << w.layout << ',' << w.r.variant
+        << ',' << dsconv::to_string(w.r.status) << ',' << w.r.relative_error << ',' << w.r.max_abs_error << ','
+        << w.r.bad_elements << ',' << w.r.wall_ms << ',' << w.r.minimum_bytes << ',' << w.r.traffic_bytes << ','
+        << w.traffic_ratio() << ',' << (w.pass() ? 1 : 0) << '\n';
+  std::ofstream md(dir + "/layers.md");
+  md << "# dsconv layer check\n\nDevice: " << device << "\n\n"
+     << "| layer | shape | batch | type | layout | variant | rel. error | traffic / minimum | result |\n"
+     << "|---|---|---|---|---|---|---|---|---|\n";
+  for (const auto& w : rows) {
+    char err[32], ratio[32];
+    std::snprintf(err, sizeof err, "%.2e", w.r.relative_error);
+    std::snprintf(ratio, sizeof ratio, w.traffic_ratio() < 0 ? "-" : "%.2f", w.traffic_ratio());
+    md << "| " << w.l.name() << " | " << shape_of(w.l) << " | " << w.batch << " | " << w.type << " | " << w.layout << " | "
+       << w.r.variant << " | " << err << " | " << ratio << " | " << (w.pass() ? "pass" : "FAIL") << " |\n";
+  }
+}
+
+}  // namespace
+
+int main(int argc, char** argv) try {
+  const dsconv_bench::options opt(argc, argv);
+  const std::string model = opt.get("model", "DSCONV_MODEL", "all");
+  const int input = std::stoi(opt.get("input", "DSCONV_INPUT", "224"));
+  const auto batches = dsconv_bench::options::split(opt.get("batch", "DSCONV_BATCH", "1"));
+  const auto types = dsconv_bench::options::split(opt.get("type", "DSCONV_TYPE", "float"));
+  const auto layouts = dsconv_bench::options::split(opt.get("layout", "DSCONV_LAYOUT", "nchw"));
+  const std::string out_dir = opt.get("out", "DSCONV_RESULTS", "results");
+#if defined(DSCONV_PLATFORM_HOST)
+  const bool traffic = opt.get("traffic", nullptr, "1") != "0";
+  const std::string device = "host platform (CPU), " + std::to_string(dsconv::host::worker_count()) + " worker threads, warp " +
+                             std::to_string(dsconv::host::warp_size());
+#else
+  const bool traffic = false;
+  dsconv::platform::device_properties dev;
+  if (dsconv::platform::get_device_properties(dev) != dsconv::status::success) {
+    std::fprintf(stderr, "no usable GPU: %s\n", dsconv::last_error_detail());
+    return 77;
+  }
+  const std::string device = "GPU with " + std::to_string(dev.multiprocessor_count) + " multiprocessors, warp " +
+                             std::to_string(dev.warp_size);
+#endif
+
+  std::vector<layer> selected;
+  for (const auto& l : dsconv_bench::all_layers())
+    if ((model == "all" || l.model == model) && l.input == input) selected.push_back(l);
+  if (selected.empty()) throw std::runtime_error("no layer matches --model " + model + " --input " + std::to_string(input));
+
+  std::printf("dsconv %d.%d.%d layer check on %s: %zu layers x %zu batch x %zu type x %zu layout\n", dsconv::version_major,
+              dsconv::version_minor, dsconv::version_patch, device.c_str(), selected.size(), batches.size(), types.size(),
+              layouts.size());
+  std::mt19937 gen(20261122);
+  std::vector<row> rows;
+  const std::size_t total = selected.size() * batches.size() * types.size() * layouts.size();
+  for (const auto& b : batches)
+    for (const auto& t : types)
+      for (const auto& lay : layouts)
+        for (const auto& l : selected) {
+          row w{l, std::stoi(b), t, lay, {}, tolerance_of(t)};
+          w.r = run_typed(t, l, w.batch, lay == "nhwc" ? dsconv::layout::nhwc : dsconv::layout::nchw, traffic, gen);
+          rows.push_back(w);
+          std::printf("[%3zu/%zu] %-34s %-26s n=%-3d %-8s %s  %-9s err %.1e  traffic %s  %7.1f ms  %s%s%s\n", rows.size(), total,
+                      l.name().c_str(), shape_of(l).c_str(), w.batch, t.c_str(), lay.c_str(), w.r.variant.c_str(),
+                      w.r.relative_error,
+                      w.traffic_ratio() < 0 ? "-" : (std::to_string(w.traffic_ratio()).substr(0, 6) + "x").c_str(),
+                      w.r.wall_ms, w.pass() ? "ok" : "FAIL", w.r.detail.empty() ? "" : ": ", w.r.detail.c_str());
+          std::fflush(stdout);
+        }
+
+  // Summary per model and kind: layers passed, worst error, traffic against the minimum.
+  std::printf("\n%-18s %-4s %7s %8s %12s %16s\n", "model", "kind", "layers", "passed", "worst error", "traffic/minimum");
+  std::map<std::pair<std::string, std::string>, std::vector<const row*>> groups;
+  for (const auto& w : rows) groups[{w.l.model, w.l.kind}].push_back(&w);
+  std::size_t failed = 0;
+  for (const auto& g : groups) {
+    std::size_t pass = 0;
+    double worst = 0, moved = 0, minimum = 0;
+    for (const row* w : g.second) {
+      pass += w->pass();
+      worst = std::max(worst, w->r.relative_error);
+      moved += static_cast<double>(w->r.traffic_bytes);
+      minimum += static_cast<double>(w->r.minimum_bytes);
+    }
+    failed += g.second.size() - pass;
+    char ratio[32];
+    std::snprintf(ratio, sizeof ratio, traffic ? "%.2fx" : "-", moved / minimum);
+    std::printf("%-18s %-4s %7zu %8zu %12.1e %16s\n", g.first.first.c_str(), g.first.second.c_str(), g.second.size(), pass,
+                worst, ratio);
+  }
+  write_reports(out_dir, rows, device);
+  std::printf("\n%s: %zu of %zu layer runs correct; reports in %s/layers.md and %s/layers.csv\n", failed ? "FAILED" : "OK",
+              rows.size() - failed, rows.size(), out_dir.c_str(), out_dir.c_str());
+  return failed ? 1 : 0;
+} catch (const std::exception& e) {
+  std::fprintf(stderr, "error: %s\n", e.what());
+  return 2;
+}

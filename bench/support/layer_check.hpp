@@ -1,0 +1,132 @@
+#pragma once
+// Runs one network layer through dsconv on device buffers and checks it against the
+// double-precision reference: the work of the main job, per layer.
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <dsconv/dsconv.hpp>
+
+#include "layers.hpp"
+
+namespace dsconv_bench {
+
+struct layer_result {
+  std::string variant;
+  dsconv::status status = dsconv::status::success;
+  std::string detail;              // last_error_detail() when status is not success
+  double relative_error = 0;       // ||out - ref|| / ||ref||
+  double max_abs_error = 0;
+  std::size_t bad_elements = 0;    // non-finite or never written
+  double wall_ms = 0;              // host wall time of the call (includes emulation on the host)
+  long long minimum_bytes = 0;     // every input, weight, bias, residual and output byte once
+  long long traffic_bytes = -1;    // host platform: 32 * sectors moved; -1 when not counted
+};
+
+template <class T>
+std::vector<T> random_values(std::size_t n, std::mt19937& gen) {
+  std::uniform_real_distribution<float> d(-1.f, 1.f);
+  std::vector<T> v(n);
+  for (auto& x : v) x = T(d(gen));
+  return v;
+}
+
+namespace detail {
+template <class T>
+void finish(layer_result& r, const dsconv::device_buffer<T>& out, const std::vector<double>& ref) {
+  std::vector<T> got;
+  if (out.download(got) != dsconv::status::success) {
+    r.status = dsconv::status::platform_error;
+    r.detail = dsconv::last_error_detail();
+    return;
+  }
+  double d2 = 0, r2 = 0;
+  for (std::size_t i = 0; i < got.size(); ++i) {
+    const double g = dsconv::to_float(got[i]);
+    if (!std::isfinite(g)) {
+      ++r.bad_elements;
+      continue;
+    }
+    d2 += (g - ref[i]) * (g - ref[i]);
+    r2 += ref[i] * ref[i];
+    r.max_abs_error = std::max(r.max_abs_error, std::fabs(g - ref[i]));
+  }
+  r.relative_error = r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2);
+}
+
+// Times `call`, and on the host platform records its global-memory traffic.
+template <class Call>
+dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
+  (void)count_traffic;
+#if defined(DSCONV_PLATFORM_HOST)
+  std::unique_ptr<dsconv::host::traffic_recorder> rec;
+  if (count_traffic) rec = std::make_unique<dsconv::host::traffic_recorder>();
+#endif
+  const auto t0 = std::chrono::steady_clock::now();
+  dsconv::status s = call();
+  if (s == dsconv::status::success) s = dsconv::synchronize();
+  r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
+#if defined(DSCONV_PLATFORM_HOST)
+  if (rec) r.traffic_bytes = static_cast<long long>(rec->total().sectors() * 32);
+#endif
+  if (s != dsconv::status::success) r.detail = dsconv::last_error_detail();
+  return s;
+}
+}  // namespace detail
+
+template <class T>
+layer_result check_layer(const layer& l, int batch, dsconv::layout lay, bool count_traffic, std::mt19937& gen) {
+  layer_result r;
+  if (l.depthwise()) {
+    const auto p = l.depthwise_params(batch, lay);
+    const std::size_t in_n = static_cast<std::size_t>(batch) * p.c * p.h * p.w;
+    const std::size_t out_n = static_cast<std::size_t>(batch) * p.out_c() * p.out_h() * p.out_w();
+    const auto x = random_values<T>(in_n, gen), w = random_values<T>(p.out_c() * p.kernel_h * p.kernel_w, gen),
+               b = random_values<T>(p.out_c(), gen);
+    r.minimum_bytes = static_cast<long long>((x.size() + w.size() + b.size() + out_n) * sizeof(T));
+    r.variant = dsconv::to_string(dsconv::select_variant(p));
+    dsconv::device_buffer<T> dx, dw, db, dy;
+    if (dx.upload(x) != dsconv::status::success || dw.upload(w) != dsconv::status::success ||
+        db.upload(b) != dsconv::status::success || dy.upload(std::vector<T>(out_n, T(std::nanf("")))) != dsconv::status::success) {
+      r.status = dsconv::status::out_of_memory;
+      return r;
+    }
+    r.status = detail::run_measured(r, count_traffic, [&] {
+      return dsconv::depthwise_forward(p, dx.data(), dw.data(), db.data(), dy.data());
+    });
+    if (r.status != dsconv::status::success) return r;
+    std::vector<double> ref(out_n);
+    dsconv::reference::depthwise_forward(p, x.data(), w.data(), b.data(), ref.data());
+    detail::finish(r, dy, ref);
+  } else {
+    const auto p = l.pointwise_params(batch, lay);
+    const std::size_t px = static_cast<std::size_t>(batch) * p.h * p.w;
+    const auto x = random_values<T>(px * p.c_in, gen), w = random_values<T>(static_cast<std::size_t>(p.c_out) * p.c_in, gen),
+               b = random_values<T>(p.c_out, gen);
+    const auto res = l.residual ? random_values<T>(px * p.c_out, gen) : std::vector<T>();
+    r.minimum_bytes = static_cast<long long>((x.size() + w.size() + b.size() + res.size() + px * p.c_out) * sizeof(T));
+    r.variant = dsconv::to_string(dsconv::select_variant(p));
+    dsconv::device_buffer<T> dx, dw, db, dr, dy;
+    if (dx.upload(x) != dsconv::status::success || dw.upload(w) != dsconv::status::success ||
+        db.upload(b) != dsconv::status::success || (l.residual && dr.upload(res) != dsconv::status::success) ||
+        dy.upload(std::vector<T>(px * p.c_out, T(std::nanf("")))) != dsconv::status::success) {
+      r.status = dsconv::status::out_of_memory;
+      return r;
+    }
+    const T* residual = l.residual ? dr.data() : nullptr;
+    r.status = detail::run_measured(r, count_traffic, [&] {
+      return dsconv::pointwise_forward(p, dx.data(), dw.data(), db.data(), residual, dy.data());
+    });
+    if (r.status != dsconv::status::success) return r;
+    std::vector<double> ref(px * p.c_out);
+    dsconv::reference::pointwise_forward(p, x.data(), w.data(), b.data(), l.residual ? res.data() : nullptr, ref.data());
+    detail::finish(r, dy, ref);
+  }
+  return r;
+}
+
+}  // namespace dsconv_bench
