@@ -72,9 +72,9 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
      << "| layer | shape | batch | type | layout | variant | rel. error | traffic / minimum | result |\n"
      << "|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& w : rows) {
-    char err[32], ratio[32];
+    char err[32], ratio[32] = "-";
     std::snprintf(err, sizeof err, "%.2e", w.r.relative_error);
-    std::snprintf(ratio, sizeof ratio, w.traffic_ratio() < 0 ? "-" : "%.2f", w.traffic_ratio());
+    if (w.traffic_ratio() >= 0) std::snprintf(ratio, sizeof ratio, "%.2f", w.traffic_ratio());
     md << "| " << w.l.name() << " | " << shape_of(w.l) << " | " << w.batch << " | " << w.type << " | " << w.layout << " | "
        << w.r.variant << " | " << err << " | " << ratio << " | " << (w.pass() ? "pass" : "FAIL") << " |\n";
   }
@@ -146,8 +146,8 @@ int main(int argc, char** argv) try {
       minimum += static_cast<double>(w->r.minimum_bytes);
     }
     failed += g.second.size() - pass;
-    char ratio[32];
-    std::snprintf(ratio, sizeof ratio, traffic ? "%.2fx" : "-", moved / minimum);
+    char ratio[32] = "-";
+    if (traffic) std::snprintf(ratio, sizeof ratio, "%.2fx", moved / minimum);
     std::printf("%-18s %-4s %7zu %8zu %12.1e %16s\n", g.first.first.c_str(), g.first.second.c_str(), g.second.size(), pass,
                 worst, ratio);
   }

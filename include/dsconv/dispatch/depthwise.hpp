@@ -5,6 +5,7 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "launch_shape.hpp"
+#include "prepare.hpp"
 #include "validate.hpp"
 #include "variants.hpp"
 
@@ -29,19 +30,12 @@ inline depthwise_variant select_variant(const depthwise_params&) { return depthw
 template <class T>
 status depthwise_forward(const depthwise_params& p, const depthwise_options& options, const T* input, const T* weight,
                          const T* bias, T* output, stream_t stream = {}) {
-  if (!is_valid(options.variant))
-    return detail::invalid(status::invalid_variant, "depthwise",
-                           "variant value " + std::to_string(static_cast<int>(options.variant)));
-  status s = detail::validate(p, input, weight, bias, output);
-  if (s != status::success) return s;
-  s = can_implement(options.variant, p);
-  if (s != status::success) return s;
   platform::device_properties dev;
-  s = platform::get_device_properties(dev);
+  depthwise_variant variant = depthwise_variant::automatic;
+  const status s =
+      detail::prepare_launch("depthwise", options.variant, p, detail::validate(p, input, weight, bias, output), dev, variant);
   if (s != status::success) return s;
-
   const detail::depthwise_shape shape = detail::make_shape(p);
-  const depthwise_variant variant = options.variant == depthwise_variant::automatic ? select_variant(p) : options.variant;
   switch (variant) {
     case depthwise_variant::automatic:
     case depthwise_variant::direct:

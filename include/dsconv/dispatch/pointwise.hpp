@@ -5,6 +5,7 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "launch_shape.hpp"
+#include "prepare.hpp"
 #include "validate.hpp"
 #include "variants.hpp"
 
@@ -29,19 +30,12 @@ inline pointwise_variant select_variant(const pointwise_params&) { return pointw
 template <class T>
 status pointwise_forward(const pointwise_params& p, const pointwise_options& options, const T* input, const T* weight,
                          const T* bias, const T* residual, T* output, stream_t stream = {}) {
-  if (!is_valid(options.variant))
-    return detail::invalid(status::invalid_variant, "pointwise",
-                           "variant value " + std::to_string(static_cast<int>(options.variant)));
-  status s = detail::validate(p, input, weight, bias, residual, output);
-  if (s != status::success) return s;
-  s = can_implement(options.variant, p);
-  if (s != status::success) return s;
   platform::device_properties dev;
-  s = platform::get_device_properties(dev);
+  pointwise_variant variant = pointwise_variant::automatic;
+  const status s =
+      detail::prepare_launch("pointwise", options.variant, p, detail::validate(p, input, weight, bias, residual, output), dev, variant);
   if (s != status::success) return s;
-
   const detail::pointwise_shape shape = detail::make_shape(p);
-  const pointwise_variant variant = options.variant == pointwise_variant::automatic ? select_variant(p) : options.variant;
   switch (variant) {
     case pointwise_variant::automatic:
     case pointwise_variant::direct:
