@@ -5,7 +5,7 @@
 // <out>/layers.csv and <out>/layers.md.
 //
 // Options (or environment variables): --model all|mobilenet_v2|efficientnet_b0 (DSCONV_MODEL),
-// --input 224|32 (DSCONV_INPUT), --batch 1,8 (DSCONV_BATCH), --type float,half,bfloat16
+// --input 224|32 (DSCONV_INPUT), --kind all|dw|pw (DSCONV_KIND), --batch 1,8 (DSCONV_BATCH), --type float,half,bfloat16
 // (DSCONV_TYPE), --layout nchw,nhwc (DSCONV_LAYOUT), --traffic 0|1 (host only),
 // --out DIR (DSCONV_RESULTS, default results).
 #include <cstdio>
@@ -86,6 +86,7 @@ int main(int argc, char** argv) try {
   const dsconv_bench::options opt(argc, argv);
   const std::string model = opt.get("model", "DSCONV_MODEL", "all");
   const int input = std::stoi(opt.get("input", "DSCONV_INPUT", "224"));
+  const std::string kind = opt.get("kind", "DSCONV_KIND", "all");
   const auto batches = dsconv_bench::options::split(opt.get("batch", "DSCONV_BATCH", "1"));
   const auto types = dsconv_bench::options::split(opt.get("type", "DSCONV_TYPE", "float"));
   const auto layouts = dsconv_bench::options::split(opt.get("layout", "DSCONV_LAYOUT", "nchw"));
@@ -107,7 +108,7 @@ int main(int argc, char** argv) try {
 
   std::vector<layer> selected;
   for (const auto& l : dsconv_bench::all_layers())
-    if ((model == "all" || l.model == model) && l.input == input) selected.push_back(l);
+    if ((model == "all" || l.model == model) && (kind == "all" || l.kind == kind) && l.input == input) selected.push_back(l);
   if (selected.empty()) throw std::runtime_error("no layer matches --model " + model + " --input " + std::to_string(input));
 
   std::printf("dsconv %d.%d.%d layer check on %s: %zu layers x %zu batch x %zu type x %zu layout\n", dsconv::version_major,

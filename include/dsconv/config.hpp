@@ -32,6 +32,13 @@
 #define DSCONV_DEVICE_PASS 1
 #endif
 
+// Asks for a loop to be unrolled, in each compiler's own spelling.
+#if defined(__clang__) || !defined(DSCONV_PLATFORM_HOST)
+#define DSCONV_UNROLL _Pragma("unroll")
+#else
+#define DSCONV_UNROLL _Pragma("GCC unroll 16")
+#endif
+
 #define DSCONV_FORCEINLINE inline __attribute__((always_inline))
 #define DSCONV_NOINLINE __attribute__((noinline))
 

@@ -1,9 +1,12 @@
 #pragma once
 // dsconv::depthwise_forward: validate -> choose a variant -> launch.
 
+#include <string>
+
 #include "../kernels/depthwise/direct.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
+#include "depthwise_plan.hpp"
 #include "launch_shape.hpp"
 #include "prepare.hpp"
 #include "validate.hpp"
@@ -11,39 +14,82 @@
 
 namespace dsconv {
 
-// Whether `variant` can run problem `p` (a host-only check; no buffers involved).
-inline status can_implement(depthwise_variant variant, const depthwise_params& p) {
+// Whether `variant` can run problem `p` with elements of type T on the current device (a
+// host-only check; no buffers involved). unsupported_variant names the reason in
+// last_error_detail().
+template <class T = float>
+status can_implement(depthwise_variant variant, const depthwise_params& p) {
   if (!is_valid(variant))
     return detail::invalid(status::invalid_variant, "depthwise", "variant value " + std::to_string(static_cast<int>(variant)));
-  const status s = detail::validate_params(p);
+  status s = detail::validate_params(p);
   if (s != status::success) return s;
-  switch (variant) {
-    case depthwise_variant::automatic:
-    case depthwise_variant::direct: return status::success;
-  }
-  return status::invalid_variant;
+  if (variant == depthwise_variant::automatic || variant == depthwise_variant::direct) return status::success;
+  platform::device_properties dev;
+  s = platform::get_device_properties(dev);
+  if (s != status::success) return s;
+  detail::depthwise_plan plan;
+  const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
+  const bool nchw = variant == depthwise_variant::nchw_tiled;
+  if (p.data_layout != (nchw ? layout::nchw : layout::nhwc))
+    return detail::invalid(status::unsupported_variant, "depthwise",
+                           std::string(to_string(variant)) + " needs the " + (nchw ? "nchw" : "nhwc") + " layout");
+  if (p.multiplier != 1)
+    return detail::invalid(status::unsupported_variant, "depthwise", std::string(to_string(variant)) + " needs multiplier 1");
+  const bool fits = nchw ? detail::plan_nchw_tiled(p, dev, aligned, plan) : detail::plan_nhwc_tiled(p, dev, aligned, plan);
+  if (!fits)
+    return detail::invalid(status::unsupported_variant, "depthwise",
+                           std::string(to_string(variant)) + ": even one output row's input exceeds shared memory, or the grid is too large");
+  return status::success;
 }
 
-// The variant that `automatic` runs for `p` on the current device.
-inline depthwise_variant select_variant(const depthwise_params&) { return depthwise_variant::direct; }
+// The variant that `automatic` runs for `p` with elements of type T on the current device:
+// the shared-memory tiled kernel of the layout where it applies, the direct kernel otherwise.
+template <class T = float>
+depthwise_variant select_variant(const depthwise_params& p) {
+  const depthwise_variant tiled =
+      p.data_layout == layout::nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled;
+  const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
+  const bool ok = can_implement<T>(tiled, p) == status::success;
+  platform::error_detail_slot() = detail;
+  return ok ? tiled : depthwise_variant::direct;
+}
 
 template <class T>
 status depthwise_forward(const depthwise_params& p, const depthwise_options& options, const T* input, const T* weight,
                          const T* bias, T* output, stream_t stream = {}) {
   platform::device_properties dev;
   depthwise_variant variant = depthwise_variant::automatic;
-  const status s =
-      detail::prepare_launch("depthwise", options.variant, p, detail::validate(p, input, weight, bias, output), dev, variant);
+  const status s = detail::prepare_launch(
+      detail::validate(p, input, weight, bias, output), options.variant,
+      [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
   if (s != status::success) return s;
   const detail::depthwise_shape shape = detail::make_shape(p);
+  detail::depthwise_plan plan;
+  platform::launch_config cfg;
+  cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
+  cfg.stream = stream;
   switch (variant) {
+    case depthwise_variant::nchw_tiled:
+      if (!detail::plan_nchw_tiled(p, dev, input, plan)) break;
+      cfg.grid = plan.grid;
+      cfg.shared_bytes = plan.shared_bytes;
+      cfg.name = "depthwise_nchw_tiled";
+      return platform::launch(detail::tiled_kernel<detail::nchw_tiled_family, T>(p), cfg, shape, plan.tile, input, weight,
+                              bias, output);
+    case depthwise_variant::nhwc_tiled:
+      if (!detail::plan_nhwc_tiled(p, dev, input, plan)) break;
+      cfg.grid = plan.grid;
+      cfg.shared_bytes = plan.shared_bytes;
+      cfg.name = "depthwise_nhwc_tiled";
+      return platform::launch(detail::tiled_kernel<detail::nhwc_tiled_family, T>(p), cfg, shape, plan.tile, input, weight,
+                              bias, output);
     case depthwise_variant::automatic:
     case depthwise_variant::direct:
       return platform::launch(kernels::depthwise_direct<T>,
                               detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "depthwise_direct"),
                               shape, input, weight, bias, output);
   }
-  return status::invalid_variant;
+  return detail::invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");
 }
 
 // input [n,c,h,w] (nchw) or [n,h,w,c] (nhwc); weight [c*multiplier, kernel_h, kernel_w];

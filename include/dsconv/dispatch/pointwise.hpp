@@ -11,8 +11,10 @@
 
 namespace dsconv {
 
-// Whether `variant` can run problem `p` (a host-only check; no buffers involved).
-inline status can_implement(pointwise_variant variant, const pointwise_params& p) {
+// Whether `variant` can run problem `p` with elements of type T (a host-only check; no
+// buffers involved).
+template <class T = float>
+status can_implement(pointwise_variant variant, const pointwise_params& p) {
   if (!is_valid(variant))
     return detail::invalid(status::invalid_variant, "pointwise", "variant value " + std::to_string(static_cast<int>(variant)));
   const status s = detail::validate_params(p);
@@ -24,16 +26,20 @@ inline status can_implement(pointwise_variant variant, const pointwise_params& p
   return status::invalid_variant;
 }
 
-// The variant that `automatic` runs for `p` on the current device.
-inline pointwise_variant select_variant(const pointwise_params&) { return pointwise_variant::direct; }
+// The variant that `automatic` runs for `p` with elements of type T on the current device.
+template <class T = float>
+pointwise_variant select_variant(const pointwise_params&) {
+  return pointwise_variant::direct;
+}
 
 template <class T>
 status pointwise_forward(const pointwise_params& p, const pointwise_options& options, const T* input, const T* weight,
                          const T* bias, const T* residual, T* output, stream_t stream = {}) {
   platform::device_properties dev;
   pointwise_variant variant = pointwise_variant::automatic;
-  const status s =
-      detail::prepare_launch("pointwise", options.variant, p, detail::validate(p, input, weight, bias, residual, output), dev, variant);
+  const status s = detail::prepare_launch(
+      detail::validate(p, input, weight, bias, residual, output), options.variant,
+      [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
   if (s != status::success) return s;
   const detail::pointwise_shape shape = detail::make_shape(p);
   switch (variant) {

@@ -8,8 +8,10 @@
 namespace dsconv {
 
 enum class depthwise_variant {
-  automatic,  // the heuristic's choice
-  direct,     // one output per thread; any shape
+  automatic,   // the heuristic's choice
+  direct,      // one output per thread; any shape
+  nchw_tiled,  // NCHW, multiplier 1: bands of rows (or groups of small planes) staged in shared memory
+  nhwc_tiled,  // NHWC, multiplier 1: bands of rows x 32 bytes of channels staged in shared memory
 };
 
 enum class pointwise_variant {
@@ -26,7 +28,8 @@ struct pointwise_options {
 };
 
 constexpr bool is_valid(depthwise_variant v) noexcept {
-  return v == depthwise_variant::automatic || v == depthwise_variant::direct;
+  return v == depthwise_variant::automatic || v == depthwise_variant::direct || v == depthwise_variant::nchw_tiled ||
+         v == depthwise_variant::nhwc_tiled;
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct;
@@ -36,6 +39,8 @@ inline const char* to_string(depthwise_variant v) noexcept {
   switch (v) {
     case depthwise_variant::automatic: return "automatic";
     case depthwise_variant::direct: return "direct";
+    case depthwise_variant::nchw_tiled: return "nchw_tiled";
+    case depthwise_variant::nhwc_tiled: return "nhwc_tiled";
   }
   return "unknown depthwise variant";
 }
@@ -49,7 +54,8 @@ inline const char* to_string(pointwise_variant v) noexcept {
 }
 
 // Every concrete variant (automatic excluded), for tests and benchmarks that force each.
-inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct};
+inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
+                                                               depthwise_variant::nhwc_tiled};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct};
 
 }  // namespace dsconv

@@ -1,0 +1,113 @@
+#pragma once
+// Depthwise NCHW, shared-memory tiled. A block computes a band of full-width output rows of
+// one (image, channel) plane, or, when planes are small (7x7 to ~32x32), whole planes of a
+// group of channels for a group of images, so a block has enough work at batch 1 and reads
+// its weights once for several images. Per image its input is one contiguous range of
+// global memory (full rows of one plane, or whole consecutive planes), copied once into
+// shared memory with coalesced (vector where aligned) loads; the zero padding is written
+// around it, and the taps read shared memory without any bounds check. Multiplier 1.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/activation.hpp"
+#include "tile.hpp"
+
+namespace dsconv {
+namespace kernels {
+
+template <class T, int K, int S>
+DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ input,
+                                        const T* __restrict__ weight, const T* __restrict__ bias,
+                                        T* __restrict__ output) {
+  namespace pf = platform;
+  const int kh = K ? K : s.kernel_h, kw = K ? K : s.kernel_w;
+  const int sh = S ? S : s.stride_h, sw = S ? S : s.stride_w;
+  const int dh = K ? 1 : s.dilation_h, dw = K ? 1 : s.dilation_w;
+  const int taps = kh * kw;
+  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+
+  const int channel_groups = (s.c + t.channels - 1) / t.channels;
+  const int c0 = static_cast<int>(pf::block_idx().x % channel_groups) * t.channels;
+  const int b0 = static_cast<int>(pf::block_idx().x / channel_groups) * t.images;
+  const int g_count = s.c - c0 < t.channels ? s.c - c0 : t.channels;
+  const int i_count = s.n - b0 < t.images ? s.n - b0 : t.images;
+  const int planes = g_count * i_count;  // staged plane j is image b0 + j / g_count, channel c0 + j % g_count
+  const int oy0 = static_cast<int>(pf::block_idx().y) * t.rows;
+  const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
+  const int iy0 = oy0 * sh - s.pad_h;  // input row of staged row 0 (negative in the top padding)
+  const int in_rows = (rows - 1) * sh + (kh - 1) * dh + 1;
+  const int rw = t.row_stride;
+  const int plane_stage = t.in_rows * rw;
+
+  float* staged = pf::dynamic_shared<float>();
+  float* w_s = staged + t.channels * t.images * plane_stage;
+  float* b_s = w_s + t.channels * taps;
+
+  for (int i = tid; i < g_count * taps; i += threads)
+    w_s[i] = to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i));
+  for (int g = tid; g < g_count; g += threads) b_s[g] = bias ? to_float(pf::load(bias + c0 + g)) : 0.f;
+
+  // Zero padding: the pad columns of every staged row, and whole rows above or below the image.
+  const int top = iy0 < 0 ? (-iy0 < in_rows ? -iy0 : in_rows) : 0;
+  const int below = iy0 + in_rows > s.h ? iy0 + in_rows - (s.h > iy0 ? s.h : iy0) : 0;
+  const int pad_cols = rw - s.w;
+  for (int i = tid; i < planes * in_rows * pad_cols; i += threads) {
+    const int j = i / (in_rows * pad_cols), r = i / pad_cols % in_rows, x = i % pad_cols;
+    staged[j * plane_stage + r * rw + (x < s.pad_w ? x : s.w + x)] = 0.f;
+  }
+  for (int i = tid; i < planes * (top + below) * s.w; i += threads) {
+    const int j = i / ((top + below) * s.w), k = i / s.w % (top + below), x = i % s.w;
+    const int r = k < top ? k : in_rows - (top + below) + k;
+    staged[j * plane_stage + r * rw + s.pad_w + x] = 0.f;
+  }
+
+  // The image rows the band needs: per plane one contiguous range (for whole planes of
+  // consecutive channels the ranges are adjacent, so an image's loads are one stream).
+  const int ry0 = iy0 + top, ry1 = iy0 + in_rows - below;
+  const index_t plane_elems = static_cast<index_t>(s.h) * s.w;
+  const int chunk = (ry1 - ry0) * s.w;  // per plane
+  auto source = [&](int e) {  // element e of the block's ranges, plane by plane
+    const int j = e / chunk;
+    return input + (static_cast<index_t>(b0 + j / g_count) * s.c + c0 + j % g_count) * plane_elems +
+           static_cast<index_t>(ry0) * s.w + e % chunk;
+  };
+  auto place = [&](int e) {  // its staged slot
+    const int j = e / chunk, y = e % chunk / s.w, x = e % s.w;
+    return staged + j * plane_stage + (ry0 - iy0 + y) * rw + s.pad_w + x;
+  };
+  if (t.vector == 4) {
+    // The planner checked that rows are a multiple of 4 elements and the input is 16-byte
+    // aligned, so no vector crosses a row or a plane.
+    for (int e = tid * 4; e < planes * chunk; e += threads * 4) {
+      const auto v = pf::load_vec<4>(source(e));
+      float* d = place(e);
+      DSCONV_UNROLL
+      for (int k = 0; k < 4; ++k) d[k] = to_float(v[k]);
+    }
+  } else if (t.vector == 8) {
+    for (int e = tid * 8; e < planes * chunk; e += threads * 8) {
+      const auto v = pf::load_vec<8>(source(e));
+      float* d = place(e);
+      DSCONV_UNROLL
+      for (int k = 0; k < 8; ++k) d[k] = to_float(v[k]);
+    }
+  } else {
+    for (int e = tid; e < planes * chunk; e += threads) *place(e) = to_float(pf::load(source(e)));
+  }
+  pf::sync_threads();
+
+  const int ow = s.out_w;
+  const index_t out_plane = static_cast<index_t>(s.out_h) * ow;
+  for (int i = tid; i < planes * rows * ow; i += threads) {
+    const int j = i / (rows * ow), oy = i / ow % rows, ox = i % ow;
+    const int g = j % g_count;
+    const float acc = detail::window_sum<K>(staged + j * plane_stage + oy * sh * rw + ox * sw, rw, 1, w_s + g * taps, 1, kh,
+                                            kw, dh, dw);
+    T* dst = output + (static_cast<index_t>(b0 + j / g_count) * s.c + c0 + g) * out_plane + static_cast<index_t>(oy0 + oy) * ow;
+    pf::store(dst + ox, from_float<T>(detail::activate(acc + b_s[g], s.act)));
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv

@@ -1,0 +1,89 @@
+#pragma once
+// Depthwise NHWC, shared-memory tiled. A block computes a band of full-width output rows of
+// one image (or whole maps of several images, when maps are small, so its weights are read
+// once for all of them) for a group of channels worth 32 bytes (one sector per pixel), so
+// neighbouring blocks never share a sector. Its input rows (each pixel's channel group) are staged once
+// in shared memory, vector-loaded where alignment allows; pad pixels are staged as zeros and
+// the taps read shared memory without bounds checks. Requires multiplier 1.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/activation.hpp"
+#include "tile.hpp"
+
+namespace dsconv {
+namespace kernels {
+
+template <class T, int K, int S>
+DSCONV_KERNEL void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ input,
+                                        const T* __restrict__ weight, const T* __restrict__ bias,
+                                        T* __restrict__ output) {
+  namespace pf = platform;
+  const int kh = K ? K : s.kernel_h, kw = K ? K : s.kernel_w;
+  const int sh = S ? S : s.stride_h, sw = S ? S : s.stride_w;
+  const int dh = K ? 1 : s.dilation_h, dw = K ? 1 : s.dilation_w;
+  const int taps = kh * kw;
+  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+
+  const int groups = (s.c + t.channels - 1) / t.channels;
+  const int b0 = static_cast<int>(pf::block_idx().x / groups) * t.images;
+  const int i_count = s.n - b0 < t.images ? s.n - b0 : t.images;
+  const int c0 = static_cast<int>(pf::block_idx().x % groups) * t.channels;
+  const int cc_count = s.c - c0 < t.channels ? s.c - c0 : t.channels;
+  const int cs = t.channels;  // staged channel stride
+  const int oy0 = static_cast<int>(pf::block_idx().y) * t.rows;
+  const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
+  const int iy0 = oy0 * sh - s.pad_h;
+  const int in_rows = (rows - 1) * sh + (kh - 1) * dh + 1;
+  const int rw = t.row_stride;
+
+  const int image_stage = t.in_rows * rw * cs;
+  float* staged = pf::dynamic_shared<float>();    // [images][in_rows][rw][cs]
+  float* w_s = staged + t.images * image_stage;   // [taps][cs]
+  float* b_s = w_s + taps * cs;                 // [cs]
+
+  // Weights are [c][taps] in memory; staged tap-major so a thread's channel is contiguous.
+  for (int i = tid; i < cc_count * taps; i += threads)
+    w_s[i % taps * cs + i / taps] = to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i));
+  for (int c = tid; c < cc_count; c += threads) b_s[c] = bias ? to_float(pf::load(bias + c0 + c)) : 0.f;
+
+  // Every staged pixel of the band: loaded when inside the image, zero in the padding.
+  const index_t row_pitch = static_cast<index_t>(s.w) * s.c;
+  const int v = t.vector;  // channels per load: 1, or 16 bytes' worth when C and the pointer allow
+  const int per_pixel = cs / v;
+  const int per_image = in_rows * rw * per_pixel;
+  for (int i = tid; i < i_count * per_image; i += threads) {
+    const int bi = i / per_image, r = i % per_image / (rw * per_pixel), xs = i / per_pixel % rw, c = i % per_pixel * v;
+    const int iy = iy0 + r, ix = xs - s.pad_w;
+    const T* image = input + static_cast<index_t>(b0 + bi) * s.h * row_pitch + c0;
+    float* d = staged + bi * image_stage + (r * rw + xs) * cs + c;
+    const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
+    const T* p = image + iy * row_pitch + static_cast<index_t>(ix) * s.c + c;
+    if (v == 4 && inside && c < cc_count) {
+      const auto x = pf::load_vec<4>(p);
+DSCONV_UNROLL
+      for (int j = 0; j < 4; ++j) d[j] = to_float(x[j]);
+    } else if (v == 8 && inside && c < cc_count) {
+      const auto x = pf::load_vec<8>(p);
+DSCONV_UNROLL
+      for (int j = 0; j < 8; ++j) d[j] = to_float(x[j]);
+    } else {
+      for (int j = 0; j < v; ++j) d[j] = inside && c + j < cc_count ? to_float(pf::load(p + j)) : 0.f;
+    }
+  }
+  pf::sync_threads();
+
+  const int ow = s.out_w;
+  for (int i = tid; i < i_count * rows * ow * cs; i += threads) {
+    const int c = i % cs, ox = i / cs % ow, oy = i / (cs * ow) % rows, bi = i / (cs * ow * rows);
+    if (c >= cc_count) continue;
+    const float acc = detail::window_sum<K>(staged + bi * image_stage + ((oy * sh) * rw + ox * sw) * cs + c, rw * cs, cs,
+                                            w_s + c, cs, kh, kw, dh, dw);
+    T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox) * s.c + c0 + c;
+    pf::store(dst, from_float<T>(detail::activate(acc + b_s[c], s.act)));
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv

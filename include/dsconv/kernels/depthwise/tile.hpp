@@ -1,0 +1,43 @@
+#pragma once
+// The tiling of the shared-memory depthwise kernels, chosen on the host (dispatch/
+// depthwise_plan.hpp) and read by the kernels. A block stages the zero-padded input its
+// outputs need in shared memory, as floats, so every input byte is read from global memory
+// once per block and the taps need no bounds checks.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+
+namespace dsconv {
+namespace detail {
+
+struct depthwise_tile {
+  int channels;    // channels per block (NHWC: 32 bytes of them, one sector per pixel)
+  int images;      // images per block: > 1 only when a band is the whole map, so that
+                   // small maps give a block enough work and weights are read fewer times
+  int rows;        // output rows per block (a band of full-width rows)
+  int in_rows;     // staged input rows of a full band: (rows - 1) * stride + (kernel - 1) * dilation + 1
+  int row_stride;  // staged row length in pixels: w + 2 * pad_w (the padding is staged as zeros)
+  int vector;      // elements per global load: 16 bytes' worth when alignment allows, else 1
+};
+
+// The window sum of one output: `in` points at the window's top-left staged element, `w` at
+// the first tap's weight. K (and S) are compile-time where the variant is specialised;
+// K == 0 takes the sizes from the arguments.
+template <int K>
+DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const float* in, int row_step, int col_step, const float* w,
+                                                  int w_step, int kh, int kw, int dh, int dw) {
+  float acc = 0.f;
+  if (K) {
+DSCONV_UNROLL
+    for (int ky = 0; ky < (K ? K : 1); ++ky)
+DSCONV_UNROLL
+      for (int kx = 0; kx < (K ? K : 1); ++kx) acc += in[ky * row_step + kx * col_step] * w[(ky * K + kx) * w_step];
+  } else {
+    for (int ky = 0; ky < kh; ++ky)
+      for (int kx = 0; kx < kw; ++kx) acc += in[ky * dh * row_step + kx * dw * col_step] * w[(ky * kw + kx) * w_step];
+  }
+  return acc;
+}
+
+}  // namespace detail
+}  // namespace dsconv
