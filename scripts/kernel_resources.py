@@ -1,0 +1,127 @@
+#!/usr/bin/env python3
+"""Compiled resources of every dsconv kernel: registers, shared memory and spills per kernel
+for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a).
+
+Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
+resource report, prints one table and writes it to results/kernel_resources.md. Exits 1 when
+a kernel spills, 2 when no compiler was found. Usage: scripts/kernel_resources.py [--out DIR]
+"""
+import argparse
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+SOURCE = os.path.join(ROOT, "tools", "instantiate_kernels.cpp")
+NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+
+
+def demangle(names):
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True).stdout
+    return out.splitlines()
+
+
+def short_name(demangled):
+    """dsconv::kernels::depthwise_nchw_tiled<float, 3, 1>(...) -> depthwise_nchw_tiled<float, 3, 1>"""
+    name = demangled.split("(")[0]
+    if name.startswith("void "):
+        name = name[len("void "):]
+    name = name.replace("dsconv::kernels::", "").replace("dsconv::", "")
+    return name
+
+
+def cuda_rows(arch):
+    cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-Xptxas", "-v", "-I", os.path.join(ROOT, "include"),
+           "-c", SOURCE, "-o", os.devnull]
+    log = subprocess.run(cmd, capture_output=True, text=True)
+    if log.returncode != 0:
+        sys.exit(f"nvcc failed:\n{log.stderr}")
+    rows, current = [], None
+    for line in log.stderr.splitlines():
+        m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
+        if m:
+            current = {"mangled": m.group(1), "target": m.group(2), "spill": 0, "smem": 0}
+            rows.append(current)
+            continue
+        if current is None:
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m:
+            current["spill"] = int(m.group(1)) + int(m.group(2))
+        m = re.search(r"Used (\d+) registers", line)
+        if m:
+            current["registers"] = m.group(1)
+            s = re.search(r"(\d+) bytes smem", line)
+            current["smem"] = int(s.group(1)) if s else 0
+    return rows
+
+
+def hip_rows(arch):
+    cmd = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "-Rpass-analysis=kernel-resource-usage",
+           "-I", os.path.join(ROOT, "include"), "-c", SOURCE, "-o", os.devnull]
+    log = subprocess.run(cmd, capture_output=True, text=True)
+    if log.returncode != 0:
+        sys.exit(f"hipcc failed:\n{log.stderr}")
+    rows, current = [], None
+    for line in log.stderr.splitlines():
+        m = re.search(r"remark: Function Name: (\w+)", line)
+        if m:
+            current = {"mangled": m.group(1), "target": arch, "spill": 0, "smem": 0}
+            rows.append(current)
+            continue
+        if current is None:
+            continue
+        for key, pattern in (("sgpr", r"SGPRs: (\d+)"), ("vgpr", r"VGPRs: (\d+)"), ("sgpr_spill", r"SGPRs Spill: (\d+)"),
+                             ("vgpr_spill", r"VGPRs Spill: (\d+)"), ("smem", r"LDS Size \[bytes/block\]: (\d+)"),
+                             ("scratch", r"ScratchSize \[bytes/lane\]: (\d+)")):
+            m = re.search(r"remark:\s+" + pattern, line)
+            if m:
+                current[key] = int(m.group(1))
+    for r in rows:
+        r["registers"] = f"{r.get('vgpr', '?')} v + {r.get('sgpr', '?')} s"
+        r["spill"] = r.get("sgpr_spill", 0) + r.get("vgpr_spill", 0) + r.get("scratch", 0)
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", default=os.path.join(ROOT, "results"))
+    args = parser.parse_args()
+    rows = []
+    if os.path.exists(NVCC):
+        for arch in ("sm_80", "sm_90"):
+            rows += cuda_rows(arch)
+    else:
+        print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
+    if shutil.which("hipcc"):
+        for arch in ("gfx906", "gfx90a"):
+            rows += hip_rows(arch)
+    else:
+        print("no hipcc: HIP skipped", file=sys.stderr)
+    if not rows:
+        print("no GPU compiler found", file=sys.stderr)
+        return 2
+    for r, name in zip(rows, demangle([r["mangled"] for r in rows])):
+        r["kernel"] = short_name(name)
+    rows.sort(key=lambda r: (r["kernel"], r["target"]))
+    header = "| kernel | target | registers | static shared memory (bytes) | spill bytes |"
+    lines = [header, "|---|---|---|---|---|"]
+    for r in rows:
+        lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} |")
+    spilling = [r for r in rows if r["spill"]]
+    summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
+               f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill")
+    text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
+        f"\n\n{summary}\n"
+    print("\n".join(lines))
+    print(summary)
+    os.makedirs(args.out, exist_ok=True)
+    with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
+        f.write(text)
+    return 1 if spilling else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
