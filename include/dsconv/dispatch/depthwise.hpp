@@ -21,7 +21,7 @@ template <class T = float>
 status can_implement(depthwise_variant variant, const depthwise_params& p) {
   if (!is_valid(variant))
     return detail::invalid(status::invalid_variant, "depthwise", "variant value " + std::to_string(static_cast<int>(variant)));
-  status s = detail::validate_params(p);
+  status s = detail::validate_params(p, sizeof(T));
   if (s != status::success) return s;
   if (variant == depthwise_variant::automatic || variant == depthwise_variant::direct) return status::success;
   platform::device_properties dev;

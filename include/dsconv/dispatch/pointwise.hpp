@@ -17,7 +17,7 @@ template <class T = float>
 status can_implement(pointwise_variant variant, const pointwise_params& p) {
   if (!is_valid(variant))
     return detail::invalid(status::invalid_variant, "pointwise", "variant value " + std::to_string(static_cast<int>(variant)));
-  const status s = detail::validate_params(p);
+  const status s = detail::validate_params(p, sizeof(T));
   if (s != status::success) return s;
   switch (variant) {
     case pointwise_variant::automatic:

@@ -82,8 +82,9 @@ inline status check_positive(const char* op, status s, std::initializer_list<std
   return status::success;
 }
 
-// Everything about a depthwise problem that does not involve its buffers.
-inline status validate_params(const depthwise_params& p) {
+// Everything about a depthwise problem that does not involve its buffers, for elements of
+// `element_bytes` bytes.
+inline status validate_params(const depthwise_params& p, std::size_t element_bytes) {
   const char* op = "depthwise";
   status s = check_enums(op, p.data_layout, p.act);
   if (s == status::success) s = check_positive(op, status::invalid_size, {{"n", p.n}, {"c", p.c}, {"h", p.h}, {"w", p.w}}, 1);
@@ -94,52 +95,61 @@ inline status validate_params(const depthwise_params& p) {
   if (s == status::success) s = check_positive(op, status::invalid_padding, {{"pad_h", p.pad_h}, {"pad_w", p.pad_w}}, 0);
   if (s == status::success) s = check_positive(op, status::invalid_multiplier, {{"multiplier", p.multiplier}}, 1);
   if (s != status::success) return s;
-  const int oh = p.out_h(), ow = p.out_w();
-  if (oh < 0 || ow < 0 || p.out_c() > 2147483647LL)
-    return invalid(status::size_overflow, op, "an output extent does not fit an int");
+  const long long oh = conv_out_extent(p.h, p.kernel_h, p.stride_h, p.pad_h, p.dilation_h);
+  const long long ow = conv_out_extent(p.w, p.kernel_w, p.stride_w, p.pad_w, p.dilation_w);
   if (oh == 0 || ow == 0)
     return invalid(status::invalid_output_size, op,
                    "output " + std::to_string(oh) + "x" + std::to_string(ow) + ": the dilated kernel exceeds the padded input");
+  // Kernels compute coordinates in int: every padded extent must fit one (which bounds the
+  // output extents and the dilated kernel spans too).
+  const long long int_max = 2147483647LL;
+  if (p.h + 2LL * p.pad_h > int_max || p.w + 2LL * p.pad_w > int_max || p.out_c() > int_max)
+    return invalid(status::size_overflow, op, "a padded input extent or the output channel count does not fit an int");
+  index_t bytes;
+  if (!byte_count({p.n, p.c, p.h, p.w}, element_bytes, bytes) || !byte_count({p.n, p.out_c(), oh, ow}, element_bytes, bytes) ||
+      !byte_count({p.out_c(), p.kernel_h, p.kernel_w}, element_bytes, bytes))
+    return invalid(status::size_overflow, op, "a tensor's byte count exceeds the 64-bit index type");
   return status::success;
 }
 
 template <class T>
 status validate(const depthwise_params& p, const T* input, const T* weight, const T* bias, const T* output) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const status s = validate_params(p);
+  const status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
-  index_t in_bytes, w_bytes, b_bytes, out_bytes;
-  if (!byte_count({p.n, p.c, p.h, p.w}, sizeof(T), in_bytes) ||
-      !byte_count({p.out_c(), p.kernel_h, p.kernel_w}, sizeof(T), w_bytes) || !byte_count({p.out_c()}, sizeof(T), b_bytes) ||
-      !byte_count({p.n, p.out_c(), p.out_h(), p.out_w()}, sizeof(T), out_bytes))
-    return invalid(status::size_overflow, "depthwise", "a tensor's byte count exceeds the 64-bit index type");
-  return check_buffers("depthwise", buffer{output, out_bytes},
-                       {{"input", buffer{input, in_bytes}}, {"weight", buffer{weight, w_bytes}}, {"bias", buffer{bias, b_bytes}}},
+  const index_t e = sizeof(T);  // every count below was checked to fit
+  return check_buffers("depthwise", buffer{output, e * p.n * p.out_c() * p.out_h() * p.out_w()},
+                       {{"input", buffer{input, e * p.n * p.c * p.h * p.w}},
+                        {"weight", buffer{weight, e * p.out_c() * p.kernel_h * p.kernel_w}},
+                        {"bias", buffer{bias, e * p.out_c()}}},
                        {"bias"});
 }
 
-inline status validate_params(const pointwise_params& p) {
+inline status validate_params(const pointwise_params& p, std::size_t element_bytes) {
   const char* op = "pointwise";
   status s = check_enums(op, p.data_layout, p.act);
   if (s == status::success)
     s = check_positive(op, status::invalid_size, {{"n", p.n}, {"c_in", p.c_in}, {"c_out", p.c_out}, {"h", p.h}, {"w", p.w}}, 1);
-  return s;
+  if (s != status::success) return s;
+  index_t bytes;
+  if (!byte_count({p.n, p.c_in, p.h, p.w}, element_bytes, bytes) || !byte_count({p.n, p.c_out, p.h, p.w}, element_bytes, bytes) ||
+      !byte_count({p.c_out, p.c_in}, element_bytes, bytes))
+    return invalid(status::size_overflow, op, "a tensor's byte count exceeds the 64-bit index type");
+  return status::success;
 }
 
 template <class T>
 status validate(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
                 const T* output) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const status s = validate_params(p);
+  const status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
-  index_t in_bytes, w_bytes, b_bytes, out_bytes;
-  if (!byte_count({p.n, p.c_in, p.h, p.w}, sizeof(T), in_bytes) || !byte_count({p.c_out, p.c_in}, sizeof(T), w_bytes) ||
-      !byte_count({p.c_out}, sizeof(T), b_bytes) || !byte_count({p.n, p.c_out, p.h, p.w}, sizeof(T), out_bytes))
-    return invalid(status::size_overflow, "pointwise", "a tensor's byte count exceeds the 64-bit index type");
+  const index_t e = sizeof(T);  // every count below was checked to fit
+  const index_t out_bytes = e * p.n * p.c_out * p.h * p.w;
   return check_buffers("pointwise", buffer{output, out_bytes},
-                       {{"input", buffer{input, in_bytes}},
-                        {"weight", buffer{weight, w_bytes}},
-                        {"bias", buffer{bias, b_bytes}},
+                       {{"input", buffer{input, e * p.n * p.c_in * p.h * p.w}},
+                        {"weight", buffer{weight, e * p.c_out * p.c_in}},
+                        {"bias", buffer{bias, e * p.c_out}},
                         {"residual", buffer{residual, out_bytes}}},
                        {"bias", "residual"});
 }

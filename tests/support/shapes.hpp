@@ -1,0 +1,304 @@
+#pragma once
+// Shared by the operation tests: the MobileNetV2 / EfficientNet-B0 layer tables, the runs
+// that cover them within the time budget, printable problem descriptions, and the check of
+// a result against the double reference.
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <set>
+#include <sstream>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include <catch2/catch.hpp>
+#include <dsconv/dsconv.hpp>
+
+#include "test_data.hpp"
+
+namespace Catch {
+// Failed status comparisons then print "null pointer: ..." instead of a bare number.
+template <>
+struct StringMaker<dsconv::status> {
+  static std::string convert(dsconv::status s) { return dsconv::to_string(s); }
+};
+}  // namespace Catch
+
+namespace dsconv_test {
+
+inline constexpr dsconv::layout all_layouts[] = {dsconv::layout::nchw, dsconv::layout::nhwc};
+inline constexpr dsconv::activation all_activations[] = {dsconv::activation::none,    dsconv::activation::relu,
+                                                         dsconv::activation::relu6,   dsconv::activation::silu,
+                                                         dsconv::activation::sigmoid, dsconv::activation::hardswish};
+
+// automatic first, then every concrete variant of the operation.
+template <class Variant, std::size_t N>
+std::vector<Variant> variants_with_automatic(const Variant (&concrete)[N]) {
+  std::vector<Variant> v{Variant::automatic};
+  v.insert(v.end(), concrete, concrete + N);
+  return v;
+}
+
+inline std::string describe(const dsconv::depthwise_params& p) {
+  std::ostringstream s;
+  s << "n=" << p.n << " c=" << p.c << " h=" << p.h << " w=" << p.w << " kernel " << p.kernel_h << "x" << p.kernel_w
+    << " stride " << p.stride_h << "x" << p.stride_w << " pad " << p.pad_h << "x" << p.pad_w << " dilation "
+    << p.dilation_h << "x" << p.dilation_w << " multiplier " << p.multiplier << " " << dsconv::to_string(p.data_layout)
+    << " " << dsconv::to_string(p.act);
+  return s.str();
+}
+
+inline std::string describe(const dsconv::pointwise_params& p) {
+  std::ostringstream s;
+  s << "n=" << p.n << " c_in=" << p.c_in << " c_out=" << p.c_out << " h=" << p.h << " w=" << p.w << " "
+    << dsconv::to_string(p.data_layout) << " " << dsconv::to_string(p.act);
+  return s.str();
+}
+
+// Judges a kernel's output against the double reference: no unwritten (NaN-poisoned) or
+// non-finite element, the relative L2 error within tolerance<T>(), and also every single
+// element (one wrong element barely moves the L2 norm of a large tensor).
+template <class T>
+void check_close(const std::vector<T>& out, const std::vector<double>& ref) {
+  REQUIRE(out.size() == ref.size());
+  const error_report e = compare(out, ref);
+  double ref_max = 0;
+  for (double r : ref) ref_max = std::max(ref_max, std::fabs(r));
+  INFO(type_name<T>() << ": relative error " << e.relative << ", max abs error " << e.max_abs << ", max |ref| "
+                      << ref_max << ", non-finite " << e.non_finite << " of " << out.size());
+  CHECK(e.non_finite == 0);
+  CHECK(e.relative <= tolerance<T>());
+  CHECK(e.max_abs <= tolerance<T>() * std::max(1.0, ref_max));
+}
+
+// One row of data/layers/*.csv; rows that repeat within a table are listed once, with the
+// number of layers that share them.
+enum class layer_kind { dw, pw };
+struct layer_row {
+  const char* model;
+  int input;  // 224 or 32
+  layer_kind kind;
+  const char* role;  // depthwise, expand, project, head, se_reduce, se_expand
+  int cin, cout, k, stride, pad, h_in, h_out;
+  dsconv::activation act;
+  bool residual;
+  int layers;
+};
+
+// Generated from data/layers/{mobilenet_v2,efficientnet_b0}_{224,32}.csv (columns model,
+// input, kind, role, cin, cout, k, stride, pad, h_in, h_out, act, residual; repeats merged,
+// first appearance kept). The tests carry it because tests/CMakeLists.txt embeds no tables;
+// a test checks it against the CSV files when the source tree is at hand.
+namespace layer_table_detail {
+using act = dsconv::activation;
+constexpr layer_kind dw = layer_kind::dw, pw = layer_kind::pw;
+// clang-format off
+inline constexpr layer_row rows[] = {
+    {"mobilenet_v2", 224, dw, "depthwise", 32, 32, 3, 1, 1, 112, 112, act::relu6, false, 1},
+    {"mobilenet_v2", 224, pw, "project", 32, 16, 1, 1, 0, 112, 112, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "expand", 16, 96, 1, 1, 0, 112, 112, act::relu6, false, 1},
+    {"mobilenet_v2", 224, dw, "depthwise", 96, 96, 3, 2, 1, 112, 56, act::relu6, false, 1},
+    {"mobilenet_v2", 224, pw, "project", 96, 24, 1, 1, 0, 56, 56, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "expand", 24, 144, 1, 1, 0, 56, 56, act::relu6, false, 2},
+    {"mobilenet_v2", 224, dw, "depthwise", 144, 144, 3, 1, 1, 56, 56, act::relu6, false, 1},
+    {"mobilenet_v2", 224, pw, "project", 144, 24, 1, 1, 0, 56, 56, act::none, true, 1},
+    {"mobilenet_v2", 224, dw, "depthwise", 144, 144, 3, 2, 1, 56, 28, act::relu6, false, 1},
+    {"mobilenet_v2", 224, pw, "project", 144, 32, 1, 1, 0, 28, 28, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "expand", 32, 192, 1, 1, 0, 28, 28, act::relu6, false, 3},
+    {"mobilenet_v2", 224, dw, "depthwise", 192, 192, 3, 1, 1, 28, 28, act::relu6, false, 2},
+    {"mobilenet_v2", 224, pw, "project", 192, 32, 1, 1, 0, 28, 28, act::none, true, 2},
+    {"mobilenet_v2", 224, dw, "depthwise", 192, 192, 3, 2, 1, 28, 14, act::relu6, false, 1},
+    {"mobilenet_v2", 224, pw, "project", 192, 64, 1, 1, 0, 14, 14, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "expand", 64, 384, 1, 1, 0, 14, 14, act::relu6, false, 4},
+    {"mobilenet_v2", 224, dw, "depthwise", 384, 384, 3, 1, 1, 14, 14, act::relu6, false, 4},
+    {"mobilenet_v2", 224, pw, "project", 384, 64, 1, 1, 0, 14, 14, act::none, true, 3},
+    {"mobilenet_v2", 224, pw, "project", 384, 96, 1, 1, 0, 14, 14, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "expand", 96, 576, 1, 1, 0, 14, 14, act::relu6, false, 3},
+    {"mobilenet_v2", 224, dw, "depthwise", 576, 576, 3, 1, 1, 14, 14, act::relu6, false, 2},
+    {"mobilenet_v2", 224, pw, "project", 576, 96, 1, 1, 0, 14, 14, act::none, true, 2},
+    {"mobilenet_v2", 224, dw, "depthwise", 576, 576, 3, 2, 1, 14, 7, act::relu6, false, 1},
+    {"mobilenet_v2", 224, pw, "project", 576, 160, 1, 1, 0, 7, 7, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "expand", 160, 960, 1, 1, 0, 7, 7, act::relu6, false, 3},
+    {"mobilenet_v2", 224, dw, "depthwise", 960, 960, 3, 1, 1, 7, 7, act::relu6, false, 3},
+    {"mobilenet_v2", 224, pw, "project", 960, 160, 1, 1, 0, 7, 7, act::none, true, 2},
+    {"mobilenet_v2", 224, pw, "project", 960, 320, 1, 1, 0, 7, 7, act::none, false, 1},
+    {"mobilenet_v2", 224, pw, "head", 320, 1280, 1, 1, 0, 7, 7, act::relu6, false, 1},
+    {"efficientnet_b0", 224, dw, "depthwise", 32, 32, 3, 1, 1, 112, 112, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "se_reduce", 32, 8, 1, 1, 0, 1, 1, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "se_expand", 8, 32, 1, 1, 0, 1, 1, act::sigmoid, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 32, 16, 1, 1, 0, 112, 112, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "expand", 16, 96, 1, 1, 0, 112, 112, act::silu, false, 1},
+    {"efficientnet_b0", 224, dw, "depthwise", 96, 96, 3, 2, 1, 112, 56, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "se_reduce", 96, 4, 1, 1, 0, 1, 1, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "se_expand", 4, 96, 1, 1, 0, 1, 1, act::sigmoid, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 96, 24, 1, 1, 0, 56, 56, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "expand", 24, 144, 1, 1, 0, 56, 56, act::silu, false, 2},
+    {"efficientnet_b0", 224, dw, "depthwise", 144, 144, 3, 1, 1, 56, 56, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "se_reduce", 144, 6, 1, 1, 0, 1, 1, act::silu, false, 2},
+    {"efficientnet_b0", 224, pw, "se_expand", 6, 144, 1, 1, 0, 1, 1, act::sigmoid, false, 2},
+    {"efficientnet_b0", 224, pw, "project", 144, 24, 1, 1, 0, 56, 56, act::none, true, 1},
+    {"efficientnet_b0", 224, dw, "depthwise", 144, 144, 5, 2, 2, 56, 28, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 144, 40, 1, 1, 0, 28, 28, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "expand", 40, 240, 1, 1, 0, 28, 28, act::silu, false, 2},
+    {"efficientnet_b0", 224, dw, "depthwise", 240, 240, 5, 1, 2, 28, 28, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "se_reduce", 240, 10, 1, 1, 0, 1, 1, act::silu, false, 2},
+    {"efficientnet_b0", 224, pw, "se_expand", 10, 240, 1, 1, 0, 1, 1, act::sigmoid, false, 2},
+    {"efficientnet_b0", 224, pw, "project", 240, 40, 1, 1, 0, 28, 28, act::none, true, 1},
+    {"efficientnet_b0", 224, dw, "depthwise", 240, 240, 3, 2, 1, 28, 14, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 240, 80, 1, 1, 0, 14, 14, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "expand", 80, 480, 1, 1, 0, 14, 14, act::silu, false, 3},
+    {"efficientnet_b0", 224, dw, "depthwise", 480, 480, 3, 1, 1, 14, 14, act::silu, false, 2},
+    {"efficientnet_b0", 224, pw, "se_reduce", 480, 20, 1, 1, 0, 1, 1, act::silu, false, 3},
+    {"efficientnet_b0", 224, pw, "se_expand", 20, 480, 1, 1, 0, 1, 1, act::sigmoid, false, 3},
+    {"efficientnet_b0", 224, pw, "project", 480, 80, 1, 1, 0, 14, 14, act::none, true, 2},
+    {"efficientnet_b0", 224, dw, "depthwise", 480, 480, 5, 1, 2, 14, 14, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 480, 112, 1, 1, 0, 14, 14, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "expand", 112, 672, 1, 1, 0, 14, 14, act::silu, false, 3},
+    {"efficientnet_b0", 224, dw, "depthwise", 672, 672, 5, 1, 2, 14, 14, act::silu, false, 2},
+    {"efficientnet_b0", 224, pw, "se_reduce", 672, 28, 1, 1, 0, 1, 1, act::silu, false, 3},
+    {"efficientnet_b0", 224, pw, "se_expand", 28, 672, 1, 1, 0, 1, 1, act::sigmoid, false, 3},
+    {"efficientnet_b0", 224, pw, "project", 672, 112, 1, 1, 0, 14, 14, act::none, true, 2},
+    {"efficientnet_b0", 224, dw, "depthwise", 672, 672, 5, 2, 2, 14, 7, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 672, 192, 1, 1, 0, 7, 7, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "expand", 192, 1152, 1, 1, 0, 7, 7, act::silu, false, 4},
+    {"efficientnet_b0", 224, dw, "depthwise", 1152, 1152, 5, 1, 2, 7, 7, act::silu, false, 3},
+    {"efficientnet_b0", 224, pw, "se_reduce", 1152, 48, 1, 1, 0, 1, 1, act::silu, false, 4},
+    {"efficientnet_b0", 224, pw, "se_expand", 48, 1152, 1, 1, 0, 1, 1, act::sigmoid, false, 4},
+    {"efficientnet_b0", 224, pw, "project", 1152, 192, 1, 1, 0, 7, 7, act::none, true, 3},
+    {"efficientnet_b0", 224, dw, "depthwise", 1152, 1152, 3, 1, 1, 7, 7, act::silu, false, 1},
+    {"efficientnet_b0", 224, pw, "project", 1152, 320, 1, 1, 0, 7, 7, act::none, false, 1},
+    {"efficientnet_b0", 224, pw, "head", 320, 1280, 1, 1, 0, 7, 7, act::silu, false, 1},
+    {"mobilenet_v2", 32, dw, "depthwise", 32, 32, 3, 1, 1, 16, 16, act::relu6, false, 1},
+    {"mobilenet_v2", 32, pw, "project", 32, 16, 1, 1, 0, 16, 16, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "expand", 16, 96, 1, 1, 0, 16, 16, act::relu6, false, 1},
+    {"mobilenet_v2", 32, dw, "depthwise", 96, 96, 3, 2, 1, 16, 8, act::relu6, false, 1},
+    {"mobilenet_v2", 32, pw, "project", 96, 24, 1, 1, 0, 8, 8, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "expand", 24, 144, 1, 1, 0, 8, 8, act::relu6, false, 2},
+    {"mobilenet_v2", 32, dw, "depthwise", 144, 144, 3, 1, 1, 8, 8, act::relu6, false, 1},
+    {"mobilenet_v2", 32, pw, "project", 144, 24, 1, 1, 0, 8, 8, act::none, true, 1},
+    {"mobilenet_v2", 32, dw, "depthwise", 144, 144, 3, 2, 1, 8, 4, act::relu6, false, 1},
+    {"mobilenet_v2", 32, pw, "project", 144, 32, 1, 1, 0, 4, 4, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "expand", 32, 192, 1, 1, 0, 4, 4, act::relu6, false, 3},
+    {"mobilenet_v2", 32, dw, "depthwise", 192, 192, 3, 1, 1, 4, 4, act::relu6, false, 2},
+    {"mobilenet_v2", 32, pw, "project", 192, 32, 1, 1, 0, 4, 4, act::none, true, 2},
+    {"mobilenet_v2", 32, dw, "depthwise", 192, 192, 3, 2, 1, 4, 2, act::relu6, false, 1},
+    {"mobilenet_v2", 32, pw, "project", 192, 64, 1, 1, 0, 2, 2, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "expand", 64, 384, 1, 1, 0, 2, 2, act::relu6, false, 4},
+    {"mobilenet_v2", 32, dw, "depthwise", 384, 384, 3, 1, 1, 2, 2, act::relu6, false, 4},
+    {"mobilenet_v2", 32, pw, "project", 384, 64, 1, 1, 0, 2, 2, act::none, true, 3},
+    {"mobilenet_v2", 32, pw, "project", 384, 96, 1, 1, 0, 2, 2, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "expand", 96, 576, 1, 1, 0, 2, 2, act::relu6, false, 3},
+    {"mobilenet_v2", 32, dw, "depthwise", 576, 576, 3, 1, 1, 2, 2, act::relu6, false, 2},
+    {"mobilenet_v2", 32, pw, "project", 576, 96, 1, 1, 0, 2, 2, act::none, true, 2},
+    {"mobilenet_v2", 32, dw, "depthwise", 576, 576, 3, 2, 1, 2, 1, act::relu6, false, 1},
+    {"mobilenet_v2", 32, pw, "project", 576, 160, 1, 1, 0, 1, 1, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "expand", 160, 960, 1, 1, 0, 1, 1, act::relu6, false, 3},
+    {"mobilenet_v2", 32, dw, "depthwise", 960, 960, 3, 1, 1, 1, 1, act::relu6, false, 3},
+    {"mobilenet_v2", 32, pw, "project", 960, 160, 1, 1, 0, 1, 1, act::none, true, 2},
+    {"mobilenet_v2", 32, pw, "project", 960, 320, 1, 1, 0, 1, 1, act::none, false, 1},
+    {"mobilenet_v2", 32, pw, "head", 320, 1280, 1, 1, 0, 1, 1, act::relu6, false, 1},
+    {"efficientnet_b0", 32, dw, "depthwise", 32, 32, 3, 1, 1, 16, 16, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "se_reduce", 32, 8, 1, 1, 0, 1, 1, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "se_expand", 8, 32, 1, 1, 0, 1, 1, act::sigmoid, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 32, 16, 1, 1, 0, 16, 16, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "expand", 16, 96, 1, 1, 0, 16, 16, act::silu, false, 1},
+    {"efficientnet_b0", 32, dw, "depthwise", 96, 96, 3, 2, 1, 16, 8, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "se_reduce", 96, 4, 1, 1, 0, 1, 1, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "se_expand", 4, 96, 1, 1, 0, 1, 1, act::sigmoid, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 96, 24, 1, 1, 0, 8, 8, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "expand", 24, 144, 1, 1, 0, 8, 8, act::silu, false, 2},
+    {"efficientnet_b0", 32, dw, "depthwise", 144, 144, 3, 1, 1, 8, 8, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "se_reduce", 144, 6, 1, 1, 0, 1, 1, act::silu, false, 2},
+    {"efficientnet_b0", 32, pw, "se_expand", 6, 144, 1, 1, 0, 1, 1, act::sigmoid, false, 2},
+    {"efficientnet_b0", 32, pw, "project", 144, 24, 1, 1, 0, 8, 8, act::none, true, 1},
+    {"efficientnet_b0", 32, dw, "depthwise", 144, 144, 5, 2, 2, 8, 4, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 144, 40, 1, 1, 0, 4, 4, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "expand", 40, 240, 1, 1, 0, 4, 4, act::silu, false, 2},
+    {"efficientnet_b0", 32, dw, "depthwise", 240, 240, 5, 1, 2, 4, 4, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "se_reduce", 240, 10, 1, 1, 0, 1, 1, act::silu, false, 2},
+    {"efficientnet_b0", 32, pw, "se_expand", 10, 240, 1, 1, 0, 1, 1, act::sigmoid, false, 2},
+    {"efficientnet_b0", 32, pw, "project", 240, 40, 1, 1, 0, 4, 4, act::none, true, 1},
+    {"efficientnet_b0", 32, dw, "depthwise", 240, 240, 3, 2, 1, 4, 2, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 240, 80, 1, 1, 0, 2, 2, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "expand", 80, 480, 1, 1, 0, 2, 2, act::silu, false, 3},
+    {"efficientnet_b0", 32, dw, "depthwise", 480, 480, 3, 1, 1, 2, 2, act::silu, false, 2},
+    {"efficientnet_b0", 32, pw, "se_reduce", 480, 20, 1, 1, 0, 1, 1, act::silu, false, 3},
+    {"efficientnet_b0", 32, pw, "se_expand", 20, 480, 1, 1, 0, 1, 1, act::sigmoid, false, 3},
+    {"efficientnet_b0", 32, pw, "project", 480, 80, 1, 1, 0, 2, 2, act::none, true, 2},
+    {"efficientnet_b0", 32, dw, "depthwise", 480, 480, 5, 1, 2, 2, 2, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 480, 112, 1, 1, 0, 2, 2, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "expand", 112, 672, 1, 1, 0, 2, 2, act::silu, false, 3},
+    {"efficientnet_b0", 32, dw, "depthwise", 672, 672, 5, 1, 2, 2, 2, act::silu, false, 2},
+    {"efficientnet_b0", 32, pw, "se_reduce", 672, 28, 1, 1, 0, 1, 1, act::silu, false, 3},
+    {"efficientnet_b0", 32, pw, "se_expand", 28, 672, 1, 1, 0, 1, 1, act::sigmoid, false, 3},
+    {"efficientnet_b0", 32, pw, "project", 672, 112, 1, 1, 0, 2, 2, act::none, true, 2},
+    {"efficientnet_b0", 32, dw, "depthwise", 672, 672, 5, 2, 2, 2, 1, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 672, 192, 1, 1, 0, 1, 1, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "expand", 192, 1152, 1, 1, 0, 1, 1, act::silu, false, 4},
+    {"efficientnet_b0", 32, dw, "depthwise", 1152, 1152, 5, 1, 2, 1, 1, act::silu, false, 3},
+    {"efficientnet_b0", 32, pw, "se_reduce", 1152, 48, 1, 1, 0, 1, 1, act::silu, false, 4},
+    {"efficientnet_b0", 32, pw, "se_expand", 48, 1152, 1, 1, 0, 1, 1, act::sigmoid, false, 4},
+    {"efficientnet_b0", 32, pw, "project", 1152, 192, 1, 1, 0, 1, 1, act::none, true, 3},
+    {"efficientnet_b0", 32, dw, "depthwise", 1152, 1152, 3, 1, 1, 1, 1, act::silu, false, 1},
+    {"efficientnet_b0", 32, pw, "project", 1152, 320, 1, 1, 0, 1, 1, act::none, false, 1},
+    {"efficientnet_b0", 32, pw, "head", 320, 1280, 1, 1, 0, 1, 1, act::silu, false, 1},
+};
+// clang-format on
+}  // namespace layer_table_detail
+inline constexpr auto& network_layers = layer_table_detail::rows;
+
+// A layer of the tables as one test run: batch size, layout and epilogue options chosen so
+// that the runs together exercise both layouts and bias and residual on and off.
+struct layer_case {
+  const layer_row* row;
+  int batch;
+  dsconv::layout data_layout;
+  bool bias, residual;
+
+  std::string name() const {
+    std::ostringstream s;
+    s << row->model << " " << row->input << "x" << row->input << " " << row->role << " " << row->cin << "->"
+      << row->cout << " k" << row->k << " s" << row->stride << " on " << row->h_in << "x" << row->h_in << ", batch "
+      << batch << (bias ? ", bias" : ", no bias") << (residual ? ", residual" : "");
+    return s.str();
+  }
+};
+
+// The row as the CSV spells it (without the layer and block columns), e.g.
+// "mobilenet_v2,224,dw,depthwise,32,32,3,1,1,112,112,relu6,0".
+inline std::string csv_text(const layer_row& r) {
+  std::ostringstream s;
+  s << r.model << "," << r.input << "," << (r.kind == layer_kind::dw ? "dw" : "pw") << "," << r.role << "," << r.cin
+    << "," << r.cout << "," << r.k << "," << r.stride << "," << r.pad << "," << r.h_in << "," << r.h_out << ","
+    << dsconv::to_string(r.act) << "," << (r.residual ? 1 : 0);
+  return s.str();
+}
+
+inline long long layer_work(const layer_row& r) {  // multiply-adds at batch 1
+  const long long taps = r.kind == layer_kind::dw ? static_cast<long long>(r.k) * r.k : r.cin;
+  return static_cast<long long>(r.cout) * r.h_out * r.h_out * taps;
+}
+
+// The runs covering every unique shape of `kind` within the time budget of the host platform:
+// every shape of the 32x32 tables at batch 2-4, the squeeze-excitation 1x1s (1x1 maps) at
+// batch 5, and the 224x224 shapes at batch 1 where their work is at most `max_work_224`
+// multiply-adds (the larger ones have the same channel counts as a 32x32 run).
+inline std::vector<layer_case> layer_cases(layer_kind kind, long long max_work_224) {
+  std::vector<layer_case> cases;
+  std::set<std::tuple<int, int, int, int, int, int, int, bool>> seen;
+  for (const layer_row& r : network_layers) {
+    if (r.kind != kind) continue;
+    const bool se = std::string(r.role).rfind("se_", 0) == 0;
+    if (!se && r.input == 224 && layer_work(r) > max_work_224) continue;
+    // One run per shape and epilogue: the two networks share several layers.
+    if (!seen.insert({r.cin, r.cout, r.k, r.stride, r.h_in, static_cast<int>(r.act), r.pad, r.residual}).second)
+      continue;
+    const int i = static_cast<int>(cases.size());
+    const int batch = se ? 5 : r.input == 224 ? 1 : 2 + i % 3;
+    cases.push_back(layer_case{&r, batch, all_layouts[i % 2], i % 4 < 2, r.residual || i % 3 == 0});
+  }
+  return cases;
+}
+
+}  // namespace dsconv_test

@@ -1,0 +1,244 @@
+// dsconv::depthwise_forward against the double reference: every variant (forced through the
+// options overload) and automatic, for float, half and bfloat16, on every depthwise layer of
+// MobileNetV2 and EfficientNet-B0 and on odd shapes, with both layouts and every epilogue.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cstddef>
+#include <fstream>
+#include <iterator>
+#include <limits>
+#include <sstream>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include <dsconv/dsconv.hpp>
+
+#include "support/shapes.hpp"
+#include "support/test_data.hpp"
+
+namespace {
+
+using dsconv::activation;
+using dsconv::layout;
+using dsconv::status;
+using namespace dsconv_test;
+
+// Runs `p` with random data through automatic and each variant and checks each result.
+template <class T>
+void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::size_t misalign = 0) {
+  INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias") << ", misaligned by " << misalign);
+  const auto out_c = static_cast<std::size_t>(p.out_c());
+  const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+  const std::size_t out_count = static_cast<std::size_t>(p.n) * out_c * p.out_h() * p.out_w();
+  const std::vector<T> input = random_tensor<T>(in_count);
+  const std::vector<T> weight = random_tensor<T>(out_c * p.kernel_h * p.kernel_w);
+  const std::vector<T> bias = random_tensor<T>(out_c);
+
+  std::vector<double> ref(out_count);
+  REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), with_bias ? bias.data() : nullptr,
+                                               ref.data()) == status::success);
+
+  const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign);
+  for (const dsconv::depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
+    INFO("variant " << dsconv::to_string(variant));
+    guarded_output<T> out(out_count, misalign);
+    const status can = dsconv::can_implement<T>(variant, p);
+    const status s = dsconv::depthwise_forward(p, dsconv::depthwise_options{variant}, d_input.data(), d_weight.data(),
+                                               with_bias ? d_bias.data() : nullptr, out.data());
+    if (variant != dsconv::depthwise_variant::automatic && can == status::unsupported_variant) {
+      // A specialised variant may decline a shape, but must say so before writing anything.
+      CHECK(s == status::unsupported_variant);
+      CHECK(out.untouched());
+      continue;
+    }
+    REQUIRE(can == status::success);
+    REQUIRE(s == status::success);
+    REQUIRE(dsconv::synchronize() == status::success);
+    check_close(out.download_checked(), ref);
+  }
+}
+
+dsconv::depthwise_params make_params(int n, int c, int h, int w, int kernel_h, int kernel_w, int stride_h, int stride_w,
+                                     int pad_h, int pad_w, int dilation_h, int dilation_w, int multiplier) {
+  dsconv::depthwise_params p;
+  p.n = n, p.c = c, p.h = h, p.w = w;
+  p.kernel_h = kernel_h, p.kernel_w = kernel_w;
+  p.stride_h = stride_h, p.stride_w = stride_w;
+  p.pad_h = pad_h, p.pad_w = pad_w;
+  p.dilation_h = dilation_h, p.dilation_w = dilation_w;
+  p.multiplier = multiplier;
+  return p;
+}
+
+struct shape_case {
+  const char* name;
+  int n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, multiplier;
+  dsconv::depthwise_params params() const {
+    return make_params(n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
+                       multiplier);
+  }
+};
+
+// Shapes the network layers do not have: odd extents and channel counts, tiny maps, every
+// geometry parameter off its usual value.
+// clang-format off
+const shape_case odd_shapes[] = {
+    // name                                     n    c    h    w   kh   kw   sh   sw   ph   pw   dh   dw    m
+    {"7x5 map, 3 channels",                     2,   3,   7,   5,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"5 channels, 9x11 map",                    1,   5,   9,  11,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"37 channels, 6x13 map",                   2,  37,   6,  13,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"53 channels, stride 2, 11x9 map",         1,  53,  11,   9,   3,   3,   2,   2,   1,   1,   1,   1,   1},
+    {"1 channel, 1x1 map, 1x1 kernel",          3,   1,   1,   1,   1,   1,   1,   1,   0,   0,   1,   1,   1},
+    {"1x1 map, 3x3 kernel, pad 1",              2,   7,   1,   1,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"2x2 map, 3x3 kernel, pad 1",              2,   6,   2,   2,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"2x2 map, stride 2",                       1,   9,   2,   2,   3,   3,   2,   2,   1,   1,   1,   1,   1},
+    {"stride 2, odd 9x7 map",                   2,   5,   9,   7,   3,   3,   2,   2,   1,   1,   1,   1,   1},
+    {"stride 2, odd 15x13 map, kernel 5",       1,   6,  15,  13,   5,   5,   2,   2,   2,   2,   1,   1,   1},
+    {"stride 2, no padding, 8x7",               1,   4,   8,   7,   3,   3,   2,   2,   0,   0,   1,   1,   1},
+    {"stride 3, 10x11",                         1,   5,  10,  11,   3,   3,   3,   3,   1,   1,   1,   1,   1},
+    {"stride 2x1",                              1,   5,   9,   8,   3,   3,   2,   1,   1,   1,   1,   1,   1},
+    {"pad 3 with a 3x3 kernel",                 2,   5,   5,   4,   3,   3,   1,   1,   3,   3,   1,   1,   1},
+    {"pad 2x4 with a 3x3 kernel, stride 2",     1,   3,   6,   5,   3,   3,   2,   2,   2,   4,   1,   1,   1},
+    {"dilation 2, pad 2",                       2,   5,   9,   8,   3,   3,   1,   1,   2,   2,   2,   2,   1},
+    {"dilation 2x3, stride 2",                  1,   4,  13,  12,   3,   3,   2,   2,   1,   3,   2,   3,   1},
+    {"multiplier 2",                            2,   5,   7,   6,   3,   3,   1,   1,   1,   1,   1,   1,   2},
+    {"multiplier 3, stride 2",                  1,   3,   9,   9,   3,   3,   2,   2,   1,   1,   1,   1,   3},
+    {"multiplier 2, 1 channel, dilation 2",     2,   1,   7,   7,   3,   3,   1,   1,   2,   2,   2,   2,   2},
+    {"kernel 5, pad 2",                         1,   7,  10,   9,   5,   5,   1,   1,   2,   2,   1,   1,   1},
+    {"kernel 7, pad 3",                         1,   5,  11,  12,   7,   7,   1,   1,   3,   3,   1,   1,   1},
+    {"kernel 7, 3x3 map, pad 3",                2,   3,   3,   3,   7,   7,   1,   1,   3,   3,   1,   1,   1},
+    {"kernel 3x5, pad 1x2",                     1,   6,   8,   9,   3,   5,   1,   1,   1,   2,   1,   1,   1},
+    {"kernel 5x3, pad 0x1, stride 2",           1,   5,  11,   7,   5,   3,   2,   2,   0,   1,   1,   1,   1},
+    {"kernel 1x7",                              1,   4,   5,  10,   1,   7,   1,   1,   0,   3,   1,   1,   1},
+    {"kernel 2x2, even",                        2,   5,   6,   7,   2,   2,   1,   1,   0,   0,   1,   1,   1},
+    {"kernel as large as the input",            2,   4,   5,   6,   5,   6,   1,   1,   0,   0,   1,   1,   1},
+    {"many channels, small map",                1, 130,   3,   4,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+};
+// clang-format on
+
+}  // namespace
+
+TEST_CASE("layer table: the embedded rows are data/layers/*.csv with repeats merged", "[layers]") {
+  // This file's directory is tests/; the tables are in data/layers/ beside it.
+  std::string dir = __FILE__;
+  dir = dir.substr(0, dir.find_last_of("/\\") + 1) + "../data/layers/";
+  std::vector<std::pair<std::string, int>> from_csv;  // row text, number of layers
+  for (const char* table : {"mobilenet_v2_224", "efficientnet_b0_224", "mobilenet_v2_32", "efficientnet_b0_32"}) {
+    std::ifstream file(dir + table + ".csv");
+    if (!file) {
+      WARN("cannot read " << dir << table << ".csv: the embedded layer table is not cross-checked");
+      return;
+    }
+    std::string line;
+    const auto next_line = [&] {
+      if (!std::getline(file, line)) return false;
+      if (!line.empty() && line.back() == '\r') line.pop_back();  // CRLF files
+      return true;
+    };
+    next_line();
+    REQUIRE(line == "model,input,layer,block,kind,role,cin,cout,k,stride,pad,h_in,h_out,act,residual");
+    const std::size_t first_of_table = from_csv.size();
+    while (next_line()) {
+      if (line.empty()) continue;
+      // Drop the layer and block columns (the 3rd and 4th).
+      std::vector<std::string> cells;
+      std::istringstream cells_in(line);
+      for (std::string cell; std::getline(cells_in, cell, ',');) cells.push_back(cell);
+      REQUIRE(cells.size() == 15);
+      std::string text = cells[0] + "," + cells[1];
+      for (std::size_t i = 4; i < cells.size(); ++i) text += "," + cells[i];
+      auto it = std::find_if(from_csv.begin() + static_cast<std::ptrdiff_t>(first_of_table), from_csv.end(),
+                             [&](const auto& row) { return row.first == text; });
+      if (it == from_csv.end())
+        from_csv.emplace_back(text, 1);
+      else
+        ++it->second;
+    }
+  }
+  REQUIRE(from_csv.size() == std::size(network_layers));
+  for (std::size_t i = 0; i < from_csv.size(); ++i) {
+    INFO("row " << i);
+    CHECK(csv_text(network_layers[i]) == from_csv[i].first);
+    CHECK(network_layers[i].layers == from_csv[i].second);
+  }
+}
+
+TEST_CASE("depthwise: every variant can run some of the network layers", "[depthwise][layers]") {
+  // A variant that declined every layer would never be compared with the reference.
+  for (const dsconv::depthwise_variant variant : dsconv::all_depthwise_variants) {
+    INFO("variant " << dsconv::to_string(variant));
+    int runs = 0;
+    for (const layer_case& lc : layer_cases(layer_kind::dw, std::numeric_limits<long long>::max()))
+      for (const layout data_layout : all_layouts) {
+        const layer_row& r = *lc.row;
+        dsconv::depthwise_params p = make_params(lc.batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad,
+                                                 r.pad, 1, 1, r.cout / r.cin);
+        p.data_layout = data_layout;
+        p.act = r.act;
+        runs += dsconv::can_implement(variant, p) == status::success;
+      }
+    CHECK(runs > 0);
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise: every variant matches the reference on every MobileNetV2 and EfficientNet-B0 layer",
+                   "[depthwise][layers]", float, dsconv::half, dsconv::bfloat16) {
+  // Every 224x224 depthwise shape (at most 4.7M multiply-adds) also runs at batch 1.
+  const std::vector<layer_case> cases = layer_cases(layer_kind::dw, 5'000'000);
+  for (const layer_case& lc : cases) {
+    INFO(lc.name());
+    const layer_row& r = *lc.row;
+    dsconv::depthwise_params p =
+        make_params(lc.batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad, r.pad, 1, 1, r.cout / r.cin);
+    p.data_layout = lc.data_layout;
+    p.act = r.act;
+    CHECK(p.out_h() == r.h_out);  // the table's output size is the convolution's
+    CHECK(p.out_c() == r.cout);
+    check_depthwise<TestType>(p, lc.bias);
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise: both layouts, every activation, with and without bias", "[depthwise][epilogue]", float,
+                   dsconv::half, dsconv::bfloat16) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  const activation act = GENERATE(activation::none, activation::relu, activation::relu6, activation::silu,
+                                  activation::sigmoid, activation::hardswish);
+  const bool with_bias = GENERATE(false, true);
+  // A plain 3x3 layer and one with every geometry parameter off its default.
+  for (dsconv::depthwise_params p :
+       {make_params(2, 5, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(1, 3, 9, 8, 3, 5, 2, 1, 2, 1, 2, 1, 2)}) {
+    p.data_layout = data_layout;
+    p.act = act;
+    check_depthwise<TestType>(p, with_bias);
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise: odd shapes, tiny maps, strides, padding, dilation, multipliers, kernels",
+                   "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  std::size_t i = 0;
+  for (const shape_case& sc : odd_shapes) {
+    INFO(sc.name);
+    dsconv::depthwise_params p = sc.params();
+    p.data_layout = data_layout;
+    p.act = all_activations[i % 6];
+    check_depthwise<TestType>(p, i % 3 != 2);
+    ++i;
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise: input, weight, bias and output misaligned by one element", "[depthwise][misaligned]",
+                   float, dsconv::half, dsconv::bfloat16) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  // Channel counts and widths that are multiples of 4 and 8, where a vectorised path would be
+  // chosen for aligned pointers, and odd ones.
+  for (dsconv::depthwise_params p :
+       {make_params(2, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(1, 16, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1),
+        make_params(1, 24, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1), make_params(2, 5, 7, 5, 3, 3, 1, 1, 1, 1, 1, 1, 2)}) {
+    p.data_layout = data_layout;
+    p.act = activation::relu6;
+    check_depthwise<TestType>(p, true, 1);
+  }
+}
