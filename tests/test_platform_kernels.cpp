@@ -11,7 +11,9 @@
 
 namespace pf = dsconv::platform;
 
-namespace {
+// Kernels have hidden visibility (DSCONV_KERNEL), which needs external linkage: a named
+// namespace, not an anonymous one.
+namespace platform_test_kernels {
 
 constexpr unsigned block_threads = 256;
 
@@ -80,6 +82,12 @@ DSCONV_KERNEL void shuffles(shuffle_results* out) {
   r.wide = pf::shfl_xor(static_cast<double>(v) + 0.25, 2);
   pf::store(out + pf::block_idx().x * pf::block_dim().x + t, r);
 }
+
+}  // namespace platform_test_kernels
+
+namespace {
+
+using namespace platform_test_kernels;
 
 template <class T>
 std::vector<T> run_and_download(std::size_t count, const pf::launch_config& cfg, void (*kernel)(T*)) {
