@@ -61,22 +61,27 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
   mkdir(dir.c_str(), 0755);
   std::ofstream csv(dir + "/layers.csv");
   csv << "layer,shape,batch,type,layout,variant,status,relative_error,max_abs_error,bad_elements,wall_ms,minimum_bytes,"
-         "traffic_bytes,traffic_ratio,pass\n";
+         "traffic_bytes,traffic_ratio,load_sectors_per_request,store_sectors_per_request,pass\n";
   for (const auto& w : rows)
     csv << w.l.name() << ',' << shape_of(w.l) << ',' << w.batch << ',' << w.type << ',' << w.layout << ',' << w.r.variant
         << ',' << dsconv::to_string(w.r.status) << ',' << w.r.relative_error << ',' << w.r.max_abs_error << ','
         << w.r.bad_elements << ',' << w.r.wall_ms << ',' << w.r.minimum_bytes << ',' << w.r.traffic_bytes << ','
-        << w.traffic_ratio() << ',' << (w.pass() ? 1 : 0) << '\n';
+        << w.traffic_ratio() << ',' << w.r.load_sectors_per_request << ',' << w.r.store_sectors_per_request << ','
+        << (w.pass() ? 1 : 0) << '\n';
   std::ofstream md(dir + "/layers.md");
   md << "# dsconv layer check\n\nDevice: " << device << "\n\n"
-     << "| layer | shape | batch | type | layout | variant | rel. error | traffic / minimum | result |\n"
-     << "|---|---|---|---|---|---|---|---|---|\n";
+     << "| layer | shape | batch | type | layout | variant | rel. error | traffic / minimum | sectors per load / store "
+        "request | result |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|\n";
   for (const auto& w : rows) {
-    char err[32], ratio[32] = "-";
+    char err[32], ratio[32] = "-", spr[48] = "-";
     std::snprintf(err, sizeof err, "%.2e", w.r.relative_error);
-    if (w.traffic_ratio() >= 0) std::snprintf(ratio, sizeof ratio, "%.2f", w.traffic_ratio());
+    if (w.traffic_ratio() >= 0) {
+      std::snprintf(ratio, sizeof ratio, "%.3f", w.traffic_ratio());
+      std::snprintf(spr, sizeof spr, "%.2f / %.2f", w.r.load_sectors_per_request, w.r.store_sectors_per_request);
+    }
     md << "| " << w.l.name() << " | " << shape_of(w.l) << " | " << w.batch << " | " << w.type << " | " << w.layout << " | "
-       << w.r.variant << " | " << err << " | " << ratio << " | " << (w.pass() ? "pass" : "FAIL") << " |\n";
+       << w.r.variant << " | " << err << " | " << ratio << " | " << spr << " | " << (w.pass() ? "pass" : "FAIL") << " |\n";
   }
 }
 

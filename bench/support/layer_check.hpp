@@ -25,6 +25,8 @@ struct layer_result {
   double wall_ms = 0;              // host wall time of the call (includes emulation on the host)
   long long minimum_bytes = 0;     // every input, weight, bias, residual and output byte once
   long long traffic_bytes = -1;    // host platform: 32 * sectors moved; -1 when not counted
+  double load_sectors_per_request = 0;   // host platform: 32-byte sectors per warp load request
+  double store_sectors_per_request = 0;  // and per warp store request
 };
 
 template <class T>
@@ -71,7 +73,12 @@ dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
   if (s == dsconv::status::success) s = dsconv::synchronize();
   r.wall_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count();
 #if defined(DSCONV_PLATFORM_HOST)
-  if (rec) r.traffic_bytes = static_cast<long long>(rec->total().sectors() * 32);
+  if (rec) {
+    const auto t = rec->total();
+    r.traffic_bytes = static_cast<long long>(t.sectors() * 32);
+    r.load_sectors_per_request = t.load_sectors_per_request();
+    r.store_sectors_per_request = t.store_sectors_per_request();
+  }
 #endif
   if (s != dsconv::status::success) r.detail = dsconv::last_error_detail();
   return s;
