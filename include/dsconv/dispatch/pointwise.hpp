@@ -5,31 +5,37 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "launch_shape.hpp"
+#include "pointwise_plan.hpp"
 #include "prepare.hpp"
 #include "validate.hpp"
 #include "variants.hpp"
 
 namespace dsconv {
 
-// Whether `variant` can run problem `p` with elements of type T (a host-only check; no
-// buffers involved).
+// Whether `variant` can run problem `p` with elements of type T on the current device (a
+// host-only check; no buffers involved).
 template <class T = float>
 status can_implement(pointwise_variant variant, const pointwise_params& p) {
   if (!is_valid(variant))
     return detail::invalid(status::invalid_variant, "pointwise", "variant value " + std::to_string(static_cast<int>(variant)));
-  const status s = detail::validate_params(p, sizeof(T));
+  status s = detail::validate_params(p, sizeof(T));
   if (s != status::success) return s;
-  switch (variant) {
-    case pointwise_variant::automatic:
-    case pointwise_variant::direct: return status::success;
-  }
-  return status::invalid_variant;
+  if (variant == pointwise_variant::automatic || variant == pointwise_variant::direct) return status::success;
+  platform::device_properties dev;
+  s = platform::get_device_properties(dev);
+  if (s != status::success) return s;
+  platform::dims grid;
+  if (!detail::plan_gemm(variant, p, dev, grid))
+    return detail::invalid(status::unsupported_variant, "pointwise", std::string(to_string(variant)) + ": the grid exceeds the device's limits");
+  return status::success;
 }
 
 // The variant that `automatic` runs for `p` with elements of type T on the current device.
 template <class T = float>
-pointwise_variant select_variant(const pointwise_params&) {
-  return pointwise_variant::direct;
+pointwise_variant select_variant(const pointwise_params& p) {
+  platform::device_properties dev;
+  if (platform::get_device_properties(dev) != status::success) return pointwise_variant::direct;
+  return detail::choose_pointwise(p, dev);
 }
 
 template <class T>
@@ -42,14 +48,32 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
   if (s != status::success) return s;
   const detail::pointwise_shape shape = detail::make_shape(p);
+  const detail::gemm_operands g = detail::make_gemm(shape);
+  // NCHW: A is the weight and B the input; NHWC the other way round (gemm_operands.hpp).
+  const T* a = p.data_layout == layout::nchw ? weight : input;
+  const T* b = p.data_layout == layout::nchw ? input : weight;
+  platform::launch_config cfg;
+  cfg.stream = stream;
   switch (variant) {
+    case pointwise_variant::gemm_large:
+      if (!detail::plan_gemm<detail::gemm_large_tile>(p, dev, cfg.grid)) break;
+      cfg.block = platform::dims{detail::gemm_large_tile::threads, 1, 1};
+      cfg.name = "pointwise_gemm_large";
+      return platform::launch(kernels::pointwise_gemm_tiled<T, detail::gemm_large_tile>, cfg, g, a, b, bias, residual,
+                              output);
+    case pointwise_variant::gemm_small:
+      if (!detail::plan_gemm<detail::gemm_small_tile>(p, dev, cfg.grid)) break;
+      cfg.block = platform::dims{detail::gemm_small_tile::threads, 1, 1};
+      cfg.name = "pointwise_gemm_small";
+      return platform::launch(kernels::pointwise_gemm_tiled<T, detail::gemm_small_tile>, cfg, g, a, b, bias, residual,
+                              output);
     case pointwise_variant::automatic:
     case pointwise_variant::direct:
       return platform::launch(kernels::pointwise_direct<T>,
                               detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "pointwise_direct"),
                               shape, input, weight, bias, residual, output);
   }
-  return status::invalid_variant;
+  return detail::invalid(status::unsupported_variant, "pointwise", "no launch plan for the chosen variant");
 }
 
 // input [n,c_in,h,w] or [n,h,w,c_in]; weight [c_out, c_in] in both layouts; bias [c_out] or

@@ -15,8 +15,10 @@ enum class depthwise_variant {
 };
 
 enum class pointwise_variant {
-  automatic,  // the heuristic's choice
-  direct,     // one output per thread; any shape
+  automatic,   // the heuristic's choice
+  direct,      // one output per thread; any shape
+  gemm_large,  // tiled SIMT GEMM, 128x128 tiles, 8x8 outputs per thread
+  gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
 };
 
 struct depthwise_options {
@@ -32,7 +34,8 @@ constexpr bool is_valid(depthwise_variant v) noexcept {
          v == depthwise_variant::nhwc_tiled;
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
-  return v == pointwise_variant::automatic || v == pointwise_variant::direct;
+  return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
+         v == pointwise_variant::gemm_small;
 }
 
 inline const char* to_string(depthwise_variant v) noexcept {
@@ -49,6 +52,8 @@ inline const char* to_string(pointwise_variant v) noexcept {
   switch (v) {
     case pointwise_variant::automatic: return "automatic";
     case pointwise_variant::direct: return "direct";
+    case pointwise_variant::gemm_large: return "gemm_large";
+    case pointwise_variant::gemm_small: return "gemm_small";
   }
   return "unknown pointwise variant";
 }
@@ -56,6 +61,7 @@ inline const char* to_string(pointwise_variant v) noexcept {
 // Every concrete variant (automatic excluded), for tests and benchmarks that force each.
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
                                                                depthwise_variant::nhwc_tiled};
-inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct};
+inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
+                                                               pointwise_variant::gemm_small};
 
 }  // namespace dsconv

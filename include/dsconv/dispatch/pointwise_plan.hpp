@@ -1,0 +1,50 @@
+#pragma once
+// Launch plans of the tiled pointwise GEMM variants.
+
+#include "../config.hpp"
+#include "../kernels/pointwise/gemm_operands.hpp"
+#include "../kernels/pointwise/gemm_tiled.hpp"
+#include "../params.hpp"
+#include "../platform/platform.hpp"
+#include "../problem.hpp"
+#include "variants.hpp"
+
+namespace dsconv {
+namespace detail {
+
+using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8>;
+using gemm_small_tile = kernels::gemm_tile<64, 64, 8, 4, 4>;
+
+// The grid of a GEMM variant over `p`, or false when it exceeds the device's grid limits.
+template <class Tile>
+bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev, platform::dims& grid) {
+  const gemm_operands g = make_gemm(make_shape(p));
+  const long long gx = (g.n + Tile::bn - 1) / Tile::bn, gy = (g.m + Tile::bm - 1) / Tile::bm;
+  const long long gz = p.data_layout == layout::nchw ? p.n : 1;
+  if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
+  grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
+  return true;
+}
+
+inline bool plan_gemm(pointwise_variant v, const pointwise_params& p, const platform::device_properties& dev,
+                      platform::dims& grid) {
+  return v == pointwise_variant::gemm_large ? plan_gemm<gemm_large_tile>(p, dev, grid)
+                                            : plan_gemm<gemm_small_tile>(p, dev, grid);
+}
+
+// The heuristic: GEMM tiles for matrices at least 32 wide each way (the squeeze-excitation
+// layers, with one pixel per image, are matrix-vector products: direct); the large tile
+// when it still gives every multiprocessor a block, else the small one.
+inline pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev) {
+  const gemm_operands g = make_gemm(make_shape(p));
+  if (g.m < 32 || g.n < 32) return pointwise_variant::direct;
+  platform::dims grid;
+  if (plan_gemm<gemm_large_tile>(p, dev, grid) &&
+      static_cast<long long>(grid.volume()) >= static_cast<long long>(dev.multiprocessor_count))
+    return pointwise_variant::gemm_large;
+  if (plan_gemm<gemm_small_tile>(p, dev, grid)) return pointwise_variant::gemm_small;
+  return pointwise_variant::direct;
+}
+
+}  // namespace detail
+}  // namespace dsconv

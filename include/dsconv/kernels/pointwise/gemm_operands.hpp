@@ -1,0 +1,49 @@
+#pragma once
+// A 1x1 convolution as a GEMM C[m][n] = sum_k A[m][k] B[k][n], with the operands described by
+// strides so one kernel serves both layouts:
+//   NCHW, per image b: A = weight [c_out][c_in], B = input_b [c_in][pixels],
+//                      C = output_b [c_out][pixels]      (M = c_out, N = pixels, K = c_in)
+//   NHWC, all images:  A = input [n*pixels][c_in], B = weight^T (B[k][n] = weight[n][k]),
+//                      C = output [n*pixels][c_out]     (M = n*pixels, N = c_out, K = c_in)
+
+#include "../../config.hpp"
+#include "../../problem.hpp"
+
+namespace dsconv {
+namespace detail {
+
+struct gemm_operands {
+  index_t m, n, k;
+  index_t a_m, a_k;             // strides of A
+  index_t b_k, b_n;             // strides of B
+  index_t c_m, c_n;             // strides of C and of the residual
+  index_t a_batch, b_batch, c_batch;  // offsets between the GEMMs of grid.z (NCHW images)
+  bool bias_along_m;            // bias is indexed by m (NCHW: c_out) or by n (NHWC)
+  activation act;
+};
+
+inline gemm_operands make_gemm(const pointwise_shape& s) {
+  const index_t pixels = s.pixels();
+  gemm_operands g{};
+  g.k = s.c_in;
+  g.act = s.act;
+  if (s.data_layout == layout::nchw) {
+    g.m = s.c_out, g.n = pixels;
+    g.a_m = s.c_in, g.a_k = 1;
+    g.b_k = pixels, g.b_n = 1;
+    g.c_m = pixels, g.c_n = 1;
+    g.a_batch = 0, g.b_batch = s.c_in * pixels, g.c_batch = s.c_out * pixels;
+    g.bias_along_m = true;
+  } else {
+    g.m = s.n * pixels, g.n = s.c_out;
+    g.a_m = s.c_in, g.a_k = 1;
+    g.b_k = 1, g.b_n = s.c_in;
+    g.c_m = s.c_out, g.c_n = 1;
+    g.a_batch = g.b_batch = g.c_batch = 0;
+    g.bias_along_m = false;
+  }
+  return g;
+}
+
+}  // namespace detail
+}  // namespace dsconv
