@@ -83,6 +83,19 @@ DSCONV_KERNEL void shuffles(shuffle_results* out) {
   pf::store(out + pf::block_idx().x * pf::block_dim().x + t, r);
 }
 
+// Each thread moves one 16-byte chunk into shared memory, every third one as zero-fill;
+// then the block writes shared memory back out in reverse chunk order (so the barrier must
+// have published other threads' copies).
+DSCONV_KERNEL void async_copy_round_trip(const float* in, float* out) {
+  DSCONV_SHARED __attribute__((aligned(16))) float tile[64 * 4];
+  const unsigned t = pf::thread_idx().x;
+  pf::async_copy_16(tile + 4 * t, in + 4 * t, t % 3 != 0);
+  pf::async_copy_wait();
+  pf::sync_threads();
+  const unsigned src = 63 - t;
+  for (int i = 0; i < 4; ++i) pf::store(out + 4 * t + i, tile[4 * src + i]);
+}
+
 }  // namespace platform_test_kernels
 
 namespace {
@@ -193,4 +206,18 @@ TEST_CASE("warp shuffles, reductions and ballot follow the target's warp width",
       REQUIRE(r.ballot == ballot);
       REQUIRE(r.wide == static_cast<double>(value(in_segment(lane ^ 2, ws))) + 0.25);
     }
+}
+
+TEST_CASE("asynchronous copies to shared memory copy or zero-fill 16 bytes", "[platform]") {
+  const auto input = iota_floats(64 * 4);
+  dsconv::device_buffer<float> in, out;
+  REQUIRE(in.upload(input) == dsconv::status::success);
+  REQUIRE(out.allocate(input.size()) == dsconv::status::success);
+  REQUIRE(pf::launch(async_copy_round_trip, config({1}, {64}), in.data(), out.data()) == dsconv::status::success);
+  std::vector<float> host;
+  REQUIRE(out.download(host) == dsconv::status::success);
+  for (unsigned t = 0; t < 64; ++t) {
+    const unsigned src = 63 - t;
+    for (unsigned i = 0; i < 4; ++i) REQUIRE(host[4 * t + i] == (src % 3 != 0 ? input[4 * src + i] : 0.f));
+  }
 }

@@ -4,13 +4,15 @@
 
 #include <cstddef>
 
+#include "../config.hpp"
+
 namespace dsconv {
 namespace platform {
 
 // Grid, block and thread coordinates (CUDA's dim3 / uint3 without the runtime's header).
 struct dims {
   unsigned x = 1, y = 1, z = 1;
-  constexpr unsigned long long volume() const {
+  DSCONV_HOST_DEVICE constexpr unsigned long long volume() const {
     return static_cast<unsigned long long>(x) * y * z;
   }
 };

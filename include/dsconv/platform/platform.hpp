@@ -5,7 +5,8 @@
 //             get_device_properties, device_malloc/free, copy_to_device/host, device_memset
 //   kernels:  thread_idx, block_idx, block_dim, grid_dim, warp_size, lane_id, sync_threads,
 //             shfl / shfl_xor / shfl_down / shfl_up, ballot, dynamic_shared<T>,
-//             load / store / load_vec / store_vec (memory_access.hpp), DSCONV_SHARED
+//             load / store / load_vec / store_vec (memory_access.hpp), DSCONV_SHARED,
+//             async_copy_16 / async_copy_wait (async_copy.hpp)
 // Only files under platform/ name CUDA or HIP symbols.
 
 #include "../config.hpp"
@@ -25,6 +26,7 @@
 
 #include "float16.hpp"
 #include "memory_access.hpp"
+#include "async_copy.hpp"
 
 namespace dsconv {
 using stream_t = platform::stream_t;

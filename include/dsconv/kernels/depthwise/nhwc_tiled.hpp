@@ -1,10 +1,12 @@
 #pragma once
-// Depthwise NHWC, shared-memory tiled. A block computes a band of full-width output rows of
+// Depthwise NHWC, shared-memory tiled (fp32 tiles arrive by asynchronous copy on sm_80+). A block computes a band of full-width output rows of
 // one image (or whole maps of several images, when maps are small, so its weights are read
 // once for all of them) for a group of channels worth 32 bytes (one sector per pixel), so
 // neighbouring blocks never share a sector. Its input rows (each pixel's channel group) are staged once
 // in shared memory, vector-loaded where alignment allows; pad pixels are staged as zeros and
 // the taps read shared memory without bounds checks. Requires multiplier 1.
+
+#include <type_traits>
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -60,7 +62,11 @@ DSCONV_KERNEL void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depth
     float* d = staged + bi * image_stage + (r * rw + xs) * cs + c;
     const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
     const T* p = image + iy * row_pitch + static_cast<index_t>(ix) * s.c + c;
-    if (v == 4 && inside && c < cc_count) {
+    if (std::is_same<T, float>::value && v == 4) {
+      // fp32 needs no conversion: copy straight into shared memory (asynchronously on
+      // sm_80+), zero-filling padding pixels and channels past C.
+      pf::async_copy_16(d, reinterpret_cast<const float*>(p), inside && c < cc_count);
+    } else if (v == 4 && inside && c < cc_count) {
       const auto x = pf::load_vec<4>(p);
 DSCONV_UNROLL
       for (int j = 0; j < 4; ++j) d[j] = to_float(x[j]);
@@ -72,6 +78,7 @@ DSCONV_UNROLL
       for (int j = 0; j < v; ++j) d[j] = inside && c + j < cc_count ? to_float(pf::load(p + j)) : 0.f;
     }
   }
+  pf::async_copy_wait();
   pf::sync_threads();
 
   const int ow = s.out_w;
