@@ -65,24 +65,24 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
   if (s != status::success) return s;
   const detail::depthwise_shape shape = detail::make_shape(p);
   detail::depthwise_plan plan;
-  platform::launch_config cfg;
-  cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
-  cfg.stream = stream;
+  // Both tiled variants launch the same way: the plan's grid and shared memory, and the
+  // kernel specialisation for the filter.
+  auto launch_tiled = [&](auto kernel, const char* name) {
+    platform::launch_config cfg;
+    cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
+    cfg.grid = plan.grid;
+    cfg.shared_bytes = plan.shared_bytes;
+    cfg.stream = stream;
+    cfg.name = name;
+    return platform::launch(kernel, cfg, shape, plan.tile, input, weight, bias, output);
+  };
   switch (variant) {
     case depthwise_variant::nchw_tiled:
       if (!detail::plan_nchw_tiled(p, dev, input, plan)) break;
-      cfg.grid = plan.grid;
-      cfg.shared_bytes = plan.shared_bytes;
-      cfg.name = "depthwise_nchw_tiled";
-      return platform::launch(detail::tiled_kernel<detail::nchw_tiled_family, T>(p), cfg, shape, plan.tile, input, weight,
-                              bias, output);
+      return launch_tiled(detail::tiled_kernel<detail::nchw_tiled_family, T>(p), "depthwise_nchw_tiled");
     case depthwise_variant::nhwc_tiled:
       if (!detail::plan_nhwc_tiled(p, dev, input, plan)) break;
-      cfg.grid = plan.grid;
-      cfg.shared_bytes = plan.shared_bytes;
-      cfg.name = "depthwise_nhwc_tiled";
-      return platform::launch(detail::tiled_kernel<detail::nhwc_tiled_family, T>(p), cfg, shape, plan.tile, input, weight,
-                              bias, output);
+      return launch_tiled(detail::tiled_kernel<detail::nhwc_tiled_family, T>(p), "depthwise_nhwc_tiled");
     case depthwise_variant::automatic:
     case depthwise_variant::direct:
       return platform::launch(kernels::depthwise_direct<T>,

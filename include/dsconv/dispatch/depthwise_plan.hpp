@@ -63,6 +63,16 @@ inline std::size_t budget(const platform::device_properties& dev) {
   return dev.shared_memory_per_block < depthwise_shared_budget ? dev.shared_memory_per_block : depthwise_shared_budget;
 }
 
+// Stores a plan whose grid the device can launch; false otherwise.
+inline bool finish_plan(const depthwise_tile& t, long long gx, long long gy, long long shared_floats,
+                        const platform::device_properties& dev, depthwise_plan& out) {
+  if (gx > dev.max_grid_x || gy > dev.max_grid_y) return false;
+  out.tile = t;
+  out.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), 1};
+  out.shared_bytes = static_cast<std::size_t>(shared_floats) * sizeof(float);
+  return true;
+}
+
 inline long long gcd(long long a, long long b) { return b ? gcd(b, a % b) : a; }
 
 // Halves `count` while the grid (`blocks` of the current count) leaves multiprocessors idle.
@@ -109,13 +119,8 @@ bool plan_nchw_tiled(const depthwise_params& p, const platform::device_propertie
   }
   t.in_rows = band_input_rows(p, t.rows);
   t.vector = vector_width<T>(input, p.w);
-  const long long gx = ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), gy = ceil_div(oh, t.rows);
-  if (gx > dev.max_grid_x || gy > dev.max_grid_y) return false;
-  out.tile = t;
-  out.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), 1};
-  out.shared_bytes =
-      static_cast<std::size_t>(t.channels * (t.images * static_cast<long long>(t.in_rows) * rw + taps + 1)) * sizeof(float);
-  return true;
+  return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(oh, t.rows),
+                     t.channels * (t.images * static_cast<long long>(t.in_rows) * rw + taps + 1), dev, out);
 }
 
 // NHWC: 32 bytes of channels per block; whole maps of several images when they fit, else
@@ -149,12 +154,8 @@ bool plan_nhwc_tiled(const depthwise_params& p, const platform::device_propertie
   }
   t.in_rows = band_input_rows(p, t.rows);
   t.vector = vector_width<T>(input, p.c);
-  const long long gx = ceil_div(p.n, t.images) * groups, gy = ceil_div(oh, t.rows);
-  if (gx > dev.max_grid_x || gy > dev.max_grid_y) return false;
-  out.tile = t;
-  out.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), 1};
-  out.shared_bytes = static_cast<std::size_t>(t.images * t.in_rows * rw * t.channels + fixed) * sizeof(float);
-  return true;
+  return finish_plan(t, ceil_div(p.n, t.images) * groups, ceil_div(oh, t.rows), t.images * t.in_rows * rw * t.channels + fixed,
+                     dev, out);
 }
 
 // The kernel of a tiled family for the problem: compile-time filter size and stride for

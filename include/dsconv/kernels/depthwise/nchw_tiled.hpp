@@ -21,10 +21,8 @@ DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depth
                                         const T* __restrict__ weight, const T* __restrict__ bias,
                                         T* __restrict__ output) {
   namespace pf = platform;
-  const int kh = K ? K : s.kernel_h, kw = K ? K : s.kernel_w;
-  const int sh = S ? S : s.stride_h, sw = S ? S : s.stride_w;
-  const int dh = K ? 1 : s.dilation_h, dw = K ? 1 : s.dilation_w;
-  const int taps = kh * kw;
+  const detail::window_geometry<K, S> win(s);
+  const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
 
   const int channel_groups = (s.c + t.channels - 1) / t.channels;

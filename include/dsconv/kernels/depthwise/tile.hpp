@@ -6,6 +6,7 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "../../problem.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -18,6 +19,21 @@ struct depthwise_tile {
   int in_rows;     // staged input rows of a full band: (rows - 1) * stride + (kernel - 1) * dilation + 1
   int row_stride;  // staged row length in pixels: w + 2 * pad_w (the padding is staged as zeros)
   int vector;      // elements per global load: 16 bytes' worth when alignment allows, else 1
+};
+
+// Filter geometry of a tiled kernel: compile-time where the variant is specialised (K and
+// S non-zero, no dilation), from the shape otherwise.
+template <int K, int S>
+struct window_geometry {
+  int kh, kw, sh, sw, dh, dw, taps;
+  DSCONV_DEVICE explicit window_geometry(const depthwise_shape& s)
+      : kh(K ? K : s.kernel_h),
+        kw(K ? K : s.kernel_w),
+        sh(S ? S : s.stride_h),
+        sw(S ? S : s.stride_w),
+        dh(K ? 1 : s.dilation_h),
+        dw(K ? 1 : s.dilation_w),
+        taps(kh * kw) {}
 };
 
 // The window sum of one output: `in` points at the window's top-left staged element, `w` at
