@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <initializer_list>
 #include <set>
 #include <sstream>
 #include <string>
@@ -280,23 +281,27 @@ inline long long layer_work(const layer_row& r) {  // multiply-adds at batch 1
   return static_cast<long long>(r.cout) * r.h_out * r.h_out * taps;
 }
 
-// The runs covering every unique shape of `kind` within the time budget of the host platform:
-// every shape of the 32x32 tables at batch 2-4, the squeeze-excitation 1x1s (1x1 maps) at
-// batch 5, and the 224x224 shapes at batch 1 where their work is at most `max_work_224`
-// multiply-adds (the larger ones have the same channel counts as a 32x32 run).
-inline std::vector<layer_case> layer_cases(layer_kind kind, long long max_work_224) {
+// The runs covering every unique shape of `kind` in both layouts: the 32x32 tables at
+// `batch_32`, the squeeze-excitation 1x1s (1x1 maps) at batch 5, and the 224x224 shapes at
+// each of `batches_224` where their work is at most `max_work_224` multiply-adds (larger
+// ones also have the channel counts of a 32x32 run). Bias and residual alternate.
+inline std::vector<layer_case> layer_cases(layer_kind kind, long long max_work_224,
+                                           std::initializer_list<int> batches_224 = {1}, int batch_32 = 4) {
   std::vector<layer_case> cases;
   std::set<std::tuple<int, int, int, int, int, int, int, bool>> seen;
+  int shape = 0;
   for (const layer_row& r : network_layers) {
     if (r.kind != kind) continue;
     const bool se = std::string(r.role).rfind("se_", 0) == 0;
     if (!se && r.input == 224 && layer_work(r) > max_work_224) continue;
-    // One run per shape and epilogue: the two networks share several layers.
+    // One shape and epilogue once: the two networks share several layers.
     if (!seen.insert({r.cin, r.cout, r.k, r.stride, r.h_in, static_cast<int>(r.act), r.pad, r.residual}).second)
       continue;
-    const int i = static_cast<int>(cases.size());
-    const int batch = se ? 5 : r.input == 224 ? 1 : 2 + i % 3;
-    cases.push_back(layer_case{&r, batch, all_layouts[i % 2], i % 4 < 2, r.residual || i % 3 == 0});
+    const std::vector<int> batches = se ? std::vector<int>{5} : r.input == 224 ? std::vector<int>(batches_224) : std::vector<int>{batch_32};
+    for (const int batch : batches)
+      for (const dsconv::layout data_layout : all_layouts)
+        cases.push_back(layer_case{&r, batch, data_layout, shape % 4 < 2, r.residual || shape % 3 == 0});
+    ++shape;
   }
   return cases;
 }
