@@ -25,7 +25,7 @@ status can_implement(pointwise_variant variant, const pointwise_params& p) {
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
   platform::dims grid;
-  if (!detail::plan_gemm(variant, p, dev, grid))
+  if (!detail::plan_variant(variant, p, dev, grid))
     return detail::invalid(status::unsupported_variant, "pointwise", std::string(to_string(variant)) + ": the grid exceeds the device's limits");
   return status::success;
 }
@@ -67,6 +67,11 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       cfg.name = "pointwise_gemm_small";
       return platform::launch(kernels::pointwise_gemm_tiled<T, detail::gemm_small_tile>, cfg, g, a, b, bias, residual,
                               output);
+    case pointwise_variant::warp_dot:
+      if (!detail::plan_warp_dot(p, dev, cfg.grid)) break;
+      cfg.block = platform::dims{detail::warp_dot_block_threads, 1, 1};
+      cfg.name = "pointwise_warp_dot";
+      return platform::launch(kernels::pointwise_warp_dot<T>, cfg, g, a, b, bias, residual, output);
     case pointwise_variant::automatic:
     case pointwise_variant::direct:
       return platform::launch(kernels::pointwise_direct<T>,

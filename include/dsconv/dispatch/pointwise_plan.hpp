@@ -4,6 +4,7 @@
 #include "../config.hpp"
 #include "../kernels/pointwise/gemm_operands.hpp"
 #include "../kernels/pointwise/gemm_tiled.hpp"
+#include "../kernels/pointwise/warp_dot.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
@@ -26,19 +27,37 @@ bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev
   return true;
 }
 
-inline bool plan_gemm(pointwise_variant v, const pointwise_params& p, const platform::device_properties& dev,
-                      platform::dims& grid) {
-  return v == pointwise_variant::gemm_large ? plan_gemm<gemm_large_tile>(p, dev, grid)
-                                            : plan_gemm<gemm_small_tile>(p, dev, grid);
+inline constexpr unsigned warp_dot_block_threads = 256;
+
+// One warp per output, grid-stride: enough blocks to fill the device several times over.
+inline bool plan_warp_dot(const pointwise_params& p, const platform::device_properties& dev, platform::dims& grid) {
+  const gemm_operands g = make_gemm(make_shape(p));
+  const long long warps_per_block = warp_dot_block_threads / static_cast<unsigned>(dev.warp_size);
+  const long long wanted = (g.m * g.n + warps_per_block - 1) / warps_per_block;
+  const long long resident = 32LL * dev.multiprocessor_count;
+  const long long gz = p.data_layout == layout::nchw ? p.n : 1;
+  if (gz > dev.max_grid_z) return false;
+  grid = platform::dims{static_cast<unsigned>(wanted < resident ? wanted : resident), 1, static_cast<unsigned>(gz)};
+  return true;
 }
 
-// The heuristic: GEMM tiles for matrices at least 32 wide each way (the squeeze-excitation
-// layers, with one pixel per image, are matrix-vector products: direct); the large tile
-// when it still gives every multiprocessor a block, else the small one.
+inline bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform::device_properties& dev,
+                         platform::dims& grid) {
+  switch (v) {
+    case pointwise_variant::gemm_large: return plan_gemm<gemm_large_tile>(p, dev, grid);
+    case pointwise_variant::gemm_small: return plan_gemm<gemm_small_tile>(p, dev, grid);
+    case pointwise_variant::warp_dot: return plan_warp_dot(p, dev, grid);
+    default: return true;  // grid-stride kernels fit any problem
+  }
+}
+
+// The heuristic: GEMM tiles for matrices at least 32 wide each way, the large tile when it
+// still gives every multiprocessor a block, else the small one; a warp per output for
+// narrower ones (the squeeze-excitation layers, one pixel per image, are matrix-vector).
 inline pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev) {
   const gemm_operands g = make_gemm(make_shape(p));
-  if (g.m < 32 || g.n < 32) return pointwise_variant::direct;
   platform::dims grid;
+  if (g.m < 32 || g.n < 32) return plan_warp_dot(p, dev, grid) ? pointwise_variant::warp_dot : pointwise_variant::direct;
   if (plan_gemm<gemm_large_tile>(p, dev, grid) &&
       static_cast<long long>(grid.volume()) >= static_cast<long long>(dev.multiprocessor_count))
     return pointwise_variant::gemm_large;

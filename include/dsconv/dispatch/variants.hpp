@@ -19,6 +19,7 @@ enum class pointwise_variant {
   direct,      // one output per thread; any shape
   gemm_large,  // tiled SIMT GEMM, 128x128 tiles, 8x8 outputs per thread
   gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
+  warp_dot,    // one warp per output, K split over its lanes: matrix-vector shapes (squeeze-excitation)
 };
 
 struct depthwise_options {
@@ -35,7 +36,7 @@ constexpr bool is_valid(depthwise_variant v) noexcept {
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
-         v == pointwise_variant::gemm_small;
+         v == pointwise_variant::gemm_small || v == pointwise_variant::warp_dot;
 }
 
 inline const char* to_string(depthwise_variant v) noexcept {
@@ -54,6 +55,7 @@ inline const char* to_string(pointwise_variant v) noexcept {
     case pointwise_variant::direct: return "direct";
     case pointwise_variant::gemm_large: return "gemm_large";
     case pointwise_variant::gemm_small: return "gemm_small";
+    case pointwise_variant::warp_dot: return "warp_dot";
   }
   return "unknown pointwise variant";
 }
@@ -62,6 +64,6 @@ inline const char* to_string(pointwise_variant v) noexcept {
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
                                                                depthwise_variant::nhwc_tiled};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
-                                                               pointwise_variant::gemm_small};
+                                                               pointwise_variant::gemm_small, pointwise_variant::warp_dot};
 
 }  // namespace dsconv

@@ -1,0 +1,45 @@
+#pragma once
+// Pointwise (1x1) convolution for matrix-vector shapes (the squeeze-excitation layers, whose
+// maps are 1x1, and other GEMMs less than a tile wide): one warp per output, its lanes
+// splitting K so that both operands are read contiguously, then a deterministic butterfly
+// reduction over the warp (any warp width). Fused bias, residual and activation.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../common/activation.hpp"
+#include "gemm_operands.hpp"
+
+namespace dsconv {
+namespace kernels {
+
+template <class T>
+DSCONV_KERNEL void pointwise_warp_dot(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
+                                      const T* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ c) {
+  namespace pf = platform;
+  const int ws = pf::warp_size();
+  const int lane = static_cast<int>(pf::thread_idx().x) % ws;
+  const index_t warps_per_block = pf::block_dim().x / ws;
+  const index_t first = static_cast<index_t>(pf::block_idx().x) * warps_per_block + pf::thread_idx().x / ws;
+  const index_t stride = static_cast<index_t>(pf::grid_dim().x) * warps_per_block;
+  const index_t batch = pf::block_idx().z;
+  a += batch * g.a_batch;
+  b += batch * g.b_batch;
+  c += batch * g.c_batch;
+  if (residual) residual += batch * g.c_batch;
+  for (index_t o = first; o < g.m * g.n; o += stride) {  // uniform per warp: no lane diverges
+    const index_t m = o / g.n, n = o % g.n;
+    float acc = 0.f;
+    for (index_t k = lane; k < g.k; k += ws)
+      acc += to_float(pf::load(a + m * g.a_m + k * g.a_k)) * to_float(pf::load(b + k * g.b_k + n * g.b_n));
+    for (int offset = ws / 2; offset > 0; offset /= 2) acc += pf::shfl_xor(acc, offset);
+    if (lane == 0) {
+      if (bias) acc += to_float(pf::load(bias + (g.bias_along_m ? m : n)));
+      const index_t off = m * g.c_m + n * g.c_n;
+      if (residual) acc += to_float(pf::load(residual + off));
+      pf::store(c + off, from_float<T>(detail::activate(acc, g.act)));
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv
