@@ -1,28 +1,65 @@
 #!/usr/bin/env bash
 # The main job: every depthwise and 1x1 layer of MobileNetV2 and EfficientNet-B0 through
-# dsconv, each checked against the double-precision reference, with the chosen kernel
-# variant, the error and (on the host platform) the global-memory traffic against the
-# minimum. Runs on the GPU when an NVIDIA GPU and driver are present, otherwise on the host
-# platform (the kernels on the CPU) at batch 1 with the 224x224 input: a few minutes on 2 cores.
-# Reports go to results/ (layers.md, layers.csv).
+# dsconv, each checked against the double-precision reference (dsconv_layers), then a report.
+#
+# With an NVIDIA GPU (a driver that nvidia-smi reaches, and nvcc): builds for CUDA, checks the
+# layers on the GPU, then benchmarks dsconv against cuDNN with dsconv_bench over the full grid
+# (every unique layer shape x batch 1-128 x float/half/bfloat16 x NCHW/NHWC; tens of minutes,
+# one progress line per benchmark) and turns its JSON into results/bench.md, speedup.png and
+# roofline.png.
+# Without one: the kernels on the host platform (CPU) at batch 1 with the 224x224 input, with
+# the global-memory traffic against the minimum (a few minutes on 2 cores), charted in
+# results/layers_traffic.png.
+# Either way the layer check writes results/layers.md and results/layers.csv.
 #
 # Usage: scripts/main_job.sh [--model all|mobilenet_v2|efficientnet_b0] [--input 224|32]
-#                            [--batch 1,8] [--type float,half,bfloat16] [--layout nchw,nhwc]
-# (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_BATCH, ...)
+#                            [--kind all|dw|pw] [--batch 1,8] [--type float,half,bfloat16]
+#                            [--layout nchw,nhwc] [--out DIR]
+# (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_KIND,
+# DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_RESULTS). On a GPU they narrow the
+# benchmark as well; without them it covers the full grid, while the layer check runs batch 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."
-scripts/install_deps.sh cmake g++ make libbenchmark-dev
+scripts/install_deps.sh cmake g++ make libbenchmark-dev python3-matplotlib
 jobs=$(nproc)
+out=${DSCONV_RESULTS:-results}
+check_args=()  # for dsconv_layers
+bench_args=()  # for dsconv_bench, which has no --traffic (a host-platform option)
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --out) out=$2; shift 2 ;;
+    --out=*) out=${1#--out=}; shift ;;
+    --traffic) check_args+=("$1" "$2"); shift 2 ;;
+    --traffic=*) check_args+=("$1"); shift ;;
+    *) check_args+=("$1"); bench_args+=("$1"); shift ;;
+  esac
+done
+mkdir -p "$out"
+# python3-matplotlib is installed for the distribution's interpreter, which another python3
+# earlier on PATH may not see.
+python=/usr/bin/python3
+[ -x "$python" ] || python=python3
+
+status=0
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "NVIDIA GPU found: building for CUDA"
   build=build-main-cuda
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BACKEND=cuda \
     -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc -DCMAKE_CUDA_ARCHITECTURES=native \
     -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$build" -j "$jobs" --target dsconv_layers dsconv_bench
+  "$build/bench/dsconv_layers" --out "$out" "${check_args[@]}" || status=$?
+  echo
+  echo "benchmark: dsconv against cuDNN (JSON in $out/bench.json)"
+  "$build/bench/dsconv_bench" "${bench_args[@]}" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
+    | tee "$out/bench.txt" || status=$?
+  "$python" scripts/report.py "$out/bench.json" "$out/layers.csv" --out "$out" || status=$?
 else
   echo "no GPU found: running the kernels on the host platform (CPU)"
   build=build-main
   cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF >/dev/null
+  cmake --build "$build" -j "$jobs" --target dsconv_layers
+  "$build/bench/dsconv_layers" --out "$out" "${check_args[@]}" || status=$?
+  "$python" scripts/report.py "$out/layers.csv" --out "$out" || status=$?
 fi
-cmake --build "$build" -j "$jobs" --target dsconv_layers
-exec "$build/bench/dsconv_layers" "$@"
+exit "$status"

@@ -1,0 +1,67 @@
+#pragma once
+// Which cases dsconv_bench registers, from its own options (the main job's names), each also
+// read from an environment variable:
+//   --model all|mobilenet_v2|efficientnet_b0   DSCONV_MODEL
+//   --input 224|32                             DSCONV_INPUT   (default 224)
+//   --kind all|dw|pw                           DSCONV_KIND
+//   --batch 1,8,16,32,64,128                   DSCONV_BATCH
+//   --type float,half,bfloat16                 DSCONV_TYPE
+//   --layout nchw,nhwc                         DSCONV_LAYOUT
+//   --all                                      DSCONV_BENCH_ALL=1
+// Without any of them every case is registered. On the host platform a run (not a listing)
+// without them and without --benchmark_filter covers only the default host slice, because
+// emulated kernels are slow; --all runs everything.
+
+#include <algorithm>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "../support/options.hpp"
+#include "cases.hpp"
+
+namespace dsconv_bench {
+
+// Batch 1 in float, both layouts, dsconv and the reference: a few minutes on two cores.
+inline constexpr const char* host_default_filter = "/b1/float/";
+
+struct selection {
+  std::string model = "all", kind = "all";
+  int input = 224;
+  std::vector<std::string> batches, types, layouts;  // empty: all
+  bool all = false;
+  bool narrowed = false;  // some option or variable above restricts the grid
+
+  bool matches(const bench_case& c) const {
+    auto listed = [](const std::vector<std::string>& list, const std::string& v) {
+      return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
+    };
+    return (model == "all" || c.l.model == model) && (kind == "all" || c.l.kind == kind) &&
+           listed(batches, std::to_string(c.batch)) && listed(types, to_string(c.type)) &&
+           listed(layouts, dsconv::to_string(c.data_layout));
+  }
+};
+
+inline const char* const selection_options[] = {"model", "input", "kind", "batch", "type", "layout", "all"};
+
+inline selection parse_selection(const options& opt) {
+  selection s;
+  const std::string model = opt.get("model", "DSCONV_MODEL", ""), kind = opt.get("kind", "DSCONV_KIND", ""),
+                    input = opt.get("input", "DSCONV_INPUT", ""), batch = opt.get("batch", "DSCONV_BATCH", ""),
+                    type = opt.get("type", "DSCONV_TYPE", ""), lay = opt.get("layout", "DSCONV_LAYOUT", "");
+  s.narrowed = !(model.empty() && kind.empty() && input.empty() && batch.empty() && type.empty() && lay.empty());
+  if (!model.empty()) s.model = model;
+  if (!kind.empty()) s.kind = kind;
+  if (!input.empty()) s.input = std::stoi(input);
+  s.batches = options::split(batch);
+  s.types = options::split(type);
+  s.layouts = options::split(lay);
+  s.all = opt.get("all", "DSCONV_BENCH_ALL", "0") != "0";
+  if (s.model != "all" && s.model != "mobilenet_v2" && s.model != "efficientnet_b0")
+    throw std::runtime_error("--model must be all, mobilenet_v2 or efficientnet_b0 (got " + s.model + ")");
+  if (s.kind != "all" && s.kind != "dw" && s.kind != "pw")
+    throw std::runtime_error("--kind must be all, dw or pw (got " + s.kind + ")");
+  return s;
+}
+
+}  // namespace dsconv_bench
