@@ -18,6 +18,8 @@
 
 #include <dsconv/dsconv.hpp>
 
+#include "owned_handle.hpp"
+
 #include "../kernel_bench/buffer_sets.hpp"
 #include "../kernel_bench/cases.hpp"
 
@@ -44,23 +46,9 @@ inline cudnnHandle_t handle() {
   return h;
 }
 
-// An owned cuDNN descriptor.
+// An owned descriptor.
 template <class Handle, cudnnStatus_t (*Create)(Handle*), cudnnStatus_t (*Destroy)(Handle)>
-class descriptor {
- public:
-  descriptor() {
-    if (Create(&h_) != CUDNN_STATUS_SUCCESS) h_ = nullptr;
-  }
-  descriptor(const descriptor&) = delete;
-  descriptor& operator=(const descriptor&) = delete;
-  ~descriptor() {
-    if (h_) Destroy(h_);
-  }
-  Handle get() const { return h_; }
-
- private:
-  Handle h_ = nullptr;
-};
+using descriptor = owned_handle<Handle, cudnnStatus_t, CUDNN_STATUS_SUCCESS, Create, Destroy>;
 
 using tensor_descriptor =
     descriptor<cudnnTensorDescriptor_t, cudnnCreateTensorDescriptor, cudnnDestroyTensorDescriptor>;

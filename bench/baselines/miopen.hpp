@@ -18,6 +18,8 @@
 
 #include <dsconv/dsconv.hpp>
 
+#include "owned_handle.hpp"
+
 #include "../kernel_bench/buffer_sets.hpp"
 #include "../kernel_bench/cases.hpp"
 
@@ -44,23 +46,9 @@ inline miopenHandle_t handle() {
   return h;
 }
 
-// An owned MIOpen descriptor.
+// An owned descriptor.
 template <class Handle, miopenStatus_t (*Create)(Handle*), miopenStatus_t (*Destroy)(Handle)>
-class descriptor {
- public:
-  descriptor() {
-    if (Create(&h_) != miopenStatusSuccess) h_ = nullptr;
-  }
-  descriptor(const descriptor&) = delete;
-  descriptor& operator=(const descriptor&) = delete;
-  ~descriptor() {
-    if (h_) Destroy(h_);
-  }
-  Handle get() const { return h_; }
-
- private:
-  Handle h_ = nullptr;
-};
+using descriptor = owned_handle<Handle, miopenStatus_t, miopenStatusSuccess, Create, Destroy>;
 
 using tensor_descriptor =
     descriptor<miopenTensorDescriptor_t, miopenCreateTensorDescriptor, miopenDestroyTensorDescriptor>;
