@@ -51,18 +51,19 @@ inline bool plan_variant(pointwise_variant v, const pointwise_params& p, const p
   }
 }
 
-// The heuristic: GEMM tiles for matrices at least 32 wide each way, the large tile when it
-// still gives every multiprocessor a block, else the small one; a warp per output for
-// narrower ones (the squeeze-excitation layers, one pixel per image, are matrix-vector).
+// The heuristic: the largest GEMM tile whose grid still gives every multiprocessor a block
+// (tiles read each operand a few times at most); when even the small tile leaves
+// multiprocessors idle (batch 1, small maps, the squeeze-excitation matrix-vector
+// products), a warp per output spreads the work over the whole device instead.
 inline pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev) {
-  const gemm_operands g = make_gemm(make_shape(p));
   platform::dims grid;
-  if (g.m < 32 || g.n < 32) return plan_warp_dot(p, dev, grid) ? pointwise_variant::warp_dot : pointwise_variant::direct;
-  if (plan_gemm<gemm_large_tile>(p, dev, grid) &&
-      static_cast<long long>(grid.volume()) >= static_cast<long long>(dev.multiprocessor_count))
+  const long long sms = dev.multiprocessor_count;
+  if (plan_gemm<gemm_large_tile>(p, dev, grid) && static_cast<long long>(grid.volume()) >= sms)
     return pointwise_variant::gemm_large;
-  if (plan_gemm<gemm_small_tile>(p, dev, grid)) return pointwise_variant::gemm_small;
-  return pointwise_variant::direct;
+  const bool small_fits = plan_gemm<gemm_small_tile>(p, dev, grid);
+  if (small_fits && static_cast<long long>(grid.volume()) >= sms) return pointwise_variant::gemm_small;
+  if (plan_warp_dot(p, dev, grid)) return pointwise_variant::warp_dot;
+  return small_fits ? pointwise_variant::gemm_small : pointwise_variant::direct;
 }
 
 }  // namespace detail
