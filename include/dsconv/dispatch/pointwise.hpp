@@ -26,7 +26,9 @@ status can_implement(pointwise_variant variant, const pointwise_params& p) {
   if (s != status::success) return s;
   platform::dims grid;
   if (!detail::plan_variant(variant, p, dev, grid))
-    return detail::invalid(status::unsupported_variant, "pointwise", std::string(to_string(variant)) + ": the grid exceeds the device's limits");
+    return detail::invalid(status::unsupported_variant, "pointwise",
+                           std::string(to_string(variant)) +
+                               ": the grid exceeds the device's limits, or (warp_dot) both GEMM sides exceed 8");
   return status::success;
 }
 

@@ -29,9 +29,14 @@ bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev
 
 inline constexpr unsigned warp_dot_block_threads = 256;
 
+// Matrix-vector and skinny products only: a warp per output re-reads the wider operand once
+// per row of the narrower one, which only pays while that side has a handful of rows.
+inline constexpr long long warp_dot_max_narrow_side = 8;
+
 // One warp per output, grid-stride: enough blocks to fill the device several times over.
 inline bool plan_warp_dot(const pointwise_params& p, const platform::device_properties& dev, platform::dims& grid) {
   const gemm_operands g = make_gemm(make_shape(p));
+  if ((g.m < g.n ? g.m : g.n) > warp_dot_max_narrow_side) return false;
   const long long warps_per_block = warp_dot_block_threads / static_cast<unsigned>(dev.warp_size);
   const long long wanted = (g.m * g.n + warps_per_block - 1) / warps_per_block;
   const long long resident = 32LL * dev.multiprocessor_count;

@@ -19,7 +19,7 @@ enum class pointwise_variant {
   direct,      // one output per thread; any shape
   gemm_large,  // tiled SIMT GEMM, 128x128 tiles, 8x8 outputs per thread
   gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
-  warp_dot,    // one warp per output, K split over its lanes: matrix-vector shapes (squeeze-excitation)
+  warp_dot,    // one warp per output, K split over its lanes: matrix-vector and skinny shapes (GEMM side <= 8)
 };
 
 struct depthwise_options {
