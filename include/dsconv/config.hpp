@@ -17,14 +17,23 @@
 // Host kernels are ordinary function templates; hidden visibility keeps two shared libraries
 // that both include dsconv from resolving each other's copies.
 #define DSCONV_KERNEL __attribute__((visibility("hidden")))
-#define DSCONV_LAUNCH_BOUNDS(max_threads)
+#define DSCONV_LAUNCH_BOUNDS(max_threads, min_blocks)
 #else
 #define DSCONV_HOST_DEVICE __host__ __device__
 #define DSCONV_DEVICE __device__
 // Kernels defined in headers and linked into several shared libraries must not collide
 // (CUB and Thrust once launched the wrong kernel that way): hidden visibility prevents it.
 #define DSCONV_KERNEL __global__ __attribute__((visibility("hidden")))
-#define DSCONV_LAUNCH_BOUNDS(max_threads) __launch_bounds__(max_threads)
+#endif
+
+// The block size a kernel is launched with, and how many of its blocks should fit on a
+// multiprocessor. CUDA trades registers for that occupancy; HIP's second argument means
+// waves per SIMD instead, so there only the block size is passed (without it hipcc assumes
+// 1024 threads and caps a thread at 64 VGPRs).
+#if defined(DSCONV_PLATFORM_CUDA)
+#define DSCONV_LAUNCH_BOUNDS(max_threads, min_blocks) __launch_bounds__(max_threads, min_blocks)
+#elif defined(DSCONV_PLATFORM_HIP)
+#define DSCONV_LAUNCH_BOUNDS(max_threads, min_blocks) __launch_bounds__(max_threads)
 #endif
 
 // True while compiling code that runs on a GPU (the device pass of nvcc or hipcc).

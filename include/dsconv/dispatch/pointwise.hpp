@@ -51,9 +51,8 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
   if (s != status::success) return s;
   const detail::pointwise_shape shape = detail::make_shape(p);
   const detail::gemm_operands g = detail::make_gemm(shape);
-  // NCHW: A is the weight and B the input; NHWC the other way round (gemm_operands.hpp).
-  const T* a = p.data_layout == layout::nchw ? weight : input;
-  const T* b = p.data_layout == layout::nchw ? input : weight;
+  const T* a = g.weight_is_a ? weight : input;
+  const T* b = g.weight_is_a ? input : weight;
   platform::launch_config cfg;
   cfg.stream = stream;
   switch (variant) {

@@ -13,15 +13,17 @@
 namespace dsconv {
 namespace detail {
 
-using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8>;
-using gemm_small_tile = kernels::gemm_tile<64, 64, 8, 4, 4>;
+// The large tile needs ~180 registers a thread (one block per multiprocessor); the small one
+// fits two blocks, which hides the latency its shorter inner loop exposes.
+using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8, 1>;
+using gemm_small_tile = kernels::gemm_tile<64, 64, 8, 4, 4, 2>;
 
 // The grid of a GEMM variant over `p`, or false when it exceeds the device's grid limits.
 template <class Tile>
 bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev, platform::dims& grid) {
   const gemm_operands g = make_gemm(make_shape(p));
   const long long gx = (g.n + Tile::bn - 1) / Tile::bn, gy = (g.m + Tile::bm - 1) / Tile::bm;
-  const long long gz = p.data_layout == layout::nchw ? p.n : 1;
+  const long long gz = g.batches;
   if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
   grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
   return true;
@@ -40,7 +42,7 @@ inline bool plan_warp_dot(const pointwise_params& p, const platform::device_prop
   const long long warps_per_block = warp_dot_block_threads / static_cast<unsigned>(dev.warp_size);
   const long long wanted = (g.m * g.n + warps_per_block - 1) / warps_per_block;
   const long long resident = 32LL * dev.multiprocessor_count;
-  const long long gz = p.data_layout == layout::nchw ? p.n : 1;
+  const long long gz = g.batches;
   if (gz > dev.max_grid_z) return false;
   grid = platform::dims{static_cast<unsigned>(wanted < resident ? wanted : resident), 1, static_cast<unsigned>(gz)};
   return true;

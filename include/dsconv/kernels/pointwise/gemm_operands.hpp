@@ -5,6 +5,7 @@
 //                      C = output_b [c_out][pixels]      (M = c_out, N = pixels, K = c_in)
 //   NHWC, all images:  A = input [n*pixels][c_in], B = weight^T (B[k][n] = weight[n][k]),
 //                      C = output [n*pixels][c_out]     (M = n*pixels, N = c_out, K = c_in)
+//   NCHW with 1x1 maps is laid out exactly like NHWC and uses the NHWC form.
 
 #include "../../config.hpp"
 #include "../../problem.hpp"
@@ -17,7 +18,9 @@ struct gemm_operands {
   index_t a_m, a_k;             // strides of A
   index_t b_k, b_n;             // strides of B
   index_t c_m, c_n;             // strides of C and of the residual
-  index_t a_batch, b_batch, c_batch;  // offsets between the GEMMs of grid.z (NCHW images)
+  index_t batches;                    // GEMMs, one per grid.z index (NCHW: images; NHWC: 1)
+  index_t a_batch, b_batch, c_batch;  // offsets between consecutive GEMMs
+  bool weight_is_a;             // A is the weight and B the input (NCHW form), or the other way round
   bool bias_along_m;            // bias is indexed by m (NCHW: c_out) or by n (NHWC)
   activation act;
 };
@@ -27,20 +30,24 @@ inline gemm_operands make_gemm(const pointwise_shape& s) {
   gemm_operands g{};
   g.k = s.c_in;
   g.act = s.act;
-  if (s.data_layout == layout::nchw) {
+  // With 1x1 maps (squeeze-excitation) NCHW and NHWC are the same bytes; the NHWC form is
+  // one GEMM over all images, which reads the weights once instead of once per image.
+  if (s.data_layout == layout::nchw && pixels > 1) {
     g.m = s.c_out, g.n = pixels;
     g.a_m = s.c_in, g.a_k = 1;
     g.b_k = pixels, g.b_n = 1;
     g.c_m = pixels, g.c_n = 1;
+    g.batches = s.n;
     g.a_batch = 0, g.b_batch = s.c_in * pixels, g.c_batch = s.c_out * pixels;
-    g.bias_along_m = true;
+    g.weight_is_a = g.bias_along_m = true;
   } else {
     g.m = s.n * pixels, g.n = s.c_out;
     g.a_m = s.c_in, g.a_k = 1;
     g.b_k = 1, g.b_n = s.c_in;
     g.c_m = s.c_out, g.c_n = 1;
+    g.batches = 1;
     g.a_batch = g.b_batch = g.c_batch = 0;
-    g.bias_along_m = false;
+    g.weight_is_a = g.bias_along_m = false;
   }
   return g;
 }

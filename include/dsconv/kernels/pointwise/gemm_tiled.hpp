@@ -15,9 +15,11 @@
 namespace dsconv {
 namespace kernels {
 
-template <int BM, int BN, int BK, int TM, int TN>
+// MinBlocks: blocks per multiprocessor the register allocation must allow (see
+// DSCONV_LAUNCH_BOUNDS).
+template <int BM, int BN, int BK, int TM, int TN, int MinBlocks>
 struct gemm_tile {
-  static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN;
+  static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks;
   static constexpr int threads = (BM / TM) * (BN / TN);
   static constexpr int a_per_thread = BM * BK / threads;
   static constexpr int b_per_thread = BK * BN / threads;
@@ -25,20 +27,22 @@ struct gemm_tile {
 };
 
 namespace detail_gemm {
+struct tile_position {
+  int r, c;
+};
 // Element `i` of a ROWS x COLS tile, numbered along whichever dimension is contiguous in
-// global memory, so consecutive threads load consecutive addresses.
+// global memory, so consecutive threads load consecutive addresses. Returned by value: with
+// output references hipcc selected between the two addresses and kept both in scratch memory.
 template <int ROWS, int COLS>
-DSCONV_DEVICE DSCONV_FORCEINLINE void tile_coords(int i, bool cols_contiguous, int& r, int& c) {
-  if (cols_contiguous) {
-    r = i / COLS, c = i % COLS;
-  } else {
-    c = i / ROWS, r = i % ROWS;
-  }
+DSCONV_DEVICE DSCONV_FORCEINLINE tile_position tile_coords(int i, bool cols_contiguous) {
+  const int along_cols_r = i / COLS, along_cols_c = i % COLS;
+  const int along_rows_r = i % ROWS, along_rows_c = i / ROWS;
+  return cols_contiguous ? tile_position{along_cols_r, along_cols_c} : tile_position{along_rows_r, along_rows_c};
 }
 }  // namespace detail_gemm
 
 template <class T, class Tile>
-DSCONV_KERNEL void pointwise_gemm_tiled(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_tiled(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
                                         const T* __restrict__ bias, const T* __restrict__ residual,
                                         T* __restrict__ c) {
   namespace pf = platform;
@@ -61,31 +65,27 @@ DSCONV_KERNEL void pointwise_gemm_tiled(detail::gemm_operands g, const T* __rest
   auto fetch = [&](index_t k0) {
     DSCONV_UNROLL
     for (int j = 0; j < Tile::a_per_thread; ++j) {
-      int r, col;
-      detail_gemm::tile_coords<BM, BK>(tid + j * threads, a_k_contiguous, r, col);
-      const index_t m = m0 + r, k = k0 + col;
+      const detail_gemm::tile_position t = detail_gemm::tile_coords<BM, BK>(tid + j * threads, a_k_contiguous);
+      const index_t m = m0 + t.r, k = k0 + t.c;
       a_next[j] = m < g.m && k < g.k ? to_float(pf::load(a + m * g.a_m + k * g.a_k)) : 0.f;
     }
     DSCONV_UNROLL
     for (int j = 0; j < Tile::b_per_thread; ++j) {
-      int r, col;
-      detail_gemm::tile_coords<BK, BN>(tid + j * threads, b_n_contiguous, r, col);
-      const index_t k = k0 + r, n = n0 + col;
+      const detail_gemm::tile_position t = detail_gemm::tile_coords<BK, BN>(tid + j * threads, b_n_contiguous);
+      const index_t k = k0 + t.r, n = n0 + t.c;
       b_next[j] = k < g.k && n < g.n ? to_float(pf::load(b + k * g.b_k + n * g.b_n)) : 0.f;
     }
   };
   auto stash = [&](int buf) {
     DSCONV_UNROLL
     for (int j = 0; j < Tile::a_per_thread; ++j) {
-      int r, col;
-      detail_gemm::tile_coords<BM, BK>(tid + j * threads, a_k_contiguous, r, col);
-      a_s[buf][col][r] = a_next[j];
+      const detail_gemm::tile_position t = detail_gemm::tile_coords<BM, BK>(tid + j * threads, a_k_contiguous);
+      a_s[buf][t.c][t.r] = a_next[j];
     }
     DSCONV_UNROLL
     for (int j = 0; j < Tile::b_per_thread; ++j) {
-      int r, col;
-      detail_gemm::tile_coords<BK, BN>(tid + j * threads, b_n_contiguous, r, col);
-      b_s[buf][r][col] = b_next[j];
+      const detail_gemm::tile_position t = detail_gemm::tile_coords<BK, BN>(tid + j * threads, b_n_contiguous);
+      b_s[buf][t.r][t.c] = b_next[j];
     }
   };
 
