@@ -1,10 +1,12 @@
 #!/usr/bin/env python3
 """Compiled resources of every dsconv kernel: registers, shared memory and spills per kernel
-for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a).
+for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), and for CUDA the
+tensor-core instructions (mma.sync, which ptxas turns into HMMA) in each kernel.
 
 Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
 resource report, prints one table and writes it to results/kernel_resources.md. Exits 1 when
-a kernel spills, 2 when no compiler was found. Usage: scripts/kernel_resources.py [--out DIR]
+a kernel spills or a tensor-core kernel (pointwise_gemm_mma) has no mma instruction for a
+CUDA target, 2 when no compiler was found. Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
 import os
@@ -32,6 +34,25 @@ def short_name(demangled):
     return name
 
 
+def mma_counts(arch):
+    """mma.sync instructions per kernel (mangled name) in the PTX for `arch`. The CUDA install
+    here has no SASS disassembler (cuobjdump); ptxas lowers each mma.sync to HMMA."""
+    cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"), SOURCE,
+           "-o", "-"]
+    ptx = subprocess.run(cmd, capture_output=True, text=True)
+    if ptx.returncode != 0:
+        sys.exit(f"nvcc -ptx failed:\n{ptx.stderr}")
+    counts, current = {}, None
+    for line in ptx.stdout.splitlines():
+        m = re.search(r"\.entry\s+(\w+)", line)
+        if m:
+            current = m.group(1)
+            counts[current] = 0
+        elif current and "mma.sync" in line:
+            counts[current] += 1
+    return counts
+
+
 def cuda_rows(arch):
     cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-Xptxas", "-v", "-I", os.path.join(ROOT, "include"),
            "-c", SOURCE, "-o", os.devnull]
@@ -55,6 +76,9 @@ def cuda_rows(arch):
             current["registers"] = m.group(1)
             s = re.search(r"(\d+) bytes smem", line)
             current["smem"] = int(s.group(1)) if s else 0
+    mma = mma_counts(arch)
+    for r in rows:
+        r["mma"] = mma.get(r["mangled"], 0)
     return rows
 
 
@@ -106,13 +130,17 @@ def main():
     for r, name in zip(rows, demangle([r["mangled"] for r in rows])):
         r["kernel"] = short_name(name)
     rows.sort(key=lambda r: (r["kernel"], r["target"]))
-    header = "| kernel | target | registers | static shared memory (bytes) | spill bytes |"
-    lines = [header, "|---|---|---|---|---|"]
+    header = "| kernel | target | registers | static shared memory (bytes) | spill bytes | mma instructions |"
+    lines = [header, "|---|---|---|---|---|---|"]
     for r in rows:
-        lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} |")
+        lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} | "
+                     f"{r.get('mma', '-')} |")
     spilling = [r for r in rows if r["spill"]]
+    # A tensor-core kernel must use the tensor cores on every CUDA target (sm_80 and newer).
+    no_mma = [r for r in rows if r["kernel"].startswith("pointwise_gemm_mma") and r.get("mma") == 0]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
-               f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill")
+               f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
+               f"{len(no_mma)} tensor-core builds without mma instructions")
     text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
         f"\n\n{summary}\n"
     print("\n".join(lines))
@@ -120,7 +148,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
         f.write(text)
-    return 1 if spilling else 0
+    return 1 if spilling or no_mma else 0
 
 
 if __name__ == "__main__":

@@ -96,6 +96,33 @@ DSCONV_KERNEL void async_copy_round_trip(const float* in, float* out) {
   for (int i = 0; i < 4; ++i) pf::store(out + 4 * t + i, tile[4 * src + i]);
 }
 
+
+// One warp multiplies A (16 x K, row-major) by B (K x 8, row-major) on tensor cores, each
+// lane packing its fragments by the PTX layout written out here, independently of the
+// platform's code: D[m][n] = sum_k A[m][k] B[k][n].
+template <class T>
+DSCONV_KERNEL void warp_mma_product(const T* a, const T* b, float* d) {
+  const int lane = static_cast<int>(pf::thread_idx().x), g = lane / 4, t = lane % 4;
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  unsigned af[4], bf[2];
+  if constexpr (sizeof(T) == 2) {  // m16n8k16: two 16-bit elements per register, lower k low
+    const auto bits = [](T v) { return static_cast<unsigned>(v.bits); };
+    const auto a_pair = [&](int row, int col) { return bits(a[row * 16 + col]) | bits(a[row * 16 + col + 1]) << 16; };
+    const auto b_pair = [&](int row, int col) { return bits(b[row * 8 + col]) | bits(b[(row + 1) * 8 + col]) << 16; };
+    af[0] = a_pair(g, 2 * t), af[1] = a_pair(g + 8, 2 * t), af[2] = a_pair(g, 2 * t + 8), af[3] = a_pair(g + 8, 2 * t + 8);
+    bf[0] = b_pair(2 * t, g), bf[1] = b_pair(2 * t + 8, g);
+    pf::mma_16x8x16<T>(acc, af, bf);
+  } else {  // m16n8k8 tf32
+    const auto bits = [](float v) { return dsconv::detail::float_bits(pf::round_to_tf32(v)); };
+    af[0] = bits(a[g * 8 + t]), af[1] = bits(a[(g + 8) * 8 + t]), af[2] = bits(a[g * 8 + t + 4]);
+    af[3] = bits(a[(g + 8) * 8 + t + 4]);
+    bf[0] = bits(b[t * 8 + g]), bf[1] = bits(b[(t + 4) * 8 + g]);
+    pf::mma_16x8x8_tf32(acc, af, bf);
+  }
+  d[g * 8 + 2 * t] = acc[0], d[g * 8 + 2 * t + 1] = acc[1];
+  d[(g + 8) * 8 + 2 * t] = acc[2], d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
 }  // namespace platform_test_kernels
 
 namespace {
@@ -220,4 +247,38 @@ TEST_CASE("asynchronous copies to shared memory copy or zero-fill 16 bytes", "[p
     const unsigned src = 63 - t;
     for (unsigned i = 0; i < 4; ++i) REQUIRE(host[4 * t + i] == (src % 3 != 0 ? input[4 * src + i] : 0.f));
   }
+}
+
+TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the documented fragment layout", "[platform]",
+                   dsconv::half, dsconv::bfloat16, float) {
+  pf::device_properties dev;
+  REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
+  if (!dev.warp_mma) {
+    // Only NVIDIA sm_80+ and the host platform at warp width 32 have it; elsewhere the
+    // pointwise tests check that the tensor-core variants decline.
+    CHECK(dev.warp_size != 32);
+    return;
+  }
+  constexpr int k = sizeof(TestType) == 2 ? 16 : 8;
+  std::vector<TestType> a(16 * k), b(k * 8);
+  // Small integers and halves: every product and sum is exact in every operand type.
+  for (int i = 0; i < 16 * k; ++i) a[i] = TestType(static_cast<float>((i * 7) % 9 - 4) * 0.5f);
+  for (int i = 0; i < k * 8; ++i) b[i] = TestType(static_cast<float>((i * 5) % 7 - 3));
+  dsconv::device_buffer<TestType> d_a, d_b;
+  dsconv::device_buffer<float> d_d;
+  REQUIRE(d_a.upload(a) == dsconv::status::success);
+  REQUIRE(d_b.upload(b) == dsconv::status::success);
+  REQUIRE(d_d.allocate(16 * 8) == dsconv::status::success);
+  REQUIRE(pf::launch(warp_mma_product<TestType>, config({1}, {32}), d_a.data(), d_b.data(), d_d.data()) ==
+          dsconv::status::success);
+  REQUIRE(dsconv::synchronize() == dsconv::status::success);
+  std::vector<float> d;
+  REQUIRE(d_d.download(d) == dsconv::status::success);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      double expected = 0;
+      for (int kk = 0; kk < k; ++kk) expected += static_cast<double>(static_cast<float>(a[m * k + kk])) * static_cast<float>(b[kk * 8 + n]);
+      INFO("D[" << m << "][" << n << "]");
+      REQUIRE(d[m * 8 + n] == expected);
+    }
 }

@@ -92,8 +92,16 @@ const shape_case odd_shapes[] = {
 
 }  // namespace
 
+bool is_tensor_core(dsconv::pointwise_variant v) {
+  return v == dsconv::pointwise_variant::mma_large || v == dsconv::pointwise_variant::mma_small;
+}
+
 TEST_CASE("pointwise: every variant can run some of the network layers", "[pointwise][layers]") {
-  // A variant that declined every layer would never be compared with the reference.
+  // A variant that declined every layer would never be compared with the reference. The
+  // tensor-core variants are asked about half (they take float only with allow_tf32), and run
+  // exactly where the device has the warp mma: the host at warp width 32, not at 64.
+  dsconv::platform::device_properties dev;
+  REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
   for (const dsconv::pointwise_variant variant : dsconv::all_pointwise_variants) {
     INFO("variant " << dsconv::to_string(variant));
     int runs = 0;
@@ -103,9 +111,79 @@ TEST_CASE("pointwise: every variant can run some of the network layers", "[point
         dsconv::pointwise_params p = make_params(lc.batch, r.cin, r.cout, r.h_in, r.h_in);
         p.data_layout = data_layout;
         p.act = r.act;
-        runs += dsconv::can_implement(variant, p) == status::success;
+        runs += (is_tensor_core(variant) ? dsconv::can_implement<dsconv::half>(variant, p)
+                                         : dsconv::can_implement(variant, p)) == status::success;
       }
-    CHECK(runs > 0);
+    if (is_tensor_core(variant) && !dev.warp_mma)
+      CHECK(runs == 0);
+    else
+      CHECK(runs > 0);
+  }
+}
+
+TEST_CASE("pointwise: float takes the tensor cores only with allow_tf32", "[pointwise][tf32]") {
+  dsconv::platform::device_properties dev;
+  REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
+  dsconv::pointwise_params p = make_params(2, 32, 48, 8, 8);
+  for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
+    INFO(dsconv::to_string(v));
+    p.allow_tf32 = false;
+    CHECK(dsconv::can_implement<float>(v, p) == status::unsupported_variant);
+    p.allow_tf32 = true;
+    CHECK(dsconv::can_implement<float>(v, p) == (dev.warp_mma ? status::success : status::unsupported_variant));
+  }
+  p.allow_tf32 = false;
+  CHECK(!is_tensor_core(dsconv::select_variant<float>(p)));
+  p.allow_tf32 = true;
+  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == dev.warp_mma);
+}
+
+TEST_CASE("pointwise: TF32 tensor-core variants match the reference within TF32 accuracy", "[pointwise][tf32]") {
+  // Every 1x1 layer of the 32x32 tables at batch 4 (squeeze-excitation at batch 5) and the odd
+  // shapes, both layouts; the other variants keep their exact-fp32 tolerance.
+  constexpr double tf32_tolerance = 2e-3;
+  std::vector<dsconv::pointwise_params> problems;
+  for (const layer_case& lc : layer_cases(layer_kind::pw, 0, {}, 4)) {
+    const layer_row& r = *lc.row;
+    dsconv::pointwise_params p = make_params(lc.batch, r.cin, r.cout, r.h_in, r.h_in);
+    p.data_layout = lc.data_layout;
+    p.act = r.act;
+    problems.push_back(p);
+  }
+  std::size_t i = 0;
+  for (const shape_case& sc : odd_shapes)
+    for (const layout data_layout : all_layouts) {
+      dsconv::pointwise_params p = make_params(sc.n, sc.c_in, sc.c_out, sc.h, sc.w);
+      p.data_layout = data_layout;
+      p.act = all_activations[i++ % 6];
+      problems.push_back(p);
+    }
+  for (dsconv::pointwise_params p : problems) {
+    p.allow_tf32 = true;
+    INFO(describe(p));
+    const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
+    const std::vector<float> input = random_tensor<float>(pixels * p.c_in);
+    const std::vector<float> weight = random_tensor<float>(static_cast<std::size_t>(p.c_out) * p.c_in);
+    const std::vector<float> bias = random_tensor<float>(static_cast<std::size_t>(p.c_out));
+    const std::vector<float> residual = random_tensor<float>(pixels * p.c_out);
+    std::vector<double> ref(pixels * p.c_out);
+    REQUIRE(dsconv::reference::pointwise_forward(p, input.data(), weight.data(), bias.data(), residual.data(),
+                                                 ref.data()) == status::success);
+    const device_input<float> d_input(input), d_weight(weight), d_bias(bias), d_residual(residual);
+    for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
+      INFO(dsconv::to_string(v));
+      guarded_output<float> out(ref.size());
+      const status s = dsconv::pointwise_forward(p, dsconv::pointwise_options{v}, d_input.data(), d_weight.data(),
+                                                 d_bias.data(), d_residual.data(), out.data());
+      if (dsconv::can_implement<float>(v, p) != status::success) {
+        CHECK(s == status::unsupported_variant);
+        CHECK(out.untouched());
+        continue;
+      }
+      REQUIRE(s == status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      check_close(out.download_checked(), ref, tf32_tolerance);
+    }
   }
 }
 

@@ -58,10 +58,10 @@ inline std::string describe(const dsconv::pointwise_params& p) {
 }
 
 // Judges a kernel's output against the double reference: no unwritten (NaN-poisoned) or
-// non-finite element, the relative L2 error within tolerance<T>(), and also every single
+// non-finite element, the relative L2 error within `tol`, and also every single
 // element (one wrong element barely moves the L2 norm of a large tensor).
 template <class T>
-void check_close(const std::vector<T>& out, const std::vector<double>& ref) {
+void check_close(const std::vector<T>& out, const std::vector<double>& ref, double tol = tolerance<T>()) {
   REQUIRE(out.size() == ref.size());
   const error_report e = compare(out, ref);
   double ref_max = 0;
@@ -69,8 +69,8 @@ void check_close(const std::vector<T>& out, const std::vector<double>& ref) {
   INFO(type_name<T>() << ": relative error " << e.relative << ", max abs error " << e.max_abs << ", max |ref| "
                       << ref_max << ", non-finite " << e.non_finite << " of " << out.size());
   CHECK(e.non_finite == 0);
-  CHECK(e.relative <= tolerance<T>());
-  CHECK(e.max_abs <= tolerance<T>() * std::max(1.0, ref_max));
+  CHECK(e.relative <= tol);
+  CHECK(e.max_abs <= tol * std::max(1.0, ref_max));
 }
 
 // One row of data/layers/*.csv; rows that repeat within a table are listed once, with the

@@ -11,6 +11,46 @@
 #include "variants.hpp"
 
 namespace dsconv {
+namespace detail {
+
+// Why plan_variant refused `variant` for `p` (for the error detail).
+template <class T>
+std::string why_unsupported(pointwise_variant variant, const pointwise_params& p, const platform::device_properties& dev) {
+  if (variant == pointwise_variant::warp_dot) return "both GEMM sides exceed 8, or the grid exceeds the device's limits";
+  if (variant == pointwise_variant::mma_large || variant == pointwise_variant::mma_small) {
+    if (!dev.warp_mma) return "the device has no warp matrix multiply-accumulate (NVIDIA sm_80+, or the host at warp width 32)";
+    if (!mma_usable<T>(p, dev)) return "float runs on tensor cores only with pointwise_params::allow_tf32";
+  }
+  return "the grid exceeds the device's limits";
+}
+
+// Launches Kernel<T, Tile, KMajorB> with the grid of Tile over `p`, B's contiguity chosen from
+// the operands (a compile-time fact inside the kernel).
+template <class Tile, template <class, class, bool> class Kernel, class T>
+status launch_tiled(const char* name, const pointwise_params& p, const platform::device_properties& dev,
+                    stream_t stream, const gemm_operands& g, const T* a, const T* b, const T* bias, const T* residual,
+                    T* output) {
+  platform::launch_config cfg;
+  cfg.stream = stream;
+  if (!plan_gemm<Tile>(p, dev, cfg.grid))
+    return invalid(status::unsupported_variant, "pointwise", std::string(name) + ": the grid exceeds the device's limits");
+  cfg.block = platform::dims{Tile::threads, 1, 1};
+  cfg.name = name;
+  if (g.weight_is_a) return platform::launch(Kernel<T, Tile, false>::kernel, cfg, g, a, b, bias, residual, output);
+  return platform::launch(Kernel<T, Tile, true>::kernel, cfg, g, a, b, bias, residual, output);
+}
+
+// The tiled kernels as class templates, so launch_tiled can instantiate them.
+template <class T, class Tile, bool KMajorB>
+struct simt_gemm {
+  static constexpr auto kernel = kernels::pointwise_gemm_tiled<T, Tile, KMajorB>;
+};
+template <class T, class Tile, bool KMajorB>
+struct mma_gemm {
+  static constexpr auto kernel = kernels::pointwise_gemm_mma<T, Tile, KMajorB>;
+};
+
+}  // namespace detail
 
 // Whether `variant` can run problem `p` with elements of type T on the current device (a
 // host-only check; no buffers involved).
@@ -25,10 +65,9 @@ status can_implement(pointwise_variant variant, const pointwise_params& p) {
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
   platform::dims grid;
-  if (!detail::plan_variant(variant, p, dev, grid))
+  if (!detail::plan_variant<T>(variant, p, dev, grid))
     return detail::invalid(status::unsupported_variant, "pointwise",
-                           std::string(to_string(variant)) +
-                               ": the grid exceeds the device's limits, or (warp_dot) both GEMM sides exceed 8");
+                           std::string(to_string(variant)) + ": " + detail::why_unsupported<T>(variant, p, dev));
   return status::success;
 }
 
@@ -37,7 +76,7 @@ template <class T = float>
 pointwise_variant select_variant(const pointwise_params& p) {
   platform::device_properties dev;
   if (platform::get_device_properties(dev) != status::success) return pointwise_variant::direct;
-  return detail::choose_pointwise(p, dev);
+  return detail::choose_pointwise<T>(p, dev);
 }
 
 template <class T>
@@ -53,26 +92,27 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
   const detail::gemm_operands g = detail::make_gemm(shape);
   const T* a = g.weight_is_a ? weight : input;
   const T* b = g.weight_is_a ? input : weight;
-  platform::launch_config cfg;
-  cfg.stream = stream;
   switch (variant) {
     case pointwise_variant::gemm_large:
-      if (!detail::plan_gemm<detail::gemm_large_tile>(p, dev, cfg.grid)) break;
-      cfg.block = platform::dims{detail::gemm_large_tile::threads, 1, 1};
-      cfg.name = "pointwise_gemm_large";
-      return platform::launch(kernels::pointwise_gemm_tiled<T, detail::gemm_large_tile>, cfg, g, a, b, bias, residual,
-                              output);
+      return detail::launch_tiled<detail::gemm_large_tile, detail::simt_gemm>("pointwise_gemm_large", p, dev, stream, g,
+                                                                             a, b, bias, residual, output);
     case pointwise_variant::gemm_small:
-      if (!detail::plan_gemm<detail::gemm_small_tile>(p, dev, cfg.grid)) break;
-      cfg.block = platform::dims{detail::gemm_small_tile::threads, 1, 1};
-      cfg.name = "pointwise_gemm_small";
-      return platform::launch(kernels::pointwise_gemm_tiled<T, detail::gemm_small_tile>, cfg, g, a, b, bias, residual,
-                              output);
-    case pointwise_variant::warp_dot:
+      return detail::launch_tiled<detail::gemm_small_tile, detail::simt_gemm>("pointwise_gemm_small", p, dev, stream, g,
+                                                                             a, b, bias, residual, output);
+    case pointwise_variant::mma_large:
+      return detail::launch_tiled<detail::mma_large_tile, detail::mma_gemm>("pointwise_mma_large", p, dev, stream, g, a,
+                                                                           b, bias, residual, output);
+    case pointwise_variant::mma_small:
+      return detail::launch_tiled<detail::mma_small_tile, detail::mma_gemm>("pointwise_mma_small", p, dev, stream, g, a,
+                                                                           b, bias, residual, output);
+    case pointwise_variant::warp_dot: {
+      platform::launch_config cfg;
+      cfg.stream = stream;
       if (!detail::plan_warp_dot(p, dev, cfg.grid)) break;
       cfg.block = platform::dims{detail::warp_dot_block_threads, 1, 1};
       cfg.name = "pointwise_warp_dot";
       return platform::launch(kernels::pointwise_warp_dot<T>, cfg, g, a, b, bias, residual, output);
+    }
     case pointwise_variant::automatic:
     case pointwise_variant::direct:
       return platform::launch(kernels::pointwise_direct<T>,

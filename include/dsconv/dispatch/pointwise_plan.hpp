@@ -1,7 +1,10 @@
 #pragma once
-// Launch plans of the tiled pointwise GEMM variants.
+// Launch plans of the tiled pointwise GEMM variants, and the heuristic that picks one.
+
+#include <type_traits>
 
 #include "../config.hpp"
+#include "../kernels/pointwise/gemm_mma.hpp"
 #include "../kernels/pointwise/gemm_operands.hpp"
 #include "../kernels/pointwise/gemm_tiled.hpp"
 #include "../kernels/pointwise/warp_dot.hpp"
@@ -13,10 +16,13 @@
 namespace dsconv {
 namespace detail {
 
-// The large tile needs ~180 registers a thread (one block per multiprocessor); the small one
-// fits two blocks, which hides the latency its shorter inner loop exposes.
+// The large SIMT tile needs ~180 registers a thread (one block per multiprocessor); the small
+// one fits two blocks, which hides the latency its shorter inner loop exposes.
 using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8, 1>;
 using gemm_small_tile = kernels::gemm_tile<64, 64, 8, 4, 4, 2>;
+// Tensor-core tiles: 8 warps of 64x32 and 4 warps of 32x32.
+using mma_large_tile = kernels::mma_tile<128, 128, 2, 4, 1>;
+using mma_small_tile = kernels::mma_tile<64, 64, 2, 2, 2>;
 
 // The grid of a GEMM variant over `p`, or false when it exceeds the device's grid limits.
 template <class Tile>
@@ -27,6 +33,13 @@ bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev
   if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
   grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
   return true;
+}
+
+// Whether the tensor-core variants can multiply elements of type T for `p` on `dev`: 16-bit
+// types always, float only where the caller allowed TF32 rounding.
+template <class T>
+bool mma_usable(const pointwise_params& p, const platform::device_properties& dev) {
+  return dev.warp_mma && (!std::is_same<T, float>::value || p.allow_tf32);
 }
 
 inline constexpr unsigned warp_dot_block_threads = 256;
@@ -48,29 +61,36 @@ inline bool plan_warp_dot(const pointwise_params& p, const platform::device_prop
   return true;
 }
 
-inline bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform::device_properties& dev,
-                         platform::dims& grid) {
+template <class T>
+bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform::device_properties& dev,
+                  platform::dims& grid) {
   switch (v) {
     case pointwise_variant::gemm_large: return plan_gemm<gemm_large_tile>(p, dev, grid);
     case pointwise_variant::gemm_small: return plan_gemm<gemm_small_tile>(p, dev, grid);
     case pointwise_variant::warp_dot: return plan_warp_dot(p, dev, grid);
+    case pointwise_variant::mma_large: return mma_usable<T>(p, dev) && plan_gemm<mma_large_tile>(p, dev, grid);
+    case pointwise_variant::mma_small: return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(p, dev, grid);
     default: return true;  // grid-stride kernels fit any problem
   }
 }
 
 // The heuristic: the largest GEMM tile whose grid still gives every multiprocessor a block
-// (tiles read each operand a few times at most); when even the small tile leaves
-// multiprocessors idle (batch 1, small maps, the squeeze-excitation matrix-vector
-// products), a warp per output spreads the work over the whole device instead.
-inline pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev) {
+// (tiles read each operand a few times at most), on tensor cores where they can take the
+// type; when even the small tile leaves multiprocessors idle (batch 1, small maps, the
+// squeeze-excitation matrix-vector products), a warp per output spreads the work over the
+// whole device instead.
+template <class T>
+pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev) {
+  const bool mma = mma_usable<T>(p, dev);
+  const pointwise_variant large = mma ? pointwise_variant::mma_large : pointwise_variant::gemm_large;
+  const pointwise_variant small = mma ? pointwise_variant::mma_small : pointwise_variant::gemm_small;
   platform::dims grid;
   const long long sms = dev.multiprocessor_count;
-  if (plan_gemm<gemm_large_tile>(p, dev, grid) && static_cast<long long>(grid.volume()) >= sms)
-    return pointwise_variant::gemm_large;
-  const bool small_fits = plan_gemm<gemm_small_tile>(p, dev, grid);
-  if (small_fits && static_cast<long long>(grid.volume()) >= sms) return pointwise_variant::gemm_small;
+  if (plan_variant<T>(large, p, dev, grid) && static_cast<long long>(grid.volume()) >= sms) return large;
+  const bool small_fits = plan_variant<T>(small, p, dev, grid);
+  if (small_fits && static_cast<long long>(grid.volume()) >= sms) return small;
   if (plan_warp_dot(p, dev, grid)) return pointwise_variant::warp_dot;
-  return small_fits ? pointwise_variant::gemm_small : pointwise_variant::direct;
+  return small_fits ? small : pointwise_variant::direct;
 }
 
 }  // namespace detail

@@ -20,6 +20,8 @@ enum class pointwise_variant {
   gemm_large,  // tiled SIMT GEMM, 128x128 tiles, 8x8 outputs per thread
   gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
   warp_dot,    // one warp per output, K split over its lanes: matrix-vector and skinny shapes (GEMM side <= 8)
+  mma_large,   // tensor-core GEMM, 128x128 tiles, 8 warps: half/bfloat16, or float with allow_tf32 (warp_mma devices)
+  mma_small,   // tensor-core GEMM, 64x64 tiles, 4 warps (more blocks for small grids)
 };
 
 struct depthwise_options {
@@ -36,7 +38,8 @@ constexpr bool is_valid(depthwise_variant v) noexcept {
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
-         v == pointwise_variant::gemm_small || v == pointwise_variant::warp_dot;
+         v == pointwise_variant::gemm_small || v == pointwise_variant::warp_dot || v == pointwise_variant::mma_large ||
+         v == pointwise_variant::mma_small;
 }
 
 inline const char* to_string(depthwise_variant v) noexcept {
@@ -56,6 +59,8 @@ inline const char* to_string(pointwise_variant v) noexcept {
     case pointwise_variant::gemm_large: return "gemm_large";
     case pointwise_variant::gemm_small: return "gemm_small";
     case pointwise_variant::warp_dot: return "warp_dot";
+    case pointwise_variant::mma_large: return "mma_large";
+    case pointwise_variant::mma_small: return "mma_small";
   }
   return "unknown pointwise variant";
 }
@@ -64,6 +69,7 @@ inline const char* to_string(pointwise_variant v) noexcept {
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
                                                                depthwise_variant::nhwc_tiled};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
-                                                               pointwise_variant::gemm_small, pointwise_variant::warp_dot};
+                                                               pointwise_variant::gemm_small, pointwise_variant::warp_dot,
+                                                               pointwise_variant::mma_large, pointwise_variant::mma_small};
 
 }  // namespace dsconv

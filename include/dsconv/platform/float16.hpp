@@ -103,6 +103,14 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float bfloat16_bits_to_float(unsigned shor
   return bits_float(static_cast<unsigned>(b) << 16);
 }
 
+// Round-to-nearest (ties away from zero) float -> tf32 (10 mantissa bits, kept in a float),
+// as cvt.rna.tf32.f32 does; NaN and infinity pass through.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float round_to_tf32_soft(float f) {
+  const unsigned x = float_bits(f);
+  if ((x & 0x7f800000u) == 0x7f800000u) return f;
+  return bits_float((x + 0x1000u) & 0xffffe000u);
+}
+
 }  // namespace detail
 
 struct alignas(2) half {

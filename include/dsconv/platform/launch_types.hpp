@@ -25,12 +25,16 @@ struct launch_config {
   const char* name = "kernel";   // reported by the host platform's counters and errors
 };
 
+// Lanes a warp matrix multiply-accumulate (warp_mma.hpp) involves: a warp of NVIDIA's width.
+inline constexpr int mma_warp_lanes = 32;
+
 struct device_properties {
   int multiprocessor_count = 0;
   int warp_size = 0;
   int max_threads_per_block = 0;
   std::size_t shared_memory_per_block = 0;  // usable without opting in to more
   unsigned max_grid_x = 0, max_grid_y = 0, max_grid_z = 0;
+  bool warp_mma = false;  // runs the tensor-core operations of warp_mma.hpp
 };
 
 }  // namespace platform

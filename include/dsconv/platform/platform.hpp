@@ -6,7 +6,8 @@
 //   kernels:  thread_idx, block_idx, block_dim, grid_dim, warp_size, lane_id, sync_threads,
 //             shfl / shfl_xor / shfl_down / shfl_up, ballot, dynamic_shared<T>,
 //             load / store / load_vec / store_vec (memory_access.hpp), DSCONV_SHARED,
-//             async_copy_16 / async_copy_wait (async_copy.hpp)
+//             async_copy_16 / async_copy_wait (async_copy.hpp),
+//             mma_16x8x16 / mma_16x8x8_tf32 / round_to_tf32 (warp_mma.hpp)
 // Only files under platform/ name CUDA or HIP symbols.
 
 #include "../config.hpp"
@@ -27,6 +28,7 @@
 #include "float16.hpp"
 #include "memory_access.hpp"
 #include "async_copy.hpp"
+#include "warp_mma.hpp"
 
 namespace dsconv {
 using stream_t = platform::stream_t;

@@ -21,6 +21,7 @@ struct gemm_operands {
   index_t batches;                    // GEMMs, one per grid.z index (NCHW: images; NHWC: 1)
   index_t a_batch, b_batch, c_batch;  // offsets between consecutive GEMMs
   bool weight_is_a;             // A is the weight and B the input (NCHW form), or the other way round
+                                // (then B is contiguous along k: kernels take that as a template argument)
   bool bias_along_m;            // bias is indexed by m (NCHW: c_out) or by n (NHWC)
   activation act;
 };

@@ -9,8 +9,9 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
-#include "../common/activation.hpp"
+#include "gemm_epilogue.hpp"
 #include "gemm_operands.hpp"
+#include "gemm_staging.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -21,33 +22,18 @@ template <int BM, int BN, int BK, int TM, int TN, int MinBlocks>
 struct gemm_tile {
   static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks;
   static constexpr int threads = (BM / TM) * (BN / TN);
-  static constexpr int a_per_thread = BM * BK / threads;
-  static constexpr int b_per_thread = BK * BN / threads;
-  static_assert(BM * BK % threads == 0 && BK * BN % threads == 0, "tile loads must split evenly over the threads");
 };
 
-namespace detail_gemm {
-struct tile_position {
-  int r, c;
-};
-// Element `i` of a ROWS x COLS tile, numbered along whichever dimension is contiguous in
-// global memory, so consecutive threads load consecutive addresses. Returned by value: with
-// output references hipcc selected between the two addresses and kept both in scratch memory.
-template <int ROWS, int COLS>
-DSCONV_DEVICE DSCONV_FORCEINLINE tile_position tile_coords(int i, bool cols_contiguous) {
-  const int along_cols_r = i / COLS, along_cols_c = i % COLS;
-  const int along_rows_r = i % ROWS, along_rows_c = i / ROWS;
-  return cols_contiguous ? tile_position{along_cols_r, along_cols_c} : tile_position{along_rows_r, along_rows_c};
-}
-}  // namespace detail_gemm
-
-template <class T, class Tile>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_tiled(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
-                                        const T* __restrict__ bias, const T* __restrict__ residual,
-                                        T* __restrict__ c) {
+// KMajorB: B is contiguous along k (the NHWC form: weight^T) rather than along n (NCHW: the
+// input); A is always contiguous along k (gemm_operands.hpp).
+template <class T, class Tile, bool KMajorB>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_tiled(
+    detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias,
+    const T* __restrict__ residual, T* __restrict__ c) {
   namespace pf = platform;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, TM = Tile::tm, TN = Tile::tn;
-  constexpr int threads = Tile::threads;
+  using a_tile = operand_tile<BM, BK, Tile::threads, true>;       // rows m, columns k
+  using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB>;  // rows k, columns n
   DSCONV_SHARED float a_s[2][BK][BM];  // A tile, k-major: a thread's m values are a row
   DSCONV_SHARED float b_s[2][BK][BN];
 
@@ -59,34 +45,16 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   b += batch * g.b_batch;
   c += batch * g.c_batch;
   if (residual) residual += batch * g.c_batch;
-  const bool a_k_contiguous = g.a_k == 1, b_n_contiguous = g.b_n == 1;
 
-  float a_next[Tile::a_per_thread], b_next[Tile::b_per_thread];
+  float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
+  const auto to_stage = [](T v) { return to_float(v); };
   auto fetch = [&](index_t k0) {
-    DSCONV_UNROLL
-    for (int j = 0; j < Tile::a_per_thread; ++j) {
-      const detail_gemm::tile_position t = detail_gemm::tile_coords<BM, BK>(tid + j * threads, a_k_contiguous);
-      const index_t m = m0 + t.r, k = k0 + t.c;
-      a_next[j] = m < g.m && k < g.k ? to_float(pf::load(a + m * g.a_m + k * g.a_k)) : 0.f;
-    }
-    DSCONV_UNROLL
-    for (int j = 0; j < Tile::b_per_thread; ++j) {
-      const detail_gemm::tile_position t = detail_gemm::tile_coords<BK, BN>(tid + j * threads, b_n_contiguous);
-      const index_t k = k0 + t.r, n = n0 + t.c;
-      b_next[j] = k < g.k && n < g.n ? to_float(pf::load(b + k * g.b_k + n * g.b_n)) : 0.f;
-    }
+    a_tile::fetch(a_next, a, m0, k0, g.m, g.k, g.a_m, tid, to_stage);
+    b_tile::fetch(b_next, b, k0, n0, g.k, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
   };
   auto stash = [&](int buf) {
-    DSCONV_UNROLL
-    for (int j = 0; j < Tile::a_per_thread; ++j) {
-      const detail_gemm::tile_position t = detail_gemm::tile_coords<BM, BK>(tid + j * threads, a_k_contiguous);
-      a_s[buf][t.c][t.r] = a_next[j];
-    }
-    DSCONV_UNROLL
-    for (int j = 0; j < Tile::b_per_thread; ++j) {
-      const detail_gemm::tile_position t = detail_gemm::tile_coords<BK, BN>(tid + j * threads, b_n_contiguous);
-      b_s[buf][t.r][t.c] = b_next[j];
-    }
+    a_tile::stash(a_next, tid, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
+    b_tile::stash(b_next, tid, [&](int k, int n, float v) { b_s[buf][k][n] = v; });
   };
 
   float acc[TM][TN];
@@ -126,12 +94,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     DSCONV_UNROLL
     for (int j = 0; j < TN; ++j) {
       const index_t n = n0 + tx + j * (BN / TN);
-      if (n >= g.n) continue;
-      float v = acc[i][j];
-      if (bias) v += to_float(pf::load(bias + (g.bias_along_m ? m : n)));
-      const index_t off = m * g.c_m + n * g.c_n;
-      if (residual) v += to_float(pf::load(residual + off));
-      pf::store(c + off, from_float<T>(detail::activate(v, g.act)));
+      if (n < g.n) gemm_store(g, m, n, acc[i][j], bias, residual, c);
     }
   }
 }

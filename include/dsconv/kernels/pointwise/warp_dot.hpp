@@ -6,7 +6,7 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
-#include "../common/activation.hpp"
+#include "gemm_epilogue.hpp"
 #include "gemm_operands.hpp"
 
 namespace dsconv {
@@ -32,12 +32,7 @@ DSCONV_KERNEL void pointwise_warp_dot(detail::gemm_operands g, const T* __restri
     for (index_t k = lane; k < g.k; k += ws)
       acc += to_float(pf::load(a + m * g.a_m + k * g.a_k)) * to_float(pf::load(b + k * g.b_k + n * g.b_n));
     for (int offset = ws / 2; offset > 0; offset /= 2) acc += pf::shfl_xor(acc, offset);
-    if (lane == 0) {
-      if (bias) acc += to_float(pf::load(bias + (g.bias_along_m ? m : n)));
-      const index_t off = m * g.c_m + n * g.c_n;
-      if (residual) acc += to_float(pf::load(residual + off));
-      pf::store(c + off, from_float<T>(detail::activate(acc, g.act)));
-    }
+    if (lane == 0) gemm_store(g, m, n, acc, bias, residual, c);
   }
 }
 

@@ -69,6 +69,9 @@ inline status get_device_properties(device_properties& p) {
     d.max_grid_x = static_cast<unsigned>(prop.maxGridSize[0]);
     d.max_grid_y = static_cast<unsigned>(prop.maxGridSize[1]);
     d.max_grid_z = static_cast<unsigned>(prop.maxGridSize[2]);
+#if defined(DSCONV_PLATFORM_CUDA)
+    d.warp_mma = prop.major >= 8;  // mma.sync with bf16 and tf32 operands: sm_80 and newer
+#endif
     cached[device] = true;
   }
   p = cache[device];

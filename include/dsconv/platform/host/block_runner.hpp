@@ -11,6 +11,7 @@
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <stdexcept>
 #include <string>
 #include <vector>
 
@@ -54,6 +55,9 @@ struct fiber {
   explicit fiber(std::size_t stack_bytes) : stack(stack_bytes) {}
   stack_bounds bounds() const { return {stack.bottom(), stack.size()}; }
 };
+
+// Bytes each lane can publish to one warp-collective operation (an mma's A and B fragments).
+inline constexpr std::size_t warp_gather_stride = 32;
 
 class block_runner;
 inline block_runner*& current_runner() {
@@ -141,27 +145,28 @@ class block_runner {
   T warp_exchange(T value, SourceLane source) {
     static_assert(sizeof(T) <= sizeof(std::uint64_t), "warp exchange carries at most 8 bytes");
     fiber& f = *current_;
-    // Two slot sets used alternately: a lane can only publish into a set again after the
-    // next warp barrier, by which time every lane has read it.
-    std::uint64_t* slots = exchange_[f.warp].slots[f.exchange_parity];
-    f.exchange_parity ^= 1u;
-    std::memcpy(&slots[f.lane], &value, sizeof(T));
-    wait(fiber_state::at_warp_barrier);
+    lane_slot* slots = publish(&value, sizeof(T));
     const unsigned src = source(f.lane);
     T result = value;
-    if (src < lanes_in_warp(f.warp)) std::memcpy(&result, &slots[src], sizeof(T));
+    if (src < lanes_in_warp(f.warp)) std::memcpy(&result, slots[src].bytes, sizeof(T));
     return result;
+  }
+
+  // Every lane of the calling thread's warp publishes `bytes` bytes (at most
+  // warp_gather_max_bytes); after a warp barrier, returns what each lane published:
+  // lane l's bytes at result + l * warp_gather_stride. Warp-collective matrix operations are
+  // built on it.
+  const unsigned char* warp_gather(const void* data, std::size_t bytes) {
+    return publish(data, bytes)->bytes;
   }
 
   // Bit i set when lane i of the calling thread's warp passed a true predicate.
   unsigned long long warp_ballot(bool predicate) {
     fiber& f = *current_;
-    std::uint64_t* slots = exchange_[f.warp].slots[f.exchange_parity];
-    f.exchange_parity ^= 1u;
-    slots[f.lane] = predicate ? 1u : 0u;
-    wait(fiber_state::at_warp_barrier);
+    const unsigned char flag = predicate ? 1 : 0;
+    const lane_slot* slots = publish(&flag, 1);
     unsigned long long mask = 0;
-    for (unsigned l = 0, n = lanes_in_warp(f.warp); l < n; ++l) mask |= (slots[l] ? 1ULL : 0ULL) << l;
+    for (unsigned l = 0, n = lanes_in_warp(f.warp); l < n; ++l) mask |= (slots[l].bytes[0] ? 1ULL : 0ULL) << l;
     return mask;
   }
 
@@ -184,9 +189,25 @@ class block_runner {
   }
 
  private:
-  struct warp_slots {
-    std::uint64_t slots[2][max_warp_size];
+  struct lane_slot {
+    alignas(8) unsigned char bytes[warp_gather_stride];
   };
+  struct warp_slots {
+    lane_slot slots[2][max_warp_size];
+  };
+
+  // Publishes the calling lane's `bytes` and waits at the warp barrier; returns the warp's
+  // slots. Two slot sets are used alternately: a lane can only publish into a set again
+  // after the next warp barrier, by which time every lane has read it.
+  lane_slot* publish(const void* data, std::size_t bytes) {
+    fiber& f = *current_;
+    if (bytes > warp_gather_stride) throw std::length_error("warp-collective operation publishes too many bytes");
+    lane_slot* slots = exchange_[f.warp].slots[f.exchange_parity];
+    f.exchange_parity ^= 1u;
+    std::memcpy(slots[f.lane].bytes, data, bytes);
+    wait(fiber_state::at_warp_barrier);
+    return slots;
+  }
 
   void wait(fiber_state why) {
     fiber& f = *current_;

@@ -227,6 +227,7 @@ inline status get_device_properties(device_properties& p) {
   p.shared_memory_per_block = host_detail::shared_memory_per_block;
   p.max_grid_x = 2147483647u;
   p.max_grid_y = p.max_grid_z = 65535u;
+  p.warp_mma = p.warp_size == mma_warp_lanes;  // the emulated mma needs an NVIDIA-wide warp
   return status::success;
 }
 

@@ -1,0 +1,64 @@
+#pragma once
+// The warp matrix multiply-accumulate of ../warp_mma.hpp on a GPU: mma.sync on NVIDIA
+// sm_80 and newer; a trap elsewhere (older NVIDIA targets, AMD), where the dispatcher never
+// launches a kernel that calls it.
+
+#include <type_traits>
+
+#include "../../config.hpp"
+#include "../float16.hpp"
+
+namespace dsconv {
+namespace platform {
+
+namespace gpu_detail {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define DSCONV_HAS_WARP_MMA 1
+#endif
+}  // namespace gpu_detail
+
+// Rounds to the nearest tf32 value (10 mantissa bits), ties away from zero as cvt.rna does.
+DSCONV_DEVICE DSCONV_FORCEINLINE float round_to_tf32(float x) {
+#if defined(DSCONV_HAS_WARP_MMA)
+  unsigned r;
+  asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(r) : "f"(x));
+  return __uint_as_float(r);
+#else
+  return detail::round_to_tf32_soft(x);
+#endif
+}
+
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+  static_assert(sizeof(T) == 2, "mma_16x8x16 takes half or bfloat16 operands");
+#if defined(DSCONV_HAS_WARP_MMA)
+  if constexpr (std::is_same<T, half>::value) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  } else {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+  }
+#else
+  (void)d, (void)a, (void)b;
+  __builtin_trap();
+#endif
+}
+
+DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+#if defined(DSCONV_HAS_WARP_MMA)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
+#else
+  (void)d, (void)a, (void)b;
+  __builtin_trap();
+#endif
+}
+
+}  // namespace platform
+}  // namespace dsconv

@@ -1,0 +1,29 @@
+#pragma once
+// Warp-wide matrix multiply-accumulate on tensor cores: D += A * B for one warp of 32 lanes,
+// fp32 accumulation, with the per-lane fragment layout of PTX's mma.sync (PTX ISA, "Matrix
+// fragments for mma.m16n8k16" and "mma.m16n8k8"). With g = lane / 4 and t = lane % 4:
+//
+//   mma_16x8x16<half | bfloat16>   A 16x16 (row-major), B 16x8 (k x n), 16-bit operands
+//     a[0] = A[g][2t, 2t+1]    a[1] = A[g+8][2t, 2t+1]    a[2] = A[g][2t+8, 2t+9]    a[3] = A[g+8][2t+8, 2t+9]
+//     b[0] = B[2t, 2t+1][g]    b[1] = B[2t+8, 2t+9][g]
+//     (two elements per 32-bit register, the lower k in the low 16 bits)
+//   mma_16x8x8_tf32                A 16x8, B 8x8, operands already rounded to tf32 (round_to_tf32)
+//     a[0] = A[g][t]   a[1] = A[g+8][t]   a[2] = A[g][t+4]   a[3] = A[g+8][t+4]
+//     b[0] = B[t][g]   b[1] = B[t+4][g]
+//   D (both)   d[0] = D[g][2t]   d[1] = D[g][2t+1]   d[2] = D[g+8][2t]   d[3] = D[g+8][2t+1]
+//
+// Every lane of the warp must call it (it is warp-collective). Available where
+// device_properties::warp_mma is true: NVIDIA compute capability 8.0 and newer, and the host
+// platform at warp width 32, which performs it as a warp-collective operation with the same
+// operand rounding. AMD GPUs do not have it (their matrix cores use other shapes and
+// layouts); there the call traps, and the dispatcher never chooses a kernel that makes it.
+
+#include "../config.hpp"
+#include "float16.hpp"
+#include "launch_types.hpp"
+
+#if defined(DSCONV_PLATFORM_HOST)
+#include "host/warp_mma.hpp"
+#else
+#include "gpu/warp_mma.hpp"
+#endif
