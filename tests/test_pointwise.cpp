@@ -21,9 +21,13 @@ using dsconv::layout;
 using dsconv::status;
 using namespace dsconv_test;
 
-// Runs `p` with random data through automatic and each variant and checks each result.
+// Runs `p` with random data through `variants` (default: automatic and each variant) and
+// checks each result within `tol`.
 template <class T>
-void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool with_residual, std::size_t misalign = 0) {
+void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool with_residual, std::size_t misalign = 0,
+                     double tol = tolerance<T>(),
+                     const std::vector<dsconv::pointwise_variant>& variants =
+                         variants_with_automatic(dsconv::all_pointwise_variants)) {
   INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias")
                       << (with_residual ? ", residual" : ", no residual") << ", misaligned by " << misalign);
   const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
@@ -39,7 +43,7 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
 
   const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign),
       d_residual(residual, misalign);
-  for (const dsconv::pointwise_variant variant : variants_with_automatic(dsconv::all_pointwise_variants)) {
+  for (const dsconv::pointwise_variant variant : variants) {
     INFO("variant " << dsconv::to_string(variant));
     guarded_output<T> out(ref.size(), misalign);
     const status can = dsconv::can_implement<T>(variant, p);
@@ -55,7 +59,7 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
     REQUIRE(can == status::success);
     REQUIRE(s == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
-    check_close(out.download_checked(), ref);
+    check_close(out.download_checked(), ref, tol);
   }
 }
 
@@ -160,30 +164,8 @@ TEST_CASE("pointwise: TF32 tensor-core variants match the reference within TF32 
     }
   for (dsconv::pointwise_params p : problems) {
     p.allow_tf32 = true;
-    INFO(describe(p));
-    const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
-    const std::vector<float> input = random_tensor<float>(pixels * p.c_in);
-    const std::vector<float> weight = random_tensor<float>(static_cast<std::size_t>(p.c_out) * p.c_in);
-    const std::vector<float> bias = random_tensor<float>(static_cast<std::size_t>(p.c_out));
-    const std::vector<float> residual = random_tensor<float>(pixels * p.c_out);
-    std::vector<double> ref(pixels * p.c_out);
-    REQUIRE(dsconv::reference::pointwise_forward(p, input.data(), weight.data(), bias.data(), residual.data(),
-                                                 ref.data()) == status::success);
-    const device_input<float> d_input(input), d_weight(weight), d_bias(bias), d_residual(residual);
-    for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
-      INFO(dsconv::to_string(v));
-      guarded_output<float> out(ref.size());
-      const status s = dsconv::pointwise_forward(p, dsconv::pointwise_options{v}, d_input.data(), d_weight.data(),
-                                                 d_bias.data(), d_residual.data(), out.data());
-      if (dsconv::can_implement<float>(v, p) != status::success) {
-        CHECK(s == status::unsupported_variant);
-        CHECK(out.untouched());
-        continue;
-      }
-      REQUIRE(s == status::success);
-      REQUIRE(dsconv::synchronize() == status::success);
-      check_close(out.download_checked(), ref, tf32_tolerance);
-    }
+    check_pointwise<float>(p, true, true, 0, tf32_tolerance,
+                           {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small});
   }
 }
 

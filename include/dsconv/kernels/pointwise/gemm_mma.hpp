@@ -85,11 +85,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int gid = lane / 4, tig = lane % 4;  // the fragment layout's g and t
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
-  const index_t batch = pf::block_idx().z;
-  a += batch * g.a_batch;
-  b += batch * g.b_batch;
-  c += batch * g.c_batch;
-  if (residual) residual += batch * g.c_batch;
+  select_batch(g, a, b, residual, c);
 
   // Staged straight through registers into shared memory: keeping the next step's tiles in
   // registers across the multiplications (as the SIMT kernel does) pushed these kernels past

@@ -40,11 +40,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % (BN / TN), ty = tid / (BN / TN);
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
-  const index_t batch = pf::block_idx().z;
-  a += batch * g.a_batch;
-  b += batch * g.b_batch;
-  c += batch * g.c_batch;
-  if (residual) residual += batch * g.c_batch;
+  select_batch(g, a, b, residual, c);
 
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };

@@ -21,11 +21,7 @@ DSCONV_KERNEL void pointwise_warp_dot(detail::gemm_operands g, const T* __restri
   const index_t warps_per_block = pf::block_dim().x / ws;
   const index_t first = static_cast<index_t>(pf::block_idx().x) * warps_per_block + pf::thread_idx().x / ws;
   const index_t stride = static_cast<index_t>(pf::grid_dim().x) * warps_per_block;
-  const index_t batch = pf::block_idx().z;
-  a += batch * g.a_batch;
-  b += batch * g.b_batch;
-  c += batch * g.c_batch;
-  if (residual) residual += batch * g.c_batch;
+  select_batch(g, a, b, residual, c);
   for (index_t o = first; o < g.m * g.n; o += stride) {  // uniform per warp: no lane diverges
     const index_t m = o / g.n, n = o % g.n;
     float acc = 0.f;
