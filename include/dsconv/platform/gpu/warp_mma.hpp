@@ -11,10 +11,19 @@
 namespace dsconv {
 namespace platform {
 
-namespace gpu_detail {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define DSCONV_HAS_WARP_MMA 1
 #endif
+
+namespace gpu_detail {
+// Where the instruction does not exist; the dispatcher never launches a kernel that gets here.
+DSCONV_DEVICE DSCONV_FORCEINLINE void no_warp_mma() {
+#if defined(DSCONV_PLATFORM_CUDA)
+  __trap();
+#else
+  __builtin_trap();
+#endif
+}
 }  // namespace gpu_detail
 
 // D += A * B with four fp32 accumulators d, four A registers a and two B registers b.
@@ -45,7 +54,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x16(float (&d)[4], const unsigned 
     DSCONV_MMA_SYNC("m16n8k16", "bf16");
 #else
   (void)d, (void)a, (void)b;
-  __builtin_trap();
+  gpu_detail::no_warp_mma();
 #endif
 }
 
@@ -54,7 +63,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_tf32(float (&d)[4], const unsig
   DSCONV_MMA_SYNC("m16n8k8", "tf32");
 #else
   (void)d, (void)a, (void)b;
-  __builtin_trap();
+  gpu_detail::no_warp_mma();
 #endif
 }
 
