@@ -3,8 +3,9 @@
 // half and bfloat16 operands with m16n8k16, float operands rounded to tf32 with m16n8k8 (only
 // when the caller allows TF32); fp32 accumulation either way. A block computes a BM x BN tile
 // of C with WARPS_M x WARPS_N warps, each owning a (BM / WARPS_M) x (BN / WARPS_N) piece made
-// of 16x8 mma tiles. K advances in steps of 32 bytes of operand per row; the next step's tiles
-// are written to the second shared-memory buffer while the current one is multiplied.
+// of 16x8 mma tiles. K advances one mma K step (32 bytes of operand per row) at a time through
+// two shared-memory buffers: the next step is staged into one before the current one is
+// multiplied out of the other, so each step needs a single barrier.
 // Shared memory holds both operands k-contiguous (A as [m][k], B as [n][k]) with rows padded
 // to 48 bytes (12 banks), so the eight rows that one fragment load touches, four words each,
 // fall into distinct banks.
@@ -41,16 +42,16 @@ struct mma_tile {
   static constexpr int threads = WARPS_M * WARPS_N * platform::mma_warp_lanes;
   static constexpr int warp_m = BM / WARPS_M, warp_n = BN / WARPS_N;  // a warp's piece of C
   static_assert(warp_m % 16 == 0 && warp_n % 8 == 0, "a warp's piece must be whole 16x8 mma tiles");
-  // K per shared-memory stage: 32 bytes of operand per row, one m16n8k16 or two m16n8k8
-  // steps (64 bytes made the 16-bit kernels spill: twice the staging registers).
+  // K per shared-memory stage: 32 bytes of operand per row, one mma K step (16 for half and
+  // bfloat16, 8 for tf32). 64 bytes made the 16-bit kernels spill on sm_80 at 255 registers.
   template <class T>
   static constexpr int bk = 32 / static_cast<int>(sizeof(typename mma_operand<T>::stage));
 };
 
 namespace detail_mma {
 // Two consecutive 16-bit elements (the lower k first, 4-byte aligned) as one fragment
-// register. On a GPU one 32-bit shared-memory load (a byte-wise memcpy there kept the pair in
-// local memory); on the host a memcpy, which C++ aliasing rules require.
+// register: on a GPU one 32-bit shared-memory load; on the host a memcpy, which C++ aliasing
+// rules require there.
 template <class S>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* p) {
 #if defined(DSCONV_DEVICE_PASS)
@@ -61,7 +62,6 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* p) {
   return r;
 #endif
 }
-DSCONV_DEVICE DSCONV_FORCEINLINE unsigned bits(float v) { return detail::float_bits(v); }
 }  // namespace detail_mma
 
 // KMajorB: as for pointwise_gemm_tiled.
@@ -122,10 +122,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
         const S* row_lo = a_s[buf][wm0 + i * 16 + gid];
         const S* row_hi = a_s[buf][wm0 + i * 16 + gid + 8];
         if constexpr (std::is_same<S, float>::value) {
-          af[i][0] = detail_mma::bits(row_lo[k0 + tig]);
-          af[i][1] = detail_mma::bits(row_hi[k0 + tig]);
-          af[i][2] = detail_mma::bits(row_lo[k0 + tig + 4]);
-          af[i][3] = detail_mma::bits(row_hi[k0 + tig + 4]);
+          af[i][0] = detail::float_bits(row_lo[k0 + tig]);
+          af[i][1] = detail::float_bits(row_hi[k0 + tig]);
+          af[i][2] = detail::float_bits(row_lo[k0 + tig + 4]);
+          af[i][3] = detail::float_bits(row_hi[k0 + tig + 4]);
         } else {
           af[i][0] = detail_mma::pair(row_lo + k0 + 2 * tig);
           af[i][1] = detail_mma::pair(row_hi + k0 + 2 * tig);
@@ -137,8 +137,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       for (int j = 0; j < NI; ++j) {
         const S* col = b_s[buf][wn0 + j * 8 + gid];
         if constexpr (std::is_same<S, float>::value) {
-          bf[j][0] = detail_mma::bits(col[k0 + tig]);
-          bf[j][1] = detail_mma::bits(col[k0 + tig + 4]);
+          bf[j][0] = detail::float_bits(col[k0 + tig]);
+          bf[j][1] = detail::float_bits(col[k0 + tig + 4]);
         } else {
           bf[j][0] = detail_mma::pair(col + k0 + 2 * tig);
           bf[j][1] = detail_mma::pair(col + k0 + 2 * tig + 8);

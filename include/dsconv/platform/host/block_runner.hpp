@@ -153,7 +153,7 @@ class block_runner {
   }
 
   // Every lane of the calling thread's warp publishes `bytes` bytes (at most
-  // warp_gather_max_bytes); after a warp barrier, returns what each lane published:
+  // warp_gather_stride); after a warp barrier, returns what each lane published:
   // lane l's bytes at result + l * warp_gather_stride. Warp-collective matrix operations are
   // built on it.
   const unsigned char* warp_gather(const void* data, std::size_t bytes) {
