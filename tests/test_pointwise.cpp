@@ -5,6 +5,7 @@
 #include <catch2/catch.hpp>
 
 #include <cstddef>
+#include <cstring>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -43,11 +44,19 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
 
   const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign),
       d_residual(residual, misalign);
+  // split_k's workspace, guarded like an output: nothing past it may be written. Every
+  // variant gets it, so automatic may choose split_k too.
+  const std::size_t workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
+  guarded_output<float> workspace(workspace_bytes / sizeof(float));
   for (const dsconv::pointwise_variant variant : variants) {
     INFO("variant " << dsconv::to_string(variant));
     guarded_output<T> out(ref.size(), misalign);
     const status can = dsconv::can_implement<T>(variant, p);
-    const status s = dsconv::pointwise_forward(p, dsconv::pointwise_options{variant}, d_input.data(), d_weight.data(),
+    dsconv::pointwise_options options;
+    options.variant = variant;
+    options.workspace = workspace_bytes ? workspace.data() : nullptr;
+    options.workspace_bytes = workspace_bytes;
+    const status s = dsconv::pointwise_forward(p, options, d_input.data(), d_weight.data(),
                                                with_bias ? d_bias.data() : nullptr,
                                                with_residual ? d_residual.data() : nullptr, out.data());
     if (variant != dsconv::pointwise_variant::automatic && can == status::unsupported_variant) {
@@ -60,6 +69,7 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
     REQUIRE(s == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
     check_close(out.download_checked(), ref, tol);
+    if (workspace_bytes) (void)workspace.download_checked();  // checks the guards around it
   }
 }
 
@@ -224,5 +234,68 @@ TEMPLATE_TEST_CASE("pointwise: input, weight, bias, residual and output misalign
     p.data_layout = data_layout;
     p.act = activation::silu;
     check_pointwise<TestType>(p, true, true, 1);
+  }
+}
+
+TEMPLATE_TEST_CASE("pointwise: split_k needs its workspace, gives the same bits every run, and checks the workspace",
+                   "[pointwise][split_k]", float, dsconv::half) {
+  using T = TestType;
+  dsconv::pointwise_params p = make_params(1, 576, 40, 7, 7);  // a long K over a small map
+  p.act = activation::relu6;
+  const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w, outputs = pixels * p.c_out;
+  const device_input<T> input(random_tensor<T>(pixels * p.c_in));
+  const device_input<T> weight(random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in));
+  const std::size_t bytes = dsconv::pointwise_workspace_size<T>(p);
+  REQUIRE(bytes > 0);
+  REQUIRE(bytes % sizeof(float) == 0);
+  dsconv::device_buffer<float> workspace;
+  REQUIRE(workspace.allocate(bytes / sizeof(float)) == status::success);
+  dsconv::pointwise_options options;
+  options.variant = dsconv::pointwise_variant::split_k;
+
+  SECTION("without enough workspace it fails before writing anything") {
+    for (const std::size_t given : {std::size_t{0}, bytes - sizeof(float)}) {
+      options.workspace = given ? workspace.data() : nullptr;
+      options.workspace_bytes = given;
+      guarded_output<T> out(outputs);
+      CHECK(dsconv::pointwise_forward(p, options, input.data(), weight.data(), static_cast<const T*>(nullptr),
+                                        static_cast<const T*>(nullptr), out.data()) ==
+            status::insufficient_workspace);
+      CHECK(out.untouched());
+    }
+  }
+  SECTION("a workspace overlapping a tensor is refused") {
+    guarded_output<T> out(outputs);
+    options.workspace = out.data();
+    options.workspace_bytes = bytes;
+    CHECK(dsconv::pointwise_forward(p, options, input.data(), weight.data(), static_cast<const T*>(nullptr),
+                                        static_cast<const T*>(nullptr), out.data()) ==
+          status::overlapping_buffers);
+    CHECK(out.untouched());
+  }
+  SECTION("two runs give identical bits (the slices are summed in a fixed order)") {
+    options.workspace = workspace.data();
+    options.workspace_bytes = bytes;
+    std::vector<std::vector<T>> runs;
+    for (int run = 0; run < 2; ++run) {
+      guarded_output<T> out(outputs);
+      REQUIRE(dsconv::pointwise_forward(p, options, input.data(), weight.data(), static_cast<const T*>(nullptr),
+                                        static_cast<const T*>(nullptr), out.data()) ==
+              status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      runs.push_back(out.download_checked());
+    }
+    CHECK(std::memcmp(runs[0].data(), runs[1].data(), outputs * sizeof(T)) == 0);
+  }
+  SECTION("automatic picks split_k only when the workspace is there and the tiles leave the device idle") {
+    dsconv::platform::device_properties dev;
+    REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
+    options.variant = dsconv::pointwise_variant::automatic;
+    CHECK(dsconv::select_variant<T>(p, options) != dsconv::pointwise_variant::split_k);
+    options.workspace = workspace.data();
+    options.workspace_bytes = bytes;
+    // One 64x64 tile: split_k wherever the device has more than one multiprocessor.
+    CHECK((dsconv::select_variant<T>(p, options) == dsconv::pointwise_variant::split_k) ==
+          (dev.multiprocessor_count > 1));
   }
 }

@@ -23,9 +23,17 @@ class dsconv_impl {
                                  ? dsconv::can_implement<T>(dsconv::depthwise_variant::automatic, c.depthwise())
                                  : dsconv::can_implement<T>(dsconv::pointwise_variant::automatic, c.pointwise());
     if (s != dsconv::status::success) return dsconv::last_error_detail();
+    // The workspace split_k may use, allocated once here, outside the timed calls.
+    options_ = dsconv::pointwise_options{};
+    if (!c.l.depthwise()) {
+      options_.workspace_bytes = dsconv::pointwise_workspace_size<T>(c.pointwise());
+      if (workspace_.allocate(options_.workspace_bytes / sizeof(float)) != dsconv::status::success)
+        return dsconv::last_error_detail();
+      options_.workspace = workspace_.data();
+    }
     label_ = std::string("variant=") +
              (c.l.depthwise() ? dsconv::to_string(dsconv::select_variant<T>(c.depthwise()))
-                              : dsconv::to_string(dsconv::select_variant<T>(c.pointwise()))) +
+                              : dsconv::to_string(dsconv::select_variant<T>(c.pointwise(), options_))) +
              ", act=" + dsconv::to_string(c.l.act) + (c.l.residual && !c.l.depthwise() ? " +residual" : "");
     return {};
   }
@@ -36,13 +44,16 @@ class dsconv_impl {
   std::string run(const buffer_set<T>& b) const {
     const dsconv::status s =
         c_.l.depthwise() ? dsconv::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
-                         : dsconv::pointwise_forward(c_.pointwise(), b.input, b.weight, b.bias, b.residual, b.output);
+                         : dsconv::pointwise_forward(c_.pointwise(), options_, b.input, b.weight, b.bias, b.residual,
+                                                     b.output);
     return s == dsconv::status::success ? std::string() : std::string(dsconv::last_error_detail());
   }
 
  private:
   bench_case c_;
   std::string label_;
+  dsconv::pointwise_options options_;
+  dsconv::device_buffer<float> workspace_;
 };
 
 }  // namespace dsconv_bench

@@ -95,7 +95,7 @@ layer_result check_layer(const layer& l, int batch, dsconv::layout lay, bool cou
     const auto x = random_values<T>(in_n, gen), w = random_values<T>(p.out_c() * p.kernel_h * p.kernel_w, gen),
                b = random_values<T>(p.out_c(), gen);
     r.minimum_bytes = static_cast<long long>((x.size() + w.size() + b.size() + out_n) * sizeof(T));
-    r.variant = dsconv::to_string(dsconv::select_variant(p));
+    r.variant = dsconv::to_string(dsconv::select_variant<T>(p));
     dsconv::device_buffer<T> dx, dw, db, dy;
     if (dx.upload(x) != dsconv::status::success || dw.upload(w) != dsconv::status::success ||
         db.upload(b) != dsconv::status::success || dy.upload(std::vector<T>(out_n, T(std::nanf("")))) != dsconv::status::success) {
@@ -116,17 +116,23 @@ layer_result check_layer(const layer& l, int batch, dsconv::layout lay, bool cou
                b = random_values<T>(p.c_out, gen);
     const auto res = l.residual ? random_values<T>(px * p.c_out, gen) : std::vector<T>();
     r.minimum_bytes = static_cast<long long>((x.size() + w.size() + b.size() + res.size() + px * p.c_out) * sizeof(T));
-    r.variant = dsconv::to_string(dsconv::select_variant(p));
+    // The workspace split_k may use, so that the heuristic can choose it as a user would.
+    dsconv::pointwise_options options;
+    options.workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
+    dsconv::device_buffer<float> workspace;
     dsconv::device_buffer<T> dx, dw, db, dr, dy;
     if (dx.upload(x) != dsconv::status::success || dw.upload(w) != dsconv::status::success ||
         db.upload(b) != dsconv::status::success || (l.residual && dr.upload(res) != dsconv::status::success) ||
-        dy.upload(std::vector<T>(px * p.c_out, T(std::nanf("")))) != dsconv::status::success) {
+        dy.upload(std::vector<T>(px * p.c_out, T(std::nanf("")))) != dsconv::status::success ||
+        workspace.allocate(options.workspace_bytes / sizeof(float)) != dsconv::status::success) {
       r.status = dsconv::status::out_of_memory;
       return r;
     }
+    options.workspace = workspace.data();
+    r.variant = dsconv::to_string(dsconv::select_variant<T>(p, options));
     const T* residual = l.residual ? dr.data() : nullptr;
     r.status = detail::run_measured(r, count_traffic, [&] {
-      return dsconv::pointwise_forward(p, dx.data(), dw.data(), db.data(), residual, dy.data());
+      return dsconv::pointwise_forward(p, options, dx.data(), dw.data(), db.data(), residual, dy.data());
     });
     if (r.status != dsconv::status::success) return r;
     std::vector<double> ref(px * p.c_out);

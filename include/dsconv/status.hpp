@@ -21,6 +21,7 @@ enum class status {
   null_pointer,            // input, weight or output is null
   overlapping_buffers,     // the output range overlaps an input, weight, bias or residual range
   size_overflow,           // an element or byte count does not fit the 64-bit index type
+  insufficient_workspace,  // the variant needs more workspace than the options provide
   // Platform errors.
   no_device,               // no GPU, or no driver for it
   out_of_memory,           // an allocation failed
@@ -49,6 +50,8 @@ inline const char* to_string(status s) noexcept {
     case status::null_pointer: return "null pointer: input, weight and output must not be null";
     case status::overlapping_buffers: return "overlapping buffers: the output overlaps an input buffer";
     case status::size_overflow: return "size overflow: an element or byte count exceeds the 64-bit index type";
+    case status::insufficient_workspace:
+      return "insufficient workspace: the variant needs more workspace than the options provide (pointwise_workspace_size)";
     case status::no_device: return "no device: no usable GPU or driver was found";
     case status::out_of_memory: return "out of memory: a device allocation failed";
     case status::invalid_launch_config: return "invalid launch configuration: grid, block or shared memory exceeds the device limits";

@@ -2,6 +2,7 @@
 // dsconv::pointwise_forward: validate -> choose a variant -> launch.
 
 #include "../kernels/pointwise/direct.hpp"
+#include "../kernels/pointwise/split_k_reduce.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "launch_shape.hpp"
@@ -21,34 +22,67 @@ std::string why_unsupported(pointwise_variant variant, const pointwise_params& p
     if (!dev.warp_mma) return "the device has no warp matrix multiply-accumulate (NVIDIA sm_80+, or the host at warp width 32)";
     if (!mma_usable<T>(p, dev)) return "float runs on tensor cores only with pointwise_params::allow_tf32";
   }
+  if (variant == pointwise_variant::split_k) return "K has fewer than two slices of 32 channels";
   return "the grid exceeds the device's limits";
 }
 
-// Launches Kernel<T, Tile, KMajorB> with the grid of Tile over `p`, B's contiguity chosen from
-// the operands (a compile-time fact inside the kernel).
-template <class Tile, template <class, class, bool> class Kernel, class T>
-status launch_tiled(const char* name, const pointwise_params& p, const platform::device_properties& dev,
-                    stream_t stream, const gemm_operands& g, const T* a, const T* b, const T* bias, const T* residual,
-                    T* output) {
+// The tiled kernels as class templates, so launch_tiled can instantiate them.
+template <class T, class Tile, bool KMajorB, class Out>
+struct simt_gemm {
+  static constexpr auto kernel = kernels::pointwise_gemm_tiled<T, Tile, KMajorB, Out>;
+};
+template <class T, class Tile, bool KMajorB, class Out>
+struct mma_gemm {
+  static constexpr auto kernel = kernels::pointwise_gemm_mma<T, Tile, KMajorB, Out>;
+};
+
+// Launches Kernel<T, Tile, KMajorB, Out> over `grid`, B's contiguity chosen from the operands
+// (a compile-time fact inside the kernel).
+template <class Tile, template <class, class, bool, class> class Kernel, class T, class Out>
+status launch_tiled(const char* name, platform::dims grid, stream_t stream, const gemm_operands& g, const T* a,
+                    const T* b, Out out) {
   platform::launch_config cfg;
   cfg.stream = stream;
-  if (!plan_gemm<Tile>(p, dev, cfg.grid))
-    return invalid(status::unsupported_variant, "pointwise", std::string(name) + ": the grid exceeds the device's limits");
+  cfg.grid = grid;
   cfg.block = platform::dims{Tile::threads, 1, 1};
   cfg.name = name;
-  if (g.weight_is_a) return platform::launch(Kernel<T, Tile, false>::kernel, cfg, g, a, b, bias, residual, output);
-  return platform::launch(Kernel<T, Tile, true>::kernel, cfg, g, a, b, bias, residual, output);
+  if (g.weight_is_a) return platform::launch(Kernel<T, Tile, false, Out>::kernel, cfg, g, a, b, out);
+  return platform::launch(Kernel<T, Tile, true, Out>::kernel, cfg, g, a, b, out);
 }
 
-// The tiled kernels as class templates, so launch_tiled can instantiate them.
-template <class T, class Tile, bool KMajorB>
-struct simt_gemm {
-  static constexpr auto kernel = kernels::pointwise_gemm_tiled<T, Tile, KMajorB>;
-};
-template <class T, class Tile, bool KMajorB>
-struct mma_gemm {
-  static constexpr auto kernel = kernels::pointwise_gemm_mma<T, Tile, KMajorB>;
-};
+// launch_tiled with the grid of Tile over the whole GEMM and the fused epilogue.
+template <class Tile, template <class, class, bool, class> class Kernel, class T>
+status launch_whole(const char* name, const pointwise_params& p, const platform::device_properties& dev,
+                    stream_t stream, const gemm_operands& g, const T* a, const T* b, kernels::fused_output<T> out) {
+  platform::dims grid;
+  if (!plan_gemm<Tile>(p, dev, grid))
+    return invalid(status::unsupported_variant, "pointwise", std::string(name) + ": the grid exceeds the device's limits");
+  return launch_tiled<Tile, Kernel>(name, grid, stream, g, a, b, out);
+}
+
+// split_k: partial sums of each K slice into the workspace, then their ordered sum and the
+// epilogue (two launches on the same stream).
+template <class T>
+status launch_split_k(const pointwise_params& p, const platform::device_properties& dev, stream_t stream, const T* a,
+                      const T* b, kernels::fused_output<T> out, const pointwise_options& options) {
+  split_k_plan plan;
+  if (!plan_split_k<T>(p, dev, plan))
+    return invalid(status::unsupported_variant, "pointwise", "split_k: K has fewer than two slices");
+  if (!options.workspace || static_cast<index_t>(options.workspace_bytes) < plan.workspace_bytes)
+    return invalid(status::insufficient_workspace, "pointwise",
+                   "split_k needs " + std::to_string(plan.workspace_bytes) + " bytes of workspace, the options give " +
+                       std::to_string(options.workspace ? options.workspace_bytes : 0));
+  const kernels::partial_output partial{static_cast<float*>(options.workspace)};
+  const status s =
+      plan.tensor_cores
+          ? launch_tiled<mma_small_tile, mma_gemm>("pointwise_split_k_mma", plan.grid, stream, plan.g, a, b, partial)
+          : launch_tiled<gemm_small_tile, simt_gemm>("pointwise_split_k_gemm", plan.grid, stream, plan.g, a, b, partial);
+  if (s != status::success) return s;
+  return platform::launch(kernels::pointwise_split_k_reduce<T>,
+                          grid_stride_launch(plan.g.batches * plan.g.m * plan.g.n, 256, dev, stream,
+                                             "pointwise_split_k_reduce"),
+                          plan.g, static_cast<const float*>(options.workspace), out);
+}
 
 }  // namespace detail
 
@@ -71,12 +105,25 @@ status can_implement(pointwise_variant variant, const pointwise_params& p) {
   return status::success;
 }
 
-// The variant that `automatic` runs for `p` with elements of type T on the current device.
+// The variant that `automatic` runs for `p` with elements of type T on the current device,
+// given the workspace of `options`.
 template <class T = float>
-pointwise_variant select_variant(const pointwise_params& p) {
+pointwise_variant select_variant(const pointwise_params& p, const pointwise_options& options = {}) {
   platform::device_properties dev;
   if (platform::get_device_properties(dev) != status::success) return pointwise_variant::direct;
-  return detail::choose_pointwise<T>(p, dev);
+  return detail::choose_pointwise<T>(p, dev, options.workspace ? options.workspace_bytes : 0);
+}
+
+// Bytes of workspace the split_k variant needs for `p` (0 where it cannot run `p`). With at
+// least that much in pointwise_options, automatic may choose split_k for small grids.
+template <class T = float>
+std::size_t pointwise_workspace_size(const pointwise_params& p) {
+  platform::device_properties dev;
+  detail::split_k_plan plan;
+  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success ||
+      !detail::plan_split_k<T>(p, dev, plan))
+    return 0;
+  return static_cast<std::size_t>(plan.workspace_bytes);
 }
 
 template <class T>
@@ -85,33 +132,37 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
   platform::device_properties dev;
   pointwise_variant variant = pointwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate(p, input, weight, bias, residual, output), options.variant,
-      [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
+      detail::validate(p, input, weight, bias, residual, output,
+                       detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)}),
+      options.variant, [&] { return can_implement<T>(options.variant, p); },
+      [&] { return select_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
   const detail::pointwise_shape shape = detail::make_shape(p);
   const detail::gemm_operands g = detail::make_gemm(shape);
   const T* a = g.weight_is_a ? weight : input;
   const T* b = g.weight_is_a ? input : weight;
+  const kernels::fused_output<T> out{bias, residual, output};
   switch (variant) {
     case pointwise_variant::gemm_large:
-      return detail::launch_tiled<detail::gemm_large_tile, detail::simt_gemm>("pointwise_gemm_large", p, dev, stream, g,
-                                                                             a, b, bias, residual, output);
+      return detail::launch_whole<detail::gemm_large_tile, detail::simt_gemm>("pointwise_gemm_large", p, dev, stream, g,
+                                                                             a, b, out);
     case pointwise_variant::gemm_small:
-      return detail::launch_tiled<detail::gemm_small_tile, detail::simt_gemm>("pointwise_gemm_small", p, dev, stream, g,
-                                                                             a, b, bias, residual, output);
+      return detail::launch_whole<detail::gemm_small_tile, detail::simt_gemm>("pointwise_gemm_small", p, dev, stream, g,
+                                                                             a, b, out);
     case pointwise_variant::mma_large:
-      return detail::launch_tiled<detail::mma_large_tile, detail::mma_gemm>("pointwise_mma_large", p, dev, stream, g, a,
-                                                                           b, bias, residual, output);
+      return detail::launch_whole<detail::mma_large_tile, detail::mma_gemm>("pointwise_mma_large", p, dev, stream, g, a,
+                                                                           b, out);
     case pointwise_variant::mma_small:
-      return detail::launch_tiled<detail::mma_small_tile, detail::mma_gemm>("pointwise_mma_small", p, dev, stream, g, a,
-                                                                           b, bias, residual, output);
+      return detail::launch_whole<detail::mma_small_tile, detail::mma_gemm>("pointwise_mma_small", p, dev, stream, g, a,
+                                                                           b, out);
+    case pointwise_variant::split_k: return detail::launch_split_k(p, dev, stream, a, b, out, options);
     case pointwise_variant::warp_dot: {
       platform::launch_config cfg;
       cfg.stream = stream;
       if (!detail::plan_warp_dot(p, dev, cfg.grid)) break;
       cfg.block = platform::dims{detail::warp_dot_block_threads, 1, 1};
       cfg.name = "pointwise_warp_dot";
-      return platform::launch(kernels::pointwise_warp_dot<T>, cfg, g, a, b, bias, residual, output);
+      return platform::launch(kernels::pointwise_warp_dot<T>, cfg, g, a, b, out);
     }
     case pointwise_variant::automatic:
     case pointwise_variant::direct:

@@ -42,6 +42,44 @@ bool mma_usable(const pointwise_params& p, const platform::device_properties& de
   return dev.warp_mma && (!std::is_same<T, float>::value || p.allow_tf32);
 }
 
+// split_k: K is divided into slices of a multiple of this many channels (every stage of every
+// tile fits it), at most this many slices.
+inline constexpr long long split_k_granule = 32, split_k_max_slices = 32;
+
+struct split_k_plan {
+  gemm_operands g;     // with slices and k_slice set
+  platform::dims grid; // of the GEMM launch: 64x64 tiles x batches x slices
+  bool tensor_cores;   // mma_small's kernel, else gemm_small's
+  index_t workspace_bytes;
+};
+
+// Enough K slices of the 64x64 tiles to give every multiprocessor two blocks, each slice at
+// least one granule; false when K has fewer than two granules (nothing to split).
+template <class T>
+bool plan_split_k(const pointwise_params& p, const platform::device_properties& dev, split_k_plan& plan) {
+  static_assert(gemm_small_tile::bm == mma_small_tile::bm && gemm_small_tile::bn == mma_small_tile::bn,
+                "split_k plans one grid for both 64x64 kernels");
+  plan.g = make_gemm(make_shape(p));
+  gemm_operands& g = plan.g;
+  const long long gx = (g.n + gemm_small_tile::bn - 1) / gemm_small_tile::bn;
+  const long long gy = (g.m + gemm_small_tile::bm - 1) / gemm_small_tile::bm;
+  const long long base = gx * gy * g.batches;
+  const long long granules = (g.k + split_k_granule - 1) / split_k_granule;
+  long long slices = (2LL * dev.multiprocessor_count + base - 1) / base;
+  if (slices < 2) slices = 2;
+  if (slices > split_k_max_slices) slices = split_k_max_slices;
+  if (slices > granules) slices = granules;
+  if (slices < 2) return false;
+  g.k_slice = (granules + slices - 1) / slices * split_k_granule;
+  g.slices = (g.k + g.k_slice - 1) / g.k_slice;
+  const long long gz = g.batches * g.slices;
+  if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
+  plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
+  plan.tensor_cores = mma_usable<T>(p, dev);
+  plan.workspace_bytes = g.slices * g.batches * g.m * g.n * static_cast<index_t>(sizeof(float));
+  return true;
+}
+
 inline constexpr unsigned warp_dot_block_threads = 256;
 
 // Matrix-vector and skinny products only: a warp per output re-reads the wider operand once
@@ -70,6 +108,12 @@ bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform
     case pointwise_variant::warp_dot: return plan_warp_dot(p, dev, grid);
     case pointwise_variant::mma_large: return mma_usable<T>(p, dev) && plan_gemm<mma_large_tile>(p, dev, grid);
     case pointwise_variant::mma_small: return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(p, dev, grid);
+    case pointwise_variant::split_k: {
+      split_k_plan plan;
+      if (!plan_split_k<T>(p, dev, plan)) return false;
+      grid = plan.grid;
+      return true;
+    }
     default: return true;  // grid-stride kernels fit any problem
   }
 }
@@ -78,9 +122,11 @@ bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform
 // (tiles read each operand a few times at most), on tensor cores where they can take the
 // type; when even the small tile leaves multiprocessors idle (batch 1, small maps, the
 // squeeze-excitation matrix-vector products), a warp per output spreads the work over the
-// whole device instead.
+// whole device instead, or, for wider products with a long K and the caller's workspace,
+// split_k gives the small tiles' blocks a slice of K each.
 template <class T>
-pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev) {
+pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev,
+                                   std::size_t workspace_bytes) {
   const bool mma = mma_usable<T>(p, dev);
   const pointwise_variant large = mma ? pointwise_variant::mma_large : pointwise_variant::gemm_large;
   const pointwise_variant small = mma ? pointwise_variant::mma_small : pointwise_variant::gemm_small;
@@ -90,6 +136,10 @@ pointwise_variant choose_pointwise(const pointwise_params& p, const platform::de
   const bool small_fits = plan_variant<T>(small, p, dev, grid);
   if (small_fits && static_cast<long long>(grid.volume()) >= sms) return small;
   if (plan_warp_dot(p, dev, grid)) return pointwise_variant::warp_dot;
+  split_k_plan plan;
+  if (plan_split_k<T>(p, dev, plan) && plan.g.k_slice < plan.g.k &&
+      static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)
+    return pointwise_variant::split_k;
   return small_fits ? small : pointwise_variant::direct;
 }
 

@@ -51,20 +51,21 @@ inline bool overlap(const buffer& a, const buffer& b) {
 }
 
 // Checks the buffers of a problem whose sizes are valid: non-null where required, no
-// address-space wrap, and an output that overlaps none of the inputs.
+// address-space wrap, and a written buffer (`written`: the output, or a workspace) that
+// overlaps none of the others.
 inline status check_buffers(const char* op, const buffer& output, std::initializer_list<std::pair<const char*, buffer>> inputs,
-                            std::initializer_list<const char*> optional) {
-  if (!output.ptr) return invalid(status::null_pointer, op, "output is null");
+                            std::initializer_list<const char*> optional, const std::string& written = "output") {
+  if (!output.ptr) return invalid(status::null_pointer, op, written + " is null");
   for (const auto& in : inputs) {
     bool may_be_null = false;
     for (const char* name : optional) may_be_null = may_be_null || std::string(name) == in.first;
     if (!in.second.ptr && !may_be_null) return invalid(status::null_pointer, op, std::string(in.first) + " is null");
   }
-  if (wraps_address_space(output)) return invalid(status::size_overflow, op, "output range wraps the address space");
+  if (wraps_address_space(output)) return invalid(status::size_overflow, op, written + " range wraps the address space");
   for (const auto& in : inputs) {
     if (in.second.ptr && wraps_address_space(in.second))
       return invalid(status::size_overflow, op, std::string(in.first) + " range wraps the address space");
-    if (overlap(output, in.second)) return invalid(status::overlapping_buffers, op, std::string("output overlaps ") + in.first);
+    if (overlap(output, in.second)) return invalid(status::overlapping_buffers, op, written + " overlaps " + in.first);
   }
   return status::success;
 }
@@ -138,20 +139,23 @@ inline status validate_params(const pointwise_params& p, std::size_t element_byt
   return status::success;
 }
 
+// `workspace` (optional, from pointwise_options) is written too: it must overlap no tensor.
 template <class T>
 status validate(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
-                const T* output) {
+                const T* output, buffer workspace = {nullptr, 0}) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const status s = validate_params(p, sizeof(T));
+  status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
   const index_t e = sizeof(T);  // every count below was checked to fit
   const index_t out_bytes = e * p.n * p.c_out * p.h * p.w;
-  return check_buffers("pointwise", buffer{output, out_bytes},
-                       {{"input", buffer{input, e * p.n * p.c_in * p.h * p.w}},
-                        {"weight", buffer{weight, e * p.c_out * p.c_in}},
-                        {"bias", buffer{bias, e * p.c_out}},
-                        {"residual", buffer{residual, out_bytes}}},
-                       {"bias", "residual"});
+  const buffer in{input, e * p.n * p.c_in * p.h * p.w}, w{weight, e * p.c_out * p.c_in}, bi{bias, e * p.c_out},
+      res{residual, out_bytes}, out{output, out_bytes};
+  s = check_buffers("pointwise", out, {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}},
+                    {"bias", "residual"});
+  if (s != status::success || !workspace.ptr) return s;
+  return check_buffers("pointwise", workspace,
+                       {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}, {"output", out}},
+                       {"bias", "residual"}, "workspace");
 }
 
 }  // namespace detail

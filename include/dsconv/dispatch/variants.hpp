@@ -2,6 +2,8 @@
 // Kernel variants of each operation, and the options that let a caller force one. The
 // default, automatic, lets the heuristic choose from the problem and the device.
 
+#include <cstddef>
+
 #include "../params.hpp"
 #include "../status.hpp"
 
@@ -22,6 +24,8 @@ enum class pointwise_variant {
   warp_dot,    // one warp per output, K split over its lanes: matrix-vector and skinny shapes (GEMM side <= 8)
   mma_large,   // tensor-core GEMM, 128x128 tiles, 8 warps: half/bfloat16, or float with allow_tf32 (warp_mma devices)
   mma_small,   // tensor-core GEMM, 64x64 tiles, 4 warps (more blocks for small grids)
+  split_k,     // 64x64 tiles (tensor cores where mma_small runs) with K split over several blocks,
+               // partial sums in the caller's workspace, summed in a fixed order (deterministic)
 };
 
 struct depthwise_options {
@@ -30,6 +34,11 @@ struct depthwise_options {
 
 struct pointwise_options {
   pointwise_variant variant = pointwise_variant::automatic;
+  // Device memory the split_k variant may use for partial sums (pointwise_workspace_size says
+  // how much); without it the heuristic never picks split_k, and forcing it fails with
+  // insufficient_workspace. It must not overlap any tensor of the call.
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 constexpr bool is_valid(depthwise_variant v) noexcept {
@@ -39,7 +48,7 @@ constexpr bool is_valid(depthwise_variant v) noexcept {
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
          v == pointwise_variant::gemm_small || v == pointwise_variant::warp_dot || v == pointwise_variant::mma_large ||
-         v == pointwise_variant::mma_small;
+         v == pointwise_variant::mma_small || v == pointwise_variant::split_k;
 }
 
 inline const char* to_string(depthwise_variant v) noexcept {
@@ -61,6 +70,7 @@ inline const char* to_string(pointwise_variant v) noexcept {
     case pointwise_variant::warp_dot: return "warp_dot";
     case pointwise_variant::mma_large: return "mma_large";
     case pointwise_variant::mma_small: return "mma_small";
+    case pointwise_variant::split_k: return "split_k";
   }
   return "unknown pointwise variant";
 }
@@ -70,6 +80,7 @@ inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant
                                                                depthwise_variant::nhwc_tiled};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
                                                                pointwise_variant::gemm_small, pointwise_variant::warp_dot,
-                                                               pointwise_variant::mma_large, pointwise_variant::mma_small};
+                                                               pointwise_variant::mma_large, pointwise_variant::mma_small,
+                                                               pointwise_variant::split_k};
 
 }  // namespace dsconv

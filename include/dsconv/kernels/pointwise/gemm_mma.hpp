@@ -65,10 +65,11 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* p) {
 }  // namespace detail_mma
 
 // KMajorB: as for pointwise_gemm_tiled.
-template <class T, class Tile, bool KMajorB>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_mma(
-    detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias,
-    const T* __restrict__ residual, T* __restrict__ c) {
+// Out: fused_output<T> or partial_output (gemm_epilogue.hpp).
+template <class T, class Tile, bool KMajorB, class Out>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_mma(detail::gemm_operands g,
+                                                                                     const T* __restrict__ a,
+                                                                                     const T* __restrict__ b, Out out) {
   namespace pf = platform;
   using op = mma_operand<T>;
   using S = typename op::stage;
@@ -85,7 +86,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int gid = lane / 4, tig = lane % 4;  // the fragment layout's g and t
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
-  select_batch(g, a, b, residual, c);
+  const gemm_block blk = select_block(g, a, b);
 
   // Staged straight through registers into shared memory: keeping the next step's tiles in
   // registers across the multiplications (as the SIMT kernel does) pushed these kernels past
@@ -93,8 +94,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const auto to_stage = [](T v) { return op::convert(v); };
   auto stage = [&](index_t k0, int buf) {
     S a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
-    a_tile::fetch(a_regs, a, m0, k0, g.m, g.k, g.a_m, tid, to_stage);
-    b_tile::fetch(b_regs, b, k0, n0, g.k, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
+    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
+    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
     a_tile::stash(a_regs, tid, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
     b_tile::stash(b_regs, tid, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
   };
@@ -107,13 +108,13 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       DSCONV_UNROLL
       for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
 
-  stage(0, 0);
+  stage(blk.k_begin, 0);
   pf::sync_threads();
-  const index_t steps = (g.k + BK - 1) / BK;
+  const index_t steps = (blk.k_end - blk.k_begin + BK - 1) / BK;
   for (index_t step = 0; step < steps; ++step) {
     const int buf = static_cast<int>(step & 1);
     // The other buffer was last read before the previous barrier: safe to refill now.
-    if (step + 1 < steps) stage((step + 1) * BK, buf ^ 1);
+    if (step + 1 < steps) stage(blk.k_begin + (step + 1) * BK, buf ^ 1);
     DSCONV_UNROLL
     for (int k0 = 0; k0 < BK; k0 += KSTEP) {
       unsigned af[MI][4], bf[NI][2];
@@ -165,7 +166,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       for (int r = 0; r < 4; ++r) {
         const index_t m = m0 + wm0 + i * 16 + gid + (r >= 2 ? 8 : 0);
         const index_t n = n0 + wn0 + j * 8 + 2 * tig + (r & 1);
-        if (m < g.m && n < g.n) gemm_store(g, m, n, acc[i][j][r], bias, residual, c);
+        if (m < g.m && n < g.n) out.store(g, blk, m, n, acc[i][j][r]);
       }
 }
 

@@ -18,7 +18,9 @@ struct gemm_operands {
   index_t a_m, a_k;             // strides of A
   index_t b_k, b_n;             // strides of B
   index_t c_m, c_n;             // strides of C and of the residual
-  index_t batches;                    // GEMMs, one per grid.z index (NCHW: images; NHWC: 1)
+  index_t batches;                    // GEMMs (NCHW: images; NHWC: 1)
+  index_t slices, k_slice;            // K split into `slices` ranges of k_slice (split_k; else 1, k);
+                                      // grid.z = batches * slices
   index_t a_batch, b_batch, c_batch;  // offsets between consecutive GEMMs
   bool weight_is_a;             // A is the weight and B the input (NCHW form), or the other way round
                                 // (then B is contiguous along k: kernels take that as a template argument)
@@ -31,6 +33,7 @@ inline gemm_operands make_gemm(const pointwise_shape& s) {
   gemm_operands g{};
   g.k = s.c_in;
   g.act = s.act;
+  g.slices = 1, g.k_slice = g.k;
   // With 1x1 maps (squeeze-excitation) NCHW and NHWC are the same bytes; the NHWC form is
   // one GEMM over all images, which reads the weights once instead of once per image.
   if (s.data_layout == layout::nchw && pixels > 1) {

@@ -26,10 +26,11 @@ struct gemm_tile {
 
 // KMajorB: B is contiguous along k (the NHWC form: weight^T) rather than along n (NCHW: the
 // input); A is always contiguous along k (gemm_operands.hpp).
-template <class T, class Tile, bool KMajorB>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_tiled(
-    detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b, const T* __restrict__ bias,
-    const T* __restrict__ residual, T* __restrict__ c) {
+// Out: fused_output<T> or partial_output (gemm_epilogue.hpp).
+template <class T, class Tile, bool KMajorB, class Out>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_tiled(detail::gemm_operands g,
+                                                                                     const T* __restrict__ a,
+                                                                                     const T* __restrict__ b, Out out) {
   namespace pf = platform;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, TM = Tile::tm, TN = Tile::tn;
   using a_tile = operand_tile<BM, BK, Tile::threads, true>;       // rows m, columns k
@@ -40,13 +41,13 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % (BN / TN), ty = tid / (BN / TN);
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
-  select_batch(g, a, b, residual, c);
+  const gemm_block blk = select_block(g, a, b);
 
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   auto fetch = [&](index_t k0) {
-    a_tile::fetch(a_next, a, m0, k0, g.m, g.k, g.a_m, tid, to_stage);
-    b_tile::fetch(b_next, b, k0, n0, g.k, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
+    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
+    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
   };
   auto stash = [&](int buf) {
     a_tile::stash(a_next, tid, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
@@ -59,13 +60,13 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     DSCONV_UNROLL
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  fetch(0);
+  fetch(blk.k_begin);
   stash(0);
   pf::sync_threads();
-  const index_t steps = (g.k + BK - 1) / BK;
+  const index_t steps = (blk.k_end - blk.k_begin + BK - 1) / BK;
   for (index_t step = 0; step < steps; ++step) {
     const int buf = static_cast<int>(step & 1);
-    if (step + 1 < steps) fetch((step + 1) * BK);
+    if (step + 1 < steps) fetch(blk.k_begin + (step + 1) * BK);
     DSCONV_UNROLL
     for (int kk = 0; kk < BK; ++kk) {
       float av[TM], bv[TN];
@@ -90,7 +91,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     DSCONV_UNROLL
     for (int j = 0; j < TN; ++j) {
       const index_t n = n0 + tx + j * (BN / TN);
-      if (n < g.n) gemm_store(g, m, n, acc[i][j], bias, residual, c);
+      if (n < g.n) out.store(g, blk, m, n, acc[i][j]);
     }
   }
 }

@@ -14,21 +14,21 @@ namespace kernels {
 
 template <class T>
 DSCONV_KERNEL void pointwise_warp_dot(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
-                                      const T* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ c) {
+                                      fused_output<T> out) {
   namespace pf = platform;
   const int ws = pf::warp_size();
   const int lane = static_cast<int>(pf::thread_idx().x) % ws;
   const index_t warps_per_block = pf::block_dim().x / ws;
   const index_t first = static_cast<index_t>(pf::block_idx().x) * warps_per_block + pf::thread_idx().x / ws;
   const index_t stride = static_cast<index_t>(pf::grid_dim().x) * warps_per_block;
-  select_batch(g, a, b, residual, c);
+  const gemm_block blk = select_block(g, a, b);
   for (index_t o = first; o < g.m * g.n; o += stride) {  // uniform per warp: no lane diverges
     const index_t m = o / g.n, n = o % g.n;
     float acc = 0.f;
-    for (index_t k = lane; k < g.k; k += ws)
+    for (index_t k = blk.k_begin + lane; k < blk.k_end; k += ws)
       acc += to_float(pf::load(a + m * g.a_m + k * g.a_k)) * to_float(pf::load(b + k * g.b_k + n * g.b_n));
     for (int offset = ws / 2; offset > 0; offset /= 2) acc += pf::shfl_xor(acc, offset);
-    if (lane == 0) gemm_store(g, m, n, acc, bias, residual, c);
+    if (lane == 0) out.store(g, blk, m, n, acc);
   }
 }
 
