@@ -1,19 +1,24 @@
 #!/usr/bin/env python3
 """Compiled resources of every dsconv kernel: registers, shared memory and spills per kernel
 for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), and for CUDA the
-tensor-core instructions (mma.sync, which ptxas turns into HMMA) in each kernel.
+tensor-core instructions in each kernel: mma.sync in the PTX and HMMA in the SASS.
 
 Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
 resource report, prints one table and writes it to results/kernel_resources.md. Exits 1 when
-a kernel spills or a tensor-core kernel (pointwise_gemm_mma) has no mma instruction for a
-CUDA target, 2 when no compiler was found. Usage: scripts/kernel_resources.py [--out DIR]
+a kernel spills, when a tensor-core kernel (pointwise_gemm_mma) has no HMMA instruction in its
+SASS for a CUDA target, or when a kernel's HMMA count differs from its mma.sync count (the
+SASS reader below would then be wrong); 2 when no compiler was found.
+Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
+import collections
 import os
 import re
 import shutil
+import struct
 import subprocess
 import sys
+import tempfile
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "tools", "instantiate_kernels.cpp")
@@ -35,8 +40,7 @@ def short_name(demangled):
 
 
 def mma_counts(arch):
-    """mma.sync instructions per kernel (mangled name) in the PTX for `arch`. The CUDA install
-    here has no SASS disassembler (cuobjdump); ptxas lowers each mma.sync to HMMA."""
+    """mma.sync instructions per kernel (mangled name) in the PTX for `arch`."""
     cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"), SOURCE,
            "-o", "-"]
     ptx = subprocess.run(cmd, capture_output=True, text=True)
@@ -53,12 +57,42 @@ def mma_counts(arch):
     return counts
 
 
+# SASS opcode of HMMA (the tensor-core matrix multiply-accumulate) on sm_75 through sm_90:
+# Volta and later encode every instruction in 16 bytes with the opcode in the low 12 bits (as
+# the open-source Mesa NVIDIA compiler, NAK, encodes it). No disassembler is needed; the
+# script checks the count against the PTX's mma.sync count, so a wrong opcode would show.
+HMMA_OPCODE = 0x23C
+
+
+def hmma_counts(cubin_path):
+    """HMMA instructions per kernel (mangled name) in a cubin: the kernel's code is the ELF
+    section .text.<name>."""
+    data = open(cubin_path, "rb").read()
+    (shoff,) = struct.unpack_from("<Q", data, 0x28)
+    shentsize, shnum, shstrndx = struct.unpack_from("<HHH", data, 0x3A)
+    sections = [struct.unpack_from("<IIQQQQIIQQ", data, shoff + i * shentsize) for i in range(shnum)]
+    names_at = sections[shstrndx][4]
+    counts = {}
+    for name_off, _, _, _, offset, size, *_ in sections:
+        end = data.index(b"\0", names_at + name_off)
+        name = data[names_at + name_off:end].decode()
+        if not name.startswith(".text."):
+            continue
+        opcodes = collections.Counter(struct.unpack_from("<Q", data, offset + i)[0] & 0xFFF
+                                      for i in range(0, size, 16))
+        counts[name[len(".text."):]] = opcodes[HMMA_OPCODE]
+    return counts
+
+
 def cuda_rows(arch):
-    cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-Xptxas", "-v", "-I", os.path.join(ROOT, "include"),
-           "-c", SOURCE, "-o", os.devnull]
-    log = subprocess.run(cmd, capture_output=True, text=True)
-    if log.returncode != 0:
-        sys.exit(f"nvcc failed:\n{log.stderr}")
+    with tempfile.TemporaryDirectory() as tmp:
+        cubin = os.path.join(tmp, "kernels.cubin")
+        cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-Xptxas", "-v", "-I", os.path.join(ROOT, "include"),
+               "-cubin", SOURCE, "-o", cubin]
+        log = subprocess.run(cmd, capture_output=True, text=True)
+        if log.returncode != 0:
+            sys.exit(f"nvcc failed:\n{log.stderr}")
+        hmma = hmma_counts(cubin)
     rows, current = [], None
     for line in log.stderr.splitlines():
         m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
@@ -79,6 +113,7 @@ def cuda_rows(arch):
     mma = mma_counts(arch)
     for r in rows:
         r["mma"] = mma.get(r["mangled"], 0)
+        r["hmma"] = hmma.get(r["mangled"], 0)
     return rows
 
 
@@ -130,17 +165,22 @@ def main():
     for r, name in zip(rows, demangle([r["mangled"] for r in rows])):
         r["kernel"] = short_name(name)
     rows.sort(key=lambda r: (r["kernel"], r["target"]))
-    header = "| kernel | target | registers | static shared memory (bytes) | spill bytes | mma instructions |"
-    lines = [header, "|---|---|---|---|---|---|"]
+    header = ("| kernel | target | registers | static shared memory (bytes) | spill bytes | mma.sync (PTX) | "
+              "HMMA (SASS) |")
+    lines = [header, "|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} | "
-                     f"{r.get('mma', '-')} |")
+                     f"{r.get('mma', '-')} | {r.get('hmma', '-')} |")
     spilling = [r for r in rows if r["spill"]]
     # A tensor-core kernel must use the tensor cores on every CUDA target (sm_80 and newer).
-    no_mma = [r for r in rows if r["kernel"].startswith("pointwise_gemm_mma") and r.get("mma") == 0]
+    no_hmma = [r for r in rows if r["kernel"].startswith("pointwise_gemm_mma") and r.get("hmma") == 0]
+    # sm_80 and sm_90 run each m16n8k16 / m16n8k8 mma.sync as one HMMA: a mismatch means the
+    # SASS reader is wrong.
+    mismatched = [r for r in rows if r.get("hmma") != r.get("mma")]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
-               f"{len(no_mma)} tensor-core builds without mma instructions")
+               f"{len(no_hmma)} tensor-core builds without HMMA; "
+               f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count")
     text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
         f"\n\n{summary}\n"
     print("\n".join(lines))
@@ -148,7 +188,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
         f.write(text)
-    return 1 if spilling or no_mma else 0
+    return 1 if spilling or no_hmma or mismatched else 0
 
 
 if __name__ == "__main__":
