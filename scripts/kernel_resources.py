@@ -1,13 +1,15 @@
 #!/usr/bin/env python3
 """Compiled resources of every dsconv kernel: registers, shared memory and spills per kernel
-for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), and for CUDA the
-tensor-core instructions in each kernel: mma.sync in the PTX and HMMA in the SASS.
+for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), and the matrix-unit
+instructions in each kernel: for CUDA mma.sync in the PTX and HMMA in the SASS, for HIP
+v_mfma in the device assembly.
 
 Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
 resource report, prints one table and writes it to results/kernel_resources.md. Exits 1 when
-a kernel spills, when a tensor-core kernel (pointwise_gemm_mma) has no HMMA instruction in its
-SASS for a CUDA target, or when a kernel's HMMA count differs from its mma.sync count (the
-SASS reader below would then be wrong); 2 when no compiler was found.
+a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma) has no HMMA instruction in its
+SASS for a CUDA target or no MFMA instruction for gfx90a, when another kernel has MFMA, or
+when a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then
+be wrong); 2 when no compiler was found.
 Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
@@ -117,6 +119,26 @@ def cuda_rows(arch):
     return rows
 
 
+def mfma_counts(arch):
+    """MFMA instructions (v_mfma_*) per kernel (mangled name) in the device assembly for `arch`."""
+    cmd = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-S",
+           "-I", os.path.join(ROOT, "include"), SOURCE, "-o", "-"]
+    asm = subprocess.run(cmd, capture_output=True, text=True)
+    if asm.returncode != 0:
+        sys.exit(f"hipcc -S failed:\n{asm.stderr}")
+    counts, current = {}, None
+    for line in asm.stdout.splitlines():
+        m = re.match(r"^(_Z\w+):", line)
+        if m:
+            current = m.group(1)
+            counts[current] = 0
+        elif line.startswith(".Lfunc_end"):
+            current = None
+        elif current and line.strip().startswith("v_mfma"):
+            counts[current] += 1
+    return counts
+
+
 def hip_rows(arch):
     cmd = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "-Rpass-analysis=kernel-resource-usage",
            "-I", os.path.join(ROOT, "include"), "-c", SOURCE, "-o", os.devnull]
@@ -138,9 +160,11 @@ def hip_rows(arch):
             m = re.search(r"remark:\s+" + pattern, line)
             if m:
                 current[key] = int(m.group(1))
+    mfma = mfma_counts(arch)
     for r in rows:
         r["registers"] = f"{r.get('vgpr', '?')} v + {r.get('sgpr', '?')} s"
         r["spill"] = r.get("sgpr_spill", 0) + r.get("vgpr_spill", 0) + r.get("scratch", 0)
+        r["mfma"] = mfma.get(r["mangled"], 0)
     return rows
 
 
@@ -166,20 +190,24 @@ def main():
         r["kernel"] = short_name(name)
     rows.sort(key=lambda r: (r["kernel"], r["target"]))
     header = ("| kernel | target | registers | static shared memory (bytes) | spill bytes | mma.sync (PTX) | "
-              "HMMA (SASS) |")
-    lines = [header, "|---|---|---|---|---|---|---|"]
+              "HMMA (SASS) | MFMA |")
+    lines = [header, "|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} | "
-                     f"{r.get('mma', '-')} | {r.get('hmma', '-')} |")
+                     f"{r.get('mma', '-')} | {r.get('hmma', '-')} | {r.get('mfma', '-')} |")
     spilling = [r for r in rows if r["spill"]]
-    # A tensor-core kernel must use the tensor cores on every CUDA target (sm_80 and newer).
-    no_hmma = [r for r in rows if r["kernel"].startswith("pointwise_gemm_mma") and r.get("hmma") == 0]
+    # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (sm_80
+    # and newer), matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
+    matrix_kernel = lambda r: r["kernel"].startswith("pointwise_gemm_mma")
+    no_hmma = [r for r in rows if matrix_kernel(r) and r.get("hmma") == 0]
+    no_mfma = [r for r in rows if matrix_kernel(r) and r["target"] == "gfx90a" and r.get("mfma") == 0]
+    stray_mfma = [r for r in rows if not matrix_kernel(r) and r.get("mfma")]
     # sm_80 and sm_90 run each m16n8k16 / m16n8k8 mma.sync as one HMMA: a mismatch means the
     # SASS reader is wrong.
     mismatched = [r for r in rows if r.get("hmma") != r.get("mma")]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
-               f"{len(no_hmma)} tensor-core builds without HMMA; "
+               f"{len(no_hmma)} tensor-core builds without HMMA; {len(no_mfma)} gfx90a matrix-core builds without MFMA; "
                f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count")
     text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
         f"\n\n{summary}\n"
@@ -188,7 +216,7 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
         f.write(text)
-    return 1 if spilling or no_hmma or mismatched else 0
+    return 1 if spilling or no_hmma or no_mfma or stray_mfma or mismatched else 0
 
 
 if __name__ == "__main__":

@@ -123,6 +123,25 @@ DSCONV_KERNEL void warp_mma_product(const T* a, const T* b, float* d) {
   d[(g + 8) * 8 + 2 * t] = acc[2], d[(g + 8) * 8 + 2 * t + 1] = acc[3];
 }
 
+// One wave of 64 lanes multiplies A (16 x 16, row-major) by B (16 x 16, row-major) on AMD
+// matrix cores, each lane packing its fragments by the MFMA layout written out here,
+// independently of the platform's code: lane l holds A[l % 16][4q .. 4q+3] and
+// B[4q .. 4q+3][l % 16] with q = l / 16, and gets D[4q + r][l % 16] in d[r].
+template <class T>
+DSCONV_KERNEL void wave_mfma_product(const T* a, const T* b, float* d) {
+  const int lane = static_cast<int>(pf::thread_idx().x), i = lane % 16, q = lane / 16;
+  const auto bits = [](T v) { return static_cast<unsigned>(v.bits); };
+  unsigned af[2], bf[2];
+  for (int h = 0; h < 2; ++h) {
+    const int k = 4 * q + 2 * h;
+    af[h] = bits(a[i * 16 + k]) | bits(a[i * 16 + k + 1]) << 16;
+    bf[h] = bits(b[k * 16 + i]) | bits(b[(k + 1) * 16 + i]) << 16;
+  }
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  pf::mfma_16x16x16<T>(acc, af, bf);
+  for (int r = 0; r < 4; ++r) d[(4 * q + r) * 16 + i] = acc[r];
+}
+
 }  // namespace platform_test_kernels
 
 namespace {
@@ -253,9 +272,9 @@ TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the do
                    dsconv::half, dsconv::bfloat16, float) {
   pf::device_properties dev;
   REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
-  if (!dev.warp_mma) {
+  if (dev.matrix != pf::matrix_unit::mma_sync) {
     // Only NVIDIA sm_80+ and the host platform at warp width 32 have it; elsewhere the
-    // pointwise tests check that the tensor-core variants decline.
+    // pointwise tests check that the tensor-core variants decline or use the other unit.
     CHECK(dev.warp_size != 32);
     return;
   }
@@ -280,5 +299,38 @@ TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the do
       for (int kk = 0; kk < k; ++kk) expected += static_cast<double>(static_cast<float>(a[m * k + kk])) * static_cast<float>(b[kk * 8 + n]);
       INFO("D[" << m << "][" << n << "]");
       REQUIRE(d[m * 8 + n] == expected);
+    }
+}
+
+TEMPLATE_TEST_CASE("a wave matrix multiply-accumulate computes A * B with the documented MFMA layout", "[platform]",
+                   dsconv::half, dsconv::bfloat16) {
+  pf::device_properties dev;
+  REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
+  if (dev.matrix != pf::matrix_unit::mfma) {
+    // Only AMD gfx90a/gfx94x and the host platform at warp width 64 have it.
+    CHECK(dev.warp_size != 64);
+    return;
+  }
+  std::vector<TestType> a(16 * 16), b(16 * 16);
+  // Small integers and halves: every product and sum is exact in both operand types.
+  for (int i = 0; i < 256; ++i) a[i] = TestType(static_cast<float>((i * 7) % 9 - 4) * 0.5f);
+  for (int i = 0; i < 256; ++i) b[i] = TestType(static_cast<float>((i * 5) % 11 - 5));
+  dsconv::device_buffer<TestType> d_a, d_b;
+  dsconv::device_buffer<float> d_d;
+  REQUIRE(d_a.upload(a) == dsconv::status::success);
+  REQUIRE(d_b.upload(b) == dsconv::status::success);
+  REQUIRE(d_d.allocate(16 * 16) == dsconv::status::success);
+  REQUIRE(pf::launch(wave_mfma_product<TestType>, config({1}, {64}), d_a.data(), d_b.data(), d_d.data()) ==
+          dsconv::status::success);
+  REQUIRE(dsconv::synchronize() == dsconv::status::success);
+  std::vector<float> d;
+  REQUIRE(d_d.download(d) == dsconv::status::success);
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 16; ++n) {
+      double expected = 0;
+      for (int k = 0; k < 16; ++k)
+        expected += static_cast<double>(static_cast<float>(a[m * 16 + k])) * static_cast<float>(b[k * 16 + n]);
+      INFO("D[" << m << "][" << n << "]");
+      REQUIRE(d[m * 16 + n] == expected);
     }
 }

@@ -112,8 +112,9 @@ bool is_tensor_core(dsconv::pointwise_variant v) {
 
 TEST_CASE("pointwise: every variant can run some of the network layers", "[pointwise][layers]") {
   // A variant that declined every layer would never be compared with the reference. The
-  // tensor-core variants are asked about half (they take float only with allow_tf32), and run
-  // exactly where the device has the warp mma: the host at warp width 32, not at 64.
+  // matrix-unit variants are asked about half (they take float only with allow_tf32), and run
+  // exactly where the device has a matrix unit: on the host, mma.sync at warp width 32 and
+  // MFMA at 64.
   dsconv::platform::device_properties dev;
   REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
   for (const dsconv::pointwise_variant variant : dsconv::all_pointwise_variants) {
@@ -128,28 +129,29 @@ TEST_CASE("pointwise: every variant can run some of the network layers", "[point
         runs += (is_tensor_core(variant) ? dsconv::can_implement<dsconv::half>(variant, p)
                                          : dsconv::can_implement(variant, p)) == status::success;
       }
-    if (is_tensor_core(variant) && !dev.warp_mma)
+    if (is_tensor_core(variant) && dev.matrix == dsconv::platform::matrix_unit::none)
       CHECK(runs == 0);
     else
       CHECK(runs > 0);
   }
 }
 
-TEST_CASE("pointwise: float takes the tensor cores only with allow_tf32", "[pointwise][tf32]") {
+TEST_CASE("pointwise: float takes the tensor cores only with allow_tf32, and only NVIDIA's", "[pointwise][tf32]") {
   dsconv::platform::device_properties dev;
   REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
+  const bool tf32 = dev.matrix == dsconv::platform::matrix_unit::mma_sync;
   dsconv::pointwise_params p = make_params(2, 32, 48, 8, 8);
   for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
     INFO(dsconv::to_string(v));
     p.allow_tf32 = false;
     CHECK(dsconv::can_implement<float>(v, p) == status::unsupported_variant);
     p.allow_tf32 = true;
-    CHECK(dsconv::can_implement<float>(v, p) == (dev.warp_mma ? status::success : status::unsupported_variant));
+    CHECK(dsconv::can_implement<float>(v, p) == (tf32 ? status::success : status::unsupported_variant));
   }
   p.allow_tf32 = false;
   CHECK(!is_tensor_core(dsconv::select_variant<float>(p)));
   p.allow_tf32 = true;
-  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == dev.warp_mma);
+  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == tf32);
 }
 
 TEST_CASE("pointwise: TF32 tensor-core variants match the reference within TF32 accuracy", "[pointwise][tf32]") {

@@ -19,8 +19,11 @@ template <class T>
 std::string why_unsupported(pointwise_variant variant, const pointwise_params& p, const platform::device_properties& dev) {
   if (variant == pointwise_variant::warp_dot) return "both GEMM sides exceed 8, or the grid exceeds the device's limits";
   if (variant == pointwise_variant::mma_large || variant == pointwise_variant::mma_small) {
-    if (!dev.warp_mma) return "the device has no warp matrix multiply-accumulate (NVIDIA sm_80+, or the host at warp width 32)";
-    if (!mma_usable<T>(p, dev)) return "float runs on tensor cores only with pointwise_params::allow_tf32";
+    if (dev.matrix == platform::matrix_unit::none)
+      return "the device has no matrix unit (NVIDIA sm_80+, AMD gfx90a/gfx94x, or the host at warp width 32 or 64)";
+    if (!mma_usable<T>(p, dev))
+      return dev.matrix == platform::matrix_unit::mfma ? "AMD matrix cores take only half and bfloat16 here"
+                                                       : "float runs on tensor cores only with pointwise_params::allow_tf32";
   }
   if (variant == pointwise_variant::split_k) return "K has fewer than two slices of 32 channels";
   return "the grid exceeds the device's limits";
@@ -50,6 +53,18 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
   return platform::launch(Kernel<T, Tile, true, Out>::kernel, cfg, g, a, b, out);
 }
 
+// Calls launch(Unit{}) with the matrix unit of `dev` when this build has kernels for it and
+// the unit takes T: only those are instantiated (CUDA builds no MFMA kernels, HIP no mma.sync
+// ones, the host platform both).
+template <class T, class Launch>
+status with_matrix_unit(const platform::device_properties& dev, Launch launch) {
+  if constexpr (platform::compiles_mma_sync)
+    if (dev.matrix == platform::matrix_unit::mma_sync) return launch(kernels::mma_sync_unit{});
+  if constexpr (platform::compiles_mfma && kernels::mfma_unit::takes<T>)
+    if (dev.matrix == platform::matrix_unit::mfma) return launch(kernels::mfma_unit{});
+  return invalid(status::unsupported_variant, "pointwise", "this build has no matrix-unit kernels for the device and type");
+}
+
 // launch_tiled with the grid of Tile over the whole GEMM and the fused epilogue.
 template <class Tile, template <class, class, bool, class> class Kernel, class T>
 status launch_whole(const char* name, const pointwise_params& p, const platform::device_properties& dev,
@@ -72,10 +87,16 @@ status launch_split_k(const pointwise_params& p, const platform::device_properti
     return invalid(status::insufficient_workspace, "pointwise",
                    "split_k needs " + std::to_string(plan.workspace_bytes) + " bytes of workspace, the options give " +
                        std::to_string(options.workspace ? options.workspace_bytes : 0));
-  const kernels::partial_output partial{static_cast<float*>(options.workspace)};
+  align_operands(plan.g, a, b);
+  float* workspace = static_cast<float*>(options.workspace);
+  const kernels::partial_output partial{workspace, kernels::partial_vector_elems(plan.g, workspace)};
   const status s =
       plan.tensor_cores
-          ? launch_tiled<mma_small_tile, mma_gemm>("pointwise_split_k_mma", plan.grid, stream, plan.g, a, b, partial)
+          ? with_matrix_unit<T>(dev,
+                                [&](auto unit) {
+                                  return launch_tiled<typename mma_tiles<decltype(unit)>::small, mma_gemm>(
+                                      "pointwise_split_k_mma", plan.grid, stream, plan.g, a, b, partial);
+                                })
           : launch_tiled<gemm_small_tile, simt_gemm>("pointwise_split_k_gemm", plan.grid, stream, plan.g, a, b, partial);
   if (s != status::success) return s;
   return platform::launch(kernels::pointwise_split_k_reduce<T>,
@@ -138,10 +159,11 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       [&] { return select_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
   const detail::pointwise_shape shape = detail::make_shape(p);
-  const detail::gemm_operands g = detail::make_gemm(shape);
+  detail::gemm_operands g = detail::make_gemm(shape);
   const T* a = g.weight_is_a ? weight : input;
   const T* b = g.weight_is_a ? input : weight;
-  const kernels::fused_output<T> out{bias, residual, output};
+  detail::align_operands(g, a, b);
+  const kernels::fused_output<T> out{bias, residual, output, kernels::fused_vector_elems(g, bias, residual, output)};
   switch (variant) {
     case pointwise_variant::gemm_large:
       return detail::launch_whole<detail::gemm_large_tile, detail::simt_gemm>("pointwise_gemm_large", p, dev, stream, g,
@@ -150,11 +172,15 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       return detail::launch_whole<detail::gemm_small_tile, detail::simt_gemm>("pointwise_gemm_small", p, dev, stream, g,
                                                                              a, b, out);
     case pointwise_variant::mma_large:
-      return detail::launch_whole<detail::mma_large_tile, detail::mma_gemm>("pointwise_mma_large", p, dev, stream, g, a,
-                                                                           b, out);
+      return detail::with_matrix_unit<T>(dev, [&](auto unit) {
+        return detail::launch_whole<typename detail::mma_tiles<decltype(unit)>::large, detail::mma_gemm>(
+            "pointwise_mma_large", p, dev, stream, g, a, b, out);
+      });
     case pointwise_variant::mma_small:
-      return detail::launch_whole<detail::mma_small_tile, detail::mma_gemm>("pointwise_mma_small", p, dev, stream, g, a,
-                                                                           b, out);
+      return detail::with_matrix_unit<T>(dev, [&](auto unit) {
+        return detail::launch_whole<typename detail::mma_tiles<decltype(unit)>::small, detail::mma_gemm>(
+            "pointwise_mma_small", p, dev, stream, g, a, b, out);
+      });
     case pointwise_variant::split_k: return detail::launch_split_k(p, dev, stream, a, b, out, options);
     case pointwise_variant::warp_dot: {
       platform::launch_config cfg;

@@ -20,9 +20,28 @@ namespace detail {
 // one fits two blocks, which hides the latency its shorter inner loop exposes.
 using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8, 1>;
 using gemm_small_tile = kernels::gemm_tile<64, 64, 8, 4, 4, 2>;
-// Tensor-core tiles: 8 warps of 64x32 and 4 warps of 32x32.
-using mma_large_tile = kernels::mma_tile<128, 128, 2, 4, 1>;
-using mma_small_tile = kernels::mma_tile<64, 64, 2, 2, 2>;
+// Tensor-core tiles of each matrix unit, 128x128 and 64x64 for both (the grids are planned
+// with mma_large_tile / mma_small_tile). NVIDIA: 8 warps of 64x32 and 4 warps of 32x32; AMD:
+// 4 waves of 64x64 and 4 waves of 32x32 (256 threads either way on AMD, where a wave has 64).
+template <class Unit>
+struct mma_tiles;
+template <>
+struct mma_tiles<kernels::mma_sync_unit> {
+  using large = kernels::mma_tile<128, 128, 2, 4, 1, kernels::mma_sync_unit>;
+  using small = kernels::mma_tile<64, 64, 2, 2, 2, kernels::mma_sync_unit>;
+};
+template <>
+struct mma_tiles<kernels::mfma_unit> {
+  using large = kernels::mma_tile<128, 128, 2, 2, 1, kernels::mfma_unit>;
+  using small = kernels::mma_tile<64, 64, 2, 2, 2, kernels::mfma_unit>;
+};
+using mma_large_tile = mma_tiles<kernels::mma_sync_unit>::large;
+using mma_small_tile = mma_tiles<kernels::mma_sync_unit>::small;
+static_assert(mma_tiles<kernels::mfma_unit>::large::bm == mma_large_tile::bm &&
+                  mma_tiles<kernels::mfma_unit>::large::bn == mma_large_tile::bn &&
+                  mma_tiles<kernels::mfma_unit>::small::bm == mma_small_tile::bm &&
+                  mma_tiles<kernels::mfma_unit>::small::bn == mma_small_tile::bn,
+              "every matrix unit's tiles have the sizes the grids are planned with");
 
 // The grid of a GEMM variant over `p`, or false when it exceeds the device's grid limits.
 template <class Tile>
@@ -36,10 +55,16 @@ bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev
 }
 
 // Whether the tensor-core variants can multiply elements of type T for `p` on `dev`: 16-bit
-// types always, float only where the caller allowed TF32 rounding.
+// types on either matrix unit; float on NVIDIA's only, and only where the caller allowed TF32
+// rounding.
 template <class T>
 bool mma_usable(const pointwise_params& p, const platform::device_properties& dev) {
-  return dev.warp_mma && (!std::is_same<T, float>::value || p.allow_tf32);
+  constexpr bool is_float = std::is_same<T, float>::value;
+  switch (dev.matrix) {
+    case platform::matrix_unit::mma_sync: return !is_float || p.allow_tf32;
+    case platform::matrix_unit::mfma: return kernels::mfma_unit::takes<T>;
+    default: return false;
+  }
 }
 
 // split_k: K is divided into slices of a multiple of this many channels (every stage of every

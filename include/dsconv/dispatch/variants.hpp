@@ -22,8 +22,9 @@ enum class pointwise_variant {
   gemm_large,  // tiled SIMT GEMM, 128x128 tiles, 8x8 outputs per thread
   gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
   warp_dot,    // one warp per output, K split over its lanes: matrix-vector and skinny shapes (GEMM side <= 8)
-  mma_large,   // tensor-core GEMM, 128x128 tiles, 8 warps: half/bfloat16, or float with allow_tf32 (warp_mma devices)
-  mma_small,   // tensor-core GEMM, 64x64 tiles, 4 warps (more blocks for small grids)
+  mma_large,   // matrix-unit GEMM, 128x128 tiles: half/bfloat16, or float with allow_tf32 on NVIDIA
+               // (devices with a matrix unit: NVIDIA sm_80+ tensor cores, AMD gfx90a/gfx94x matrix cores)
+  mma_small,   // matrix-unit GEMM, 64x64 tiles (more blocks for small grids)
   split_k,     // 64x64 tiles (tensor cores where mma_small runs) with K split over several blocks,
                // partial sums in the caller's workspace, summed in a fixed order (deterministic)
 };

@@ -25,8 +25,26 @@ struct launch_config {
   const char* name = "kernel";   // reported by the host platform's counters and errors
 };
 
-// Lanes a warp matrix multiply-accumulate (warp_mma.hpp) involves: a warp of NVIDIA's width.
+// The matrix multiply-accumulate unit a device offers kernels.
+enum class matrix_unit {
+  none,
+  mma_sync,  // NVIDIA tensor cores through mma.sync (warp_mma.hpp): sm_80 and newer; the host at warp width 32
+  mfma,      // AMD matrix cores through MFMA (wave_mfma.hpp): gfx90a and gfx94x; the host at warp width 64
+};
+
+// Lanes a matrix operation involves: a warp of NVIDIA's width, a wave of AMD's.
 inline constexpr int mma_warp_lanes = 32;
+inline constexpr int mfma_wave_lanes = 64;
+
+// The matrix units this build has kernels for: each GPU compiler its vendor's, the host
+// platform (which emulates both) both.
+#if defined(DSCONV_PLATFORM_CUDA)
+inline constexpr bool compiles_mma_sync = true, compiles_mfma = false;
+#elif defined(DSCONV_PLATFORM_HIP)
+inline constexpr bool compiles_mma_sync = false, compiles_mfma = true;
+#else
+inline constexpr bool compiles_mma_sync = true, compiles_mfma = true;
+#endif
 
 struct device_properties {
   int multiprocessor_count = 0;
@@ -34,7 +52,7 @@ struct device_properties {
   int max_threads_per_block = 0;
   std::size_t shared_memory_per_block = 0;  // usable without opting in to more
   unsigned max_grid_x = 0, max_grid_y = 0, max_grid_z = 0;
-  bool warp_mma = false;  // runs the tensor-core operations of warp_mma.hpp
+  matrix_unit matrix = matrix_unit::none;
 };
 
 }  // namespace platform

@@ -7,7 +7,8 @@
 //             shfl / shfl_xor / shfl_down / shfl_up, ballot, dynamic_shared<T>,
 //             load / store / load_vec / store_vec (memory_access.hpp), DSCONV_SHARED,
 //             async_copy_16 / async_copy_wait (async_copy.hpp),
-//             mma_16x8x16 / mma_16x8x8_tf32 / round_to_tf32 (warp_mma.hpp)
+//             mma_16x8x16 / mma_16x8x8_tf32 / round_to_tf32 (warp_mma.hpp),
+//             mfma_16x16x16 (wave_mfma.hpp)
 // Only files under platform/ name CUDA or HIP symbols.
 
 #include "../config.hpp"
@@ -29,6 +30,7 @@
 #include "memory_access.hpp"
 #include "async_copy.hpp"
 #include "warp_mma.hpp"
+#include "wave_mfma.hpp"
 
 namespace dsconv {
 using stream_t = platform::stream_t;

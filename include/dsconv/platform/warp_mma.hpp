@@ -13,10 +13,11 @@
 //   D (both)   d[0] = D[g][2t]   d[1] = D[g][2t+1]   d[2] = D[g+8][2t]   d[3] = D[g+8][2t+1]
 //
 // Every lane of the warp must call it (it is warp-collective). Available where
-// device_properties::warp_mma is true: NVIDIA compute capability 8.0 and newer, and the host
-// platform at warp width 32, which performs it as a warp-collective operation with the same
-// operand rounding. AMD GPUs do not have it (their matrix cores use other shapes and
-// layouts); there the call traps, and the dispatcher never chooses a kernel that makes it.
+// device_properties::matrix is matrix_unit::mma_sync: NVIDIA compute capability 8.0 and
+// newer, and the host platform at warp width 32, which performs it as a warp-collective
+// operation with the same operand rounding. AMD GPUs do not have it (their matrix cores use
+// other shapes and layouts: wave_mfma.hpp); there the call traps, and the dispatcher never
+// chooses a kernel that makes it.
 
 #include "../config.hpp"
 #include "float16.hpp"

@@ -4,6 +4,8 @@
 // C[m][n] = act(acc + bias + residual) (cuDNN's conv-bias-add-activation order), or as a
 // split-K partial sum.
 
+#include <cstdint>
+
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../common/activation.hpp"
@@ -42,28 +44,107 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void gemm_store(const detail::gemm_operands& g,
   platform::store(c + off, from_float<T>(detail::activate(acc, g.act)));
 }
 
-// What a tiled GEMM kernel does with an accumulated element. fused_output: the epilogue above,
-// into the output tensor.
+// Stores acc[0 .. V) as C[m][n .. n + V) through out.store, each column inside C.
+template <int V, class Out>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_each(const Out& out, const detail::gemm_operands& g, const gemm_block& blk,
+                                                 index_t m, index_t n, const float* acc) {
+  DSCONV_UNROLL
+  for (int e = 0; e < V; ++e)
+    if (n + e < g.n) out.store(g, blk, m, n + e, acc[e]);
+}
+
+// What a tiled GEMM kernel does with what it accumulated: store(m, n, value) one element,
+// store_run<V>(m, n, values) the V consecutive columns C[m][n .. n + V) of a row (n a multiple
+// of V), as one vector access where the buffers allow it (vector_elems, which the dispatcher
+// sets), else one by one.
+// fused_output: the epilogue above, into the output tensor.
 template <class T>
 struct fused_output {
   const T* bias;
   const T* residual;
   T* c;
+  int vector_elems;  // widest run that starts aligned in c, residual and a bias along n (fused_vector_elems)
+
   DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                               index_t n, float acc) const {
     gemm_store(g, m, n, acc, bias, residual ? residual + blk.batch * g.c_batch : nullptr, c + blk.batch * g.c_batch);
   }
+
+  template <int V>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                                  index_t n, const float* acc) const {
+    if (V == 1 || V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
+    const index_t off = blk.batch * g.c_batch + m * g.c_m + n;
+    float v[V];
+    DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) v[e] = acc[e];
+    if (bias && g.bias_along_m) {
+      const float b = to_float(platform::load(bias + m));
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) v[e] += b;
+    } else if (bias) {
+      const platform::vec<T, V> b = platform::load_vec<V>(bias + n);
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) v[e] += to_float(b[e]);
+    }
+    if (residual) {
+      const platform::vec<T, V> r = platform::load_vec<V>(residual + off);
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) v[e] += to_float(r[e]);
+    }
+    platform::vec<T, V> y;
+    DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) y[e] = from_float<T>(detail::activate(v[e], g.act));
+    platform::store_vec<V>(c + off, y);
+  }
 };
+
+// The widest run (8, 4, 2 or 1 elements) of consecutive columns that starts aligned to its
+// size in every row of C, of the residual and of a bias indexed along n, for runs starting
+// at a multiple of it: the pointers and the row and image strides must all allow it.
+template <class T>
+inline int fused_vector_elems(const detail::gemm_operands& g, const T* bias, const T* residual, const T* c) {
+  for (int v = 8; v > 1; v /= 2) {
+    const auto aligned = [v](const void* p) {
+      return !p || reinterpret_cast<std::uintptr_t>(p) % (static_cast<std::uintptr_t>(v) * sizeof(T)) == 0;
+    };
+    if (g.c_m % v == 0 && g.c_batch % v == 0 && aligned(c) && aligned(residual) && (g.bias_along_m || aligned(bias)))
+      return v;
+  }
+  return 1;
+}
 
 // partial_output (split_k): the raw fp32 sum of the block's K range, into the workspace laid
 // out as [slice][batch][m][n]; pointwise_split_k_reduce adds the slices and applies the epilogue.
 struct partial_output {
   float* workspace;
+  int vector_elems;  // widest aligned run: partial_vector_elems
+
+  DSCONV_DEVICE DSCONV_FORCEINLINE index_t offset(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                                  index_t n) const {
+    return ((blk.slice * g.batches + blk.batch) * g.m + m) * g.n + n;
+  }
   DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                               index_t n, float acc) const {
-    platform::store(workspace + ((blk.slice * g.batches + blk.batch) * g.m + m) * g.n + n, acc);
+    platform::store(workspace + offset(g, blk, m, n), acc);
+  }
+  template <int V>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                                  index_t n, const float* acc) const {
+    if (V == 1 || V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
+    platform::vec<float, V> y;
+    DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) y[e] = acc[e];
+    platform::store_vec<V>(workspace + offset(g, blk, m, n), y);
   }
 };
+
+inline int partial_vector_elems(const detail::gemm_operands& g, const float* workspace) {
+  for (int v = 8; v > 1; v /= 2)
+    if (g.n % v == 0 && reinterpret_cast<std::uintptr_t>(workspace) % (static_cast<std::uintptr_t>(v) * sizeof(float)) == 0)
+      return v;
+  return 1;
+}
 
 }  // namespace kernels
 }  // namespace dsconv

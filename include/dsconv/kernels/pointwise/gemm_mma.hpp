@@ -1,68 +1,39 @@
 #pragma once
-// Pointwise (1x1) convolution as a tiled GEMM on tensor cores (platform/warp_mma.hpp):
-// half and bfloat16 operands with m16n8k16, float operands rounded to tf32 with m16n8k8 (only
-// when the caller allows TF32); fp32 accumulation either way. A block computes a BM x BN tile
-// of C with WARPS_M x WARPS_N warps, each owning a (BM / WARPS_M) x (BN / WARPS_N) piece made
-// of 16x8 mma tiles. K advances one mma K step (32 bytes of operand per row) at a time through
+// Pointwise (1x1) convolution as a tiled GEMM on a matrix unit (matrix_units.hpp): NVIDIA
+// tensor cores (half and bfloat16 with m16n8k16, float rounded to tf32 with m16n8k8, only
+// when the caller allows TF32) or AMD matrix cores (half and bfloat16, 16x16x16); fp32
+// accumulation either way. A block computes a BM x BN tile of C with WARPS_M x WARPS_N warps
+// (waves on AMD), each owning a (BM / WARPS_M) x (BN / WARPS_N) piece made of the unit's
+// tiles. K advances one instruction K step (32 bytes of operand per row) at a time through
 // two shared-memory buffers: the next step is staged into one before the current one is
 // multiplied out of the other, so each step needs a single barrier.
 // Shared memory holds both operands k-contiguous (A as [m][k], B as [n][k]) with rows padded
-// to 48 bytes (12 banks), so the eight rows that one fragment load touches, four words each,
-// fall into distinct banks.
-
-#include <type_traits>
+// to 48 bytes (12 banks), so the eight rows that one mma.sync fragment load touches, four
+// words each, fall into distinct banks.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_operands.hpp"
 #include "gemm_staging.hpp"
+#include "matrix_units.hpp"
 
 namespace dsconv {
 namespace kernels {
 
-// How an element type reaches the tensor cores: the type staged in shared memory and the K
-// of one mma instruction.
-template <class T>
-struct mma_operand {
-  using stage = T;  // half / bfloat16 stay as they are
-  static constexpr int k_step = 16;
-  static DSCONV_DEVICE DSCONV_FORCEINLINE T convert(T v) { return v; }
-};
-template <>
-struct mma_operand<float> {
-  using stage = float;  // rounded to tf32 once, when staged
-  static constexpr int k_step = 8;
-  static DSCONV_DEVICE DSCONV_FORCEINLINE float convert(float v) { return platform::round_to_tf32(v); }
-};
-
-template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks>
+template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit>
 struct mma_tile {
+  using unit = Unit;
   static constexpr int bm = BM, bn = BN, warps_m = WARPS_M, warps_n = WARPS_N, min_blocks = MinBlocks;
-  static constexpr int threads = WARPS_M * WARPS_N * platform::mma_warp_lanes;
+  static constexpr int threads = WARPS_M * WARPS_N * Unit::lanes;
   static constexpr int warp_m = BM / WARPS_M, warp_n = BN / WARPS_N;  // a warp's piece of C
-  static_assert(warp_m % 16 == 0 && warp_n % 8 == 0, "a warp's piece must be whole 16x8 mma tiles");
-  // K per shared-memory stage: 32 bytes of operand per row, one mma K step (16 for half and
-  // bfloat16, 8 for tf32). 64 bytes made the 16-bit kernels spill on sm_80 at 255 registers.
+  static_assert(warp_m % Unit::tile_m == 0 && warp_n % Unit::tile_n == 0, "a warp's piece must be whole unit tiles");
+  // K per shared-memory stage: 32 bytes of operand per row, one instruction K step (16 for
+  // half and bfloat16, 8 for tf32). 64 bytes made the 16-bit kernels spill on sm_80 at 255
+  // registers.
   template <class T>
-  static constexpr int bk = 32 / static_cast<int>(sizeof(typename mma_operand<T>::stage));
+  static constexpr int bk = 32 / static_cast<int>(sizeof(typename Unit::template op<T>::stage));
 };
-
-namespace detail_mma {
-// Two consecutive 16-bit elements (the lower k first, 4-byte aligned) as one fragment
-// register: on a GPU one 32-bit shared-memory load; on the host a memcpy, which C++ aliasing
-// rules require there.
-template <class S>
-DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* p) {
-#if defined(DSCONV_DEVICE_PASS)
-  return *reinterpret_cast<const unsigned*>(p);
-#else
-  unsigned r;
-  __builtin_memcpy(&r, p, sizeof r);
-  return r;
-#endif
-}
-}  // namespace detail_mma
 
 // KMajorB: as for pointwise_gemm_tiled.
 // Out: fused_output<T> or partial_output (gemm_epilogue.hpp).
@@ -71,19 +42,20 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
                                                                                      const T* __restrict__ a,
                                                                                      const T* __restrict__ b, Out out) {
   namespace pf = platform;
-  using op = mma_operand<T>;
+  using unit = typename Tile::unit;
+  using op = typename unit::template op<T>;
   using S = typename op::stage;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::template bk<T>, threads = Tile::threads;
-  constexpr int MI = Tile::warp_m / 16, NI = Tile::warp_n / 8, KSTEP = op::k_step;
+  constexpr int MI = Tile::warp_m / unit::tile_m, NI = Tile::warp_n / unit::tile_n, KSTEP = op::k_step;
   constexpr int LD = BK + 16 / static_cast<int>(sizeof(S));  // padded row: 48 bytes
-  using a_tile = operand_tile<BM, BK, threads, true>;        // rows m, columns k
-  using b_tile = operand_tile<BK, BN, threads, !KMajorB>;    // rows k, columns n
+  // rows m, columns k / rows k, columns n
+  using a_tile = operand_tile<BM, BK, threads, true, staging_run<T, BM, BK, threads>()>;
+  using b_tile = operand_tile<BK, BN, threads, !KMajorB, staging_run<T, BK, BN, threads>()>;
   alignas(16) DSCONV_SHARED S a_s[2][BM][LD];
   alignas(16) DSCONV_SHARED S b_s[2][BN][LD];
 
   const int tid = static_cast<int>(pf::thread_idx().x);
-  const int warp = tid / pf::mma_warp_lanes, lane = tid % pf::mma_warp_lanes;
-  const int gid = lane / 4, tig = lane % 4;  // the fragment layout's g and t
+  const int warp = tid / unit::lanes, lane = tid % unit::lanes;
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
@@ -94,19 +66,19 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const auto to_stage = [](T v) { return op::convert(v); };
   auto stage = [&](index_t k0, int buf) {
     S a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
-    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
-    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
+    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, g.a_align, tid, to_stage);
+    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, g.b_align, tid, to_stage);
     a_tile::stash(a_regs, tid, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
     b_tile::stash(b_regs, tid, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
   };
 
-  float acc[MI][NI][4];
+  float acc[MI][NI][unit::accumulators];
   DSCONV_UNROLL
   for (int i = 0; i < MI; ++i)
     DSCONV_UNROLL
     for (int j = 0; j < NI; ++j)
       DSCONV_UNROLL
-      for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+      for (int r = 0; r < unit::accumulators; ++r) acc[i][j][r] = 0.f;
 
   stage(blk.k_begin, 0);
   pf::sync_threads();
@@ -117,43 +89,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     if (step + 1 < steps) stage(blk.k_begin + (step + 1) * BK, buf ^ 1);
     DSCONV_UNROLL
     for (int k0 = 0; k0 < BK; k0 += KSTEP) {
-      unsigned af[MI][4], bf[NI][2];
+      unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
       DSCONV_UNROLL
-      for (int i = 0; i < MI; ++i) {
-        const S* row_lo = a_s[buf][wm0 + i * 16 + gid];
-        const S* row_hi = a_s[buf][wm0 + i * 16 + gid + 8];
-        if constexpr (std::is_same<S, float>::value) {
-          af[i][0] = detail::float_bits(row_lo[k0 + tig]);
-          af[i][1] = detail::float_bits(row_hi[k0 + tig]);
-          af[i][2] = detail::float_bits(row_lo[k0 + tig + 4]);
-          af[i][3] = detail::float_bits(row_hi[k0 + tig + 4]);
-        } else {
-          af[i][0] = detail_mma::pair(row_lo + k0 + 2 * tig);
-          af[i][1] = detail_mma::pair(row_hi + k0 + 2 * tig);
-          af[i][2] = detail_mma::pair(row_lo + k0 + 2 * tig + 8);
-          af[i][3] = detail_mma::pair(row_hi + k0 + 2 * tig + 8);
-        }
-      }
+      for (int i = 0; i < MI; ++i) op::template load_a<LD>(af[i], a_s[buf][wm0 + i * unit::tile_m], lane, k0);
       DSCONV_UNROLL
-      for (int j = 0; j < NI; ++j) {
-        const S* col = b_s[buf][wn0 + j * 8 + gid];
-        if constexpr (std::is_same<S, float>::value) {
-          bf[j][0] = detail::float_bits(col[k0 + tig]);
-          bf[j][1] = detail::float_bits(col[k0 + tig + 4]);
-        } else {
-          bf[j][0] = detail_mma::pair(col + k0 + 2 * tig);
-          bf[j][1] = detail_mma::pair(col + k0 + 2 * tig + 8);
-        }
-      }
+      for (int j = 0; j < NI; ++j) op::template load_b<LD>(bf[j], b_s[buf][wn0 + j * unit::tile_n], lane, k0);
       DSCONV_UNROLL
       for (int i = 0; i < MI; ++i)
         DSCONV_UNROLL
-        for (int j = 0; j < NI; ++j) {
-          if constexpr (std::is_same<S, float>::value)
-            pf::mma_16x8x8_tf32(acc[i][j], af[i], bf[j]);
-          else
-            pf::mma_16x8x16<S>(acc[i][j], af[i], bf[j]);
-        }
+        for (int j = 0; j < NI; ++j) op::mma(acc[i][j], af[i], bf[j]);
     }
     pf::sync_threads();
   }
@@ -163,10 +107,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     DSCONV_UNROLL
     for (int j = 0; j < NI; ++j)
       DSCONV_UNROLL
-      for (int r = 0; r < 4; ++r) {
-        const index_t m = m0 + wm0 + i * 16 + gid + (r >= 2 ? 8 : 0);
-        const index_t n = n0 + wn0 + j * 8 + 2 * tig + (r & 1);
-        if (m < g.m && n < g.n) out.store(g, blk, m, n, acc[i][j][r]);
+      for (int r = 0; r < unit::accumulators; r += unit::run) {
+        const index_t m = m0 + wm0 + i * unit::tile_m + unit::row(lane, r);
+        const index_t n = n0 + wn0 + j * unit::tile_n + unit::col(lane, r);
+        if (m < g.m) out.template store_run<unit::run>(g, blk, m, n, acc[i][j] + r);
       }
 }
 

@@ -7,6 +7,9 @@
 //                      C = output [n*pixels][c_out]     (M = n*pixels, N = c_out, K = c_in)
 //   NCHW with 1x1 maps is laid out exactly like NHWC and uses the NHWC form.
 
+#include <cstddef>
+#include <cstdint>
+
 #include "../../config.hpp"
 #include "../../problem.hpp"
 
@@ -26,7 +29,24 @@ struct gemm_operands {
                                 // (then B is contiguous along k: kernels take that as a template argument)
   bool bias_along_m;            // bias is indexed by m (NCHW: c_out) or by n (NHWC)
   activation act;
+  int a_align, b_align;         // bytes (1 to 16) that every row of A (B) starts aligned to, along its
+                                // contiguous dimension: set by align_operands once the pointers are known
 };
+
+// The largest power of two up to 16 that divides the address and, in bytes, the row stride
+// and the offset between GEMMs: rows of the operand then start aligned to it.
+inline int operand_alignment(const void* p, index_t stride, index_t batch_offset, std::size_t element_bytes) {
+  const std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(p) | static_cast<std::uintptr_t>(stride) * element_bytes |
+                              static_cast<std::uintptr_t>(batch_offset) * element_bytes | 16u;
+  return static_cast<int>(bits & (~bits + 1));
+}
+
+// Records how A and B are aligned, for the kernels' vector loads (gemm_staging.hpp).
+template <class T>
+void align_operands(gemm_operands& g, const T* a, const T* b) {
+  g.a_align = operand_alignment(a, g.a_m, g.a_batch, sizeof(T));
+  g.b_align = operand_alignment(b, g.weight_is_a ? g.b_k : g.b_n, g.b_batch, sizeof(T));
+}
 
 inline gemm_operands make_gemm(const pointwise_shape& s) {
   const index_t pixels = s.pixels();
@@ -34,6 +54,7 @@ inline gemm_operands make_gemm(const pointwise_shape& s) {
   g.k = s.c_in;
   g.act = s.act;
   g.slices = 1, g.k_slice = g.k;
+  g.a_align = g.b_align = 1;  // until align_operands: element loads only
   // With 1x1 maps (squeeze-excitation) NCHW and NHWC are the same bytes; the NHWC form is
   // one GEMM over all images, which reads the weights once instead of once per image.
   if (s.data_layout == layout::nchw && pixels > 1) {

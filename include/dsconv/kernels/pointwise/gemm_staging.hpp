@@ -4,6 +4,10 @@
 // matrix), spread evenly over the block's THREADS, and later written to shared memory in
 // whatever arrangement the kernel's inner loop wants. Splitting the two steps lets a kernel
 // load the next tile while it multiplies the current one (double buffering).
+// A thread loads runs of V elements that are consecutive in memory: one vector load each
+// where the operand's rows are aligned for it and the run lies inside the matrix (the
+// dispatcher measures the alignment: gemm_operands::a_align / b_align), element by element
+// otherwise, so odd channel counts and misaligned pointers take the same kernel.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -15,13 +19,23 @@ struct tile_position {
   int r, c;
 };
 
+// The widest run (at most 16 bytes) that divides a thread's share of a ROWS x COLS tile.
+template <class T, int ROWS, int COLS, int THREADS>
+DSCONV_HOST_DEVICE constexpr int staging_run() {
+  int v = 16 / static_cast<int>(sizeof(T));
+  while (v > 1 && (ROWS * COLS / THREADS) % v != 0) v /= 2;
+  return v;
+}
+
 // ColsContiguous: whether consecutive columns are adjacent in global memory (column stride
 // 1) or consecutive rows are (row stride 1). A compile-time fact, so that the loads carry no
-// run-time choice between two address patterns.
-template <int ROWS, int COLS, int THREADS, bool ColsContiguous>
+// run-time choice between two address patterns. V: elements per run.
+template <int ROWS, int COLS, int THREADS, bool ColsContiguous, int V>
 struct operand_tile {
   static constexpr int per_thread = ROWS * COLS / THREADS;
+  static constexpr int runs = per_thread / V;
   static_assert(ROWS * COLS % THREADS == 0, "tile loads must split evenly over the threads");
+  static_assert(per_thread % V == 0 && (ColsContiguous ? COLS : ROWS) % V == 0, "runs must tile the tile");
 
   // Element `i` of the tile, numbered along the contiguous dimension, so consecutive threads
   // load consecutive addresses.
@@ -31,21 +45,33 @@ struct operand_tile {
     else
       return tile_position{i % ROWS, i / ROWS};
   }
+  // The first element of this thread's run j; the run's elements follow it in memory.
+  static DSCONV_DEVICE DSCONV_FORCEINLINE int run_start(int tid, int j) { return (tid + j * THREADS) * V; }
 
   // Loads this thread's share of the tile whose corner is (row0, col0) of a rows x cols matrix
-  // whose non-contiguous dimension has stride `stride`; `convert` turns an element (zero
-  // outside the matrix) into the staged value.
+  // whose non-contiguous dimension has stride `stride` and whose rows start aligned to
+  // `align` bytes; `convert` turns an element (zero outside the matrix) into the staged value.
   template <class T, class Stage, class Convert>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch(Stage (&regs)[per_thread], const T* base, index_t row0, index_t col0,
-                                                     index_t rows, index_t cols, index_t stride, int tid,
+                                                     index_t rows, index_t cols, index_t stride, int align, int tid,
                                                      Convert convert) {
+    const bool vector_rows = V > 1 && align >= V * static_cast<int>(sizeof(T));
     DSCONV_UNROLL
-    for (int j = 0; j < per_thread; ++j) {
-      const tile_position t = position(tid + j * THREADS);
+    for (int j = 0; j < runs; ++j) {
+      const tile_position t = position(run_start(tid, j));
       const index_t r = row0 + t.r, c = col0 + t.c;
-      T v = T(0.f);
-      if (r < rows && c < cols) v = platform::load(base + (ColsContiguous ? r * stride + c : r + c * stride));
-      regs[j] = convert(v);
+      const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
+      const bool line_inside = ColsContiguous ? r < rows : c < cols;
+      const index_t offset = ColsContiguous ? r * stride + c : r + c * stride;
+      if (vector_rows && line_inside && along + V <= extent) {
+        const platform::vec<T, V> x = platform::load_vec<V>(base + offset);
+        DSCONV_UNROLL
+        for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
+      } else {
+        DSCONV_UNROLL
+        for (int e = 0; e < V; ++e)
+          regs[j * V + e] = convert(line_inside && along + e < extent ? platform::load(base + offset + e) : T(0.f));
+      }
     }
   }
 
@@ -53,10 +79,12 @@ struct operand_tile {
   template <class Stage, class Put>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void stash(const Stage (&regs)[per_thread], int tid, Put put) {
     DSCONV_UNROLL
-    for (int j = 0; j < per_thread; ++j) {
-      const tile_position t = position(tid + j * THREADS);
-      put(t.r, t.c, regs[j]);
-    }
+    for (int j = 0; j < runs; ++j)
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) {
+        const tile_position t = position(run_start(tid, j) + e);
+        put(t.r, t.c, regs[j * V + e]);
+      }
   }
 };
 

@@ -3,9 +3,10 @@
 // gemm_operands.hpp for how both layouts map onto it). A block computes a BM x BN tile of C
 // over K in steps of BK: the next step's A and B tiles are loaded into registers while the
 // current step's are multiplied out of shared memory (double buffering), so global latency
-// hides behind arithmetic. Each thread owns TM x TN outputs, strided by the thread grid so
-// that a warp's shared-memory reads and its global stores are contiguous. The epilogue
-// fuses bias, residual and activation.
+// hides behind arithmetic. Each thread owns TM x TN outputs: TM rows strided by the thread
+// grid, and TN columns in runs of 4 consecutive ones, strided so that a warp's runs are
+// contiguous: each run is one 16-byte shared-memory read per k and one vector store in the
+// epilogue, which fuses bias, residual and activation.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -33,25 +34,30 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
                                                                                      const T* __restrict__ b, Out out) {
   namespace pf = platform;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, TM = Tile::tm, TN = Tile::tn;
-  using a_tile = operand_tile<BM, BK, Tile::threads, true>;       // rows m, columns k
-  using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB>;  // rows k, columns n
+  constexpr int RUN = 4, RUNS = TN / RUN;  // a thread's columns: RUNS runs of RUN
+  constexpr int TX = BN / TN;              // threads along n; one run of each covers TX * RUN columns
+  static_assert(TN % RUN == 0, "a thread's columns must be whole runs");
+  // rows m, columns k / rows k, columns n
+  using a_tile = operand_tile<BM, BK, Tile::threads, true, staging_run<T, BM, BK, Tile::threads>()>;
+  using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, staging_run<T, BK, BN, Tile::threads>()>;
+  using run_t = pf::vec<float, RUN>;
   DSCONV_SHARED float a_s[2][BK][BM];  // A tile, k-major: a thread's m values are a row
-  DSCONV_SHARED float b_s[2][BK][BN];
+  DSCONV_SHARED run_t b_s[2][BK][BN / RUN];
 
   const int tid = static_cast<int>(pf::thread_idx().x);
-  const int tx = tid % (BN / TN), ty = tid / (BN / TN);
+  const int tx = tid % TX, ty = tid / TX;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
 
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   auto fetch = [&](index_t k0) {
-    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
-    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
+    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, g.a_align, tid, to_stage);
+    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, g.b_align, tid, to_stage);
   };
   auto stash = [&](int buf) {
     a_tile::stash(a_next, tid, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
-    b_tile::stash(b_next, tid, [&](int k, int n, float v) { b_s[buf][k][n] = v; });
+    b_tile::stash(b_next, tid, [&](int k, int n, float v) { b_s[buf][k][n / RUN][n % RUN] = v; });
   };
 
   float acc[TM][TN];
@@ -73,7 +79,11 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       DSCONV_UNROLL
       for (int i = 0; i < TM; ++i) av[i] = a_s[buf][kk][ty + i * (BM / TM)];
       DSCONV_UNROLL
-      for (int j = 0; j < TN; ++j) bv[j] = b_s[buf][kk][tx + j * (BN / TN)];
+      for (int jr = 0; jr < RUNS; ++jr) {
+        const run_t run = b_s[buf][kk][jr * TX + tx];
+        DSCONV_UNROLL
+        for (int e = 0; e < RUN; ++e) bv[jr * RUN + e] = run[e];
+      }
       DSCONV_UNROLL
       for (int i = 0; i < TM; ++i)
         DSCONV_UNROLL
@@ -89,10 +99,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     const index_t m = m0 + ty + i * (BM / TM);
     if (m >= g.m) continue;
     DSCONV_UNROLL
-    for (int j = 0; j < TN; ++j) {
-      const index_t n = n0 + tx + j * (BN / TN);
-      if (n < g.n) out.store(g, blk, m, n, acc[i][j]);
-    }
+    for (int jr = 0; jr < RUNS; ++jr)
+      out.template store_run<RUN>(g, blk, m, n0 + (jr * TX + tx) * RUN, acc[i] + jr * RUN);
   }
 }
 

@@ -70,7 +70,12 @@ inline status get_device_properties(device_properties& p) {
     d.max_grid_y = static_cast<unsigned>(prop.maxGridSize[1]);
     d.max_grid_z = static_cast<unsigned>(prop.maxGridSize[2]);
 #if defined(DSCONV_PLATFORM_CUDA)
-    d.warp_mma = prop.major >= 8;  // mma.sync with bf16 and tf32 operands: sm_80 and newer
+    // mma.sync with bf16 and tf32 operands: sm_80 and newer.
+    if (prop.major >= 8) d.matrix = matrix_unit::mma_sync;
+#else
+    // MFMA with 16x16x16 f16 and bf16 operands (the bf16 "_1k" form): CDNA2 and CDNA3.
+    const std::string arch = prop.gcnArchName;
+    if (arch.rfind("gfx90a", 0) == 0 || arch.rfind("gfx94", 0) == 0) d.matrix = matrix_unit::mfma;
 #endif
     cached[device] = true;
   }

@@ -17,7 +17,7 @@ namespace platform {
 
 namespace gpu_detail {
 // Where the instruction does not exist; the dispatcher never launches a kernel that gets here.
-DSCONV_DEVICE DSCONV_FORCEINLINE void no_warp_mma() {
+DSCONV_DEVICE DSCONV_FORCEINLINE void no_matrix_unit() {
 #if defined(DSCONV_PLATFORM_CUDA)
   __trap();
 #else
@@ -54,7 +54,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x16(float (&d)[4], const unsigned 
     DSCONV_MMA_SYNC("m16n8k16", "bf16");
 #else
   (void)d, (void)a, (void)b;
-  gpu_detail::no_warp_mma();
+  gpu_detail::no_matrix_unit();
 #endif
 }
 
@@ -63,7 +63,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_tf32(float (&d)[4], const unsig
   DSCONV_MMA_SYNC("m16n8k8", "tf32");
 #else
   (void)d, (void)a, (void)b;
-  gpu_detail::no_warp_mma();
+  gpu_detail::no_matrix_unit();
 #endif
 }
 

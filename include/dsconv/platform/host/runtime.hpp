@@ -227,7 +227,10 @@ inline status get_device_properties(device_properties& p) {
   p.shared_memory_per_block = host_detail::shared_memory_per_block;
   p.max_grid_x = 2147483647u;
   p.max_grid_y = p.max_grid_z = 65535u;
-  p.warp_mma = p.warp_size == mma_warp_lanes;  // the emulated mma needs an NVIDIA-wide warp
+  // Each emulated matrix unit needs its vendor's warp width.
+  p.matrix = p.warp_size == mma_warp_lanes   ? matrix_unit::mma_sync
+             : p.warp_size == mfma_wave_lanes ? matrix_unit::mfma
+                                              : matrix_unit::none;
   return status::success;
 }
 

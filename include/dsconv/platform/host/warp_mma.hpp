@@ -1,17 +1,12 @@
 #pragma once
-// The warp matrix multiply-accumulate of ../warp_mma.hpp on the host platform: a
-// warp-collective operation. Every lane publishes its A and B fragment registers, and after
-// the warp barrier each lane reads the rows and columns it needs from the other lanes'
-// fragments (by the documented layout) and computes its own four outputs: products of the
-// 16-bit or tf32 operands are exact in fp32, and the sum runs in fp32 as on the tensor cores.
+// The warp matrix multiply-accumulate of ../warp_mma.hpp on the host platform, a
+// warp-collective operation (fragment_exchange.hpp).
 
-#include <cstring>
-#include <stdexcept>
 #include <type_traits>
 
 #include "../../config.hpp"
 #include "../float16.hpp"
-#include "block_runner.hpp"
+#include "fragment_exchange.hpp"
 
 namespace dsconv {
 namespace platform {
@@ -20,42 +15,8 @@ inline float round_to_tf32(float x) { return detail::round_to_tf32_soft(x); }
 
 namespace host_detail {
 
-struct mma_fragments {
-  unsigned a[4], b[2];
-};
+using mma_exchange = fragment_exchange<mma_warp_lanes, 4, 2>;
 
-// Publishes this lane's fragments; after the warp barrier, fragments(l) reads lane l's.
-class fragment_exchange {
- public:
-  fragment_exchange(const unsigned (&a)[4], const unsigned (&b)[2]) {
-    block_runner* runner = current_runner();
-    if (runner->launch().warp_size != 32 || runner->lanes_in_warp(runner->current().warp) != 32)
-      throw std::logic_error("warp mma needs a full warp of 32 lanes (run at warp width 32)");
-    mma_fragments mine;
-    std::memcpy(mine.a, a, sizeof mine.a);
-    std::memcpy(mine.b, b, sizeof mine.b);
-    static_assert(sizeof(mma_fragments) <= warp_gather_stride, "fragments must fit a lane's slot");
-    slots_ = runner->warp_gather(&mine, sizeof mine);
-    lane_ = static_cast<int>(runner->current().lane);
-  }
-  mma_fragments fragments(int lane) const {
-    mma_fragments f;
-    std::memcpy(&f, slots_ + static_cast<std::size_t>(lane) * warp_gather_stride, sizeof f);
-    return f;
-  }
-  int lane() const { return lane_; }
-
- private:
-  const unsigned char* slots_;
-  int lane_;
-};
-
-inline float element_of(unsigned reg, int upper, const half*) {
-  return detail::half_bits_to_float(static_cast<unsigned short>(upper ? reg >> 16 : reg & 0xffffu));
-}
-inline float element_of(unsigned reg, int upper, const bfloat16*) {
-  return detail::bfloat16_bits_to_float(static_cast<unsigned short>(upper ? reg >> 16 : reg & 0xffffu));
-}
 inline float tf32_bits_of(float x) { return detail::bits_float(detail::float_bits(x) & 0xffffe000u); }
 
 // d[i] += sum_k A[row_i][k] * B[k][col_i] for this lane's four outputs (rows g, g, g+8, g+8;
@@ -77,12 +38,12 @@ template <class T>
 inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
                 "mma_16x8x16 takes half or bfloat16 operands");
-  const host_detail::fragment_exchange x(a, b);
+  const host_detail::mma_exchange x(a, b);
   const int g = x.lane() / 4, t = x.lane() % 4;
   const T* type = nullptr;
   float a_rows[2][16], b_cols[2][16];
   for (int q = 0; q < 4; ++q) {  // the four lanes of a group, each holding two k pairs
-    const host_detail::mma_fragments fa = x.fragments(4 * g + q);
+    const auto fa = x.of(4 * g + q);
     for (int h = 0; h < 2; ++h) {
       a_rows[0][2 * q + h] = host_detail::element_of(fa.a[0], h, type);
       a_rows[1][2 * q + h] = host_detail::element_of(fa.a[1], h, type);
@@ -90,7 +51,7 @@ inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&
       a_rows[1][2 * q + 8 + h] = host_detail::element_of(fa.a[3], h, type);
     }
     for (int col = 0; col < 2; ++col) {
-      const host_detail::mma_fragments fb = x.fragments(4 * (2 * t + col) + q);
+      const auto fb = x.of(4 * (2 * t + col) + q);
       for (int h = 0; h < 2; ++h) {
         b_cols[col][2 * q + h] = host_detail::element_of(fb.b[0], h, type);
         b_cols[col][2 * q + 8 + h] = host_detail::element_of(fb.b[1], h, type);
@@ -101,17 +62,17 @@ inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&
 }
 
 inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  const host_detail::fragment_exchange x(a, b);
+  const host_detail::mma_exchange x(a, b);
   const int g = x.lane() / 4, t = x.lane() % 4;
   // The hardware reads only the tf32 bits of each operand (it truncates the rest).
   const auto tf32 = [](unsigned reg) { return host_detail::tf32_bits_of(detail::bits_float(reg)); };
   float a_rows[2][8], b_cols[2][8];
   for (int q = 0; q < 4; ++q) {
-    const host_detail::mma_fragments fa = x.fragments(4 * g + q);
+    const auto fa = x.of(4 * g + q);
     a_rows[0][q] = tf32(fa.a[0]), a_rows[1][q] = tf32(fa.a[1]);
     a_rows[0][q + 4] = tf32(fa.a[2]), a_rows[1][q + 4] = tf32(fa.a[3]);
     for (int col = 0; col < 2; ++col) {
-      const host_detail::mma_fragments fb = x.fragments(4 * (2 * t + col) + q);
+      const auto fb = x.of(4 * (2 * t + col) + q);
       b_cols[col][q] = tf32(fb.b[0]), b_cols[col][q + 4] = tf32(fb.b[1]);
     }
   }

@@ -1,0 +1,65 @@
+#pragma once
+// The host platform's matrix operations (warp_mma.hpp, wave_mfma.hpp) are warp-collective:
+// every lane publishes its fragment registers, and after the warp barrier each lane reads
+// the rows and columns its outputs need from the other lanes' fragments (by the documented
+// layout) and computes its own outputs. Products of 16-bit or tf32 operands are exact in
+// fp32, and the sums run in fp32, as on the matrix units.
+
+#include <cstring>
+#include <stdexcept>
+#include <string>
+
+#include "../float16.hpp"
+#include "block_runner.hpp"
+
+namespace dsconv {
+namespace platform {
+namespace host_detail {
+
+template <int NA, int NB>
+struct fragments {
+  unsigned a[NA], b[NB];
+};
+
+// Publishes this lane's NA registers of A and NB of B; after the warp barrier, fragments(l)
+// reads lane l's. The warp must be exactly LANES wide and full.
+template <int LANES, int NA, int NB>
+class fragment_exchange {
+ public:
+  using lane_fragments = fragments<NA, NB>;
+  static_assert(sizeof(lane_fragments) <= warp_gather_stride, "fragments must fit a lane's slot");
+
+  fragment_exchange(const unsigned (&a)[NA], const unsigned (&b)[NB]) {
+    block_runner* runner = current_runner();
+    if (runner->launch().warp_size != LANES || runner->lanes_in_warp(runner->current().warp) != LANES)
+      throw std::logic_error("this matrix operation needs a full warp of " + std::to_string(LANES) +
+                             " lanes (run at warp width " + std::to_string(LANES) + ")");
+    lane_fragments mine;
+    std::memcpy(mine.a, a, sizeof mine.a);
+    std::memcpy(mine.b, b, sizeof mine.b);
+    slots_ = runner->warp_gather(&mine, sizeof mine);
+    lane_ = static_cast<int>(runner->current().lane);
+  }
+  lane_fragments of(int lane) const {
+    lane_fragments f;
+    std::memcpy(&f, slots_ + static_cast<std::size_t>(lane) * warp_gather_stride, sizeof f);
+    return f;
+  }
+  int lane() const { return lane_; }
+
+ private:
+  const unsigned char* slots_;
+  int lane_;
+};
+
+// The 16-bit element in the low (upper = 0) or high half of a fragment register, as float.
+inline float element_of(unsigned reg, int upper, const half*) {
+  return detail::half_bits_to_float(static_cast<unsigned short>(upper ? reg >> 16 : reg & 0xffffu));
+}
+inline float element_of(unsigned reg, int upper, const bfloat16*) {
+  return detail::bfloat16_bits_to_float(static_cast<unsigned short>(upper ? reg >> 16 : reg & 0xffffu));
+}
+
+}  // namespace host_detail
+}  // namespace platform
+}  // namespace dsconv

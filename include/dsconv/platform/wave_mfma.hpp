@@ -1,0 +1,25 @@
+#pragma once
+// Wave-wide matrix multiply-accumulate on AMD matrix cores: D += A * B for one wave of 64
+// lanes, 16x16x16, half or bfloat16 operands, fp32 accumulation, with the per-lane layout of
+// v_mfma_f32_16x16x16f16 and v_mfma_f32_16x16x16bf16_1k (AMD's CDNA2/CDNA3 ISA guides and
+// matrix instruction calculator). With i = lane % 16 and q = lane / 16:
+//
+//   a[0] = A[i][4q, 4q+1]    a[1] = A[i][4q+2, 4q+3]      A 16x16 (m x k)
+//   b[0] = B[4q, 4q+1][i]    b[1] = B[4q+2, 4q+3][i]      B 16x16 (k x n)
+//   d[r] = D[4q + r][i]      r = 0..3                     D 16x16 (m x n)
+//   (two elements per 32-bit register, the lower k in the low 16 bits)
+//
+// Every lane of the wave must call it (it is wave-collective). Available where
+// device_properties::matrix is matrix_unit::mfma: gfx90a (CDNA2) and gfx94x (CDNA3), and the
+// host platform at warp width 64, which performs it as a wave-collective operation. Older AMD
+// GPUs (gfx906, and the DCUs derived from it) and NVIDIA GPUs lack it; there the call traps,
+// and the dispatcher never chooses a kernel that makes it.
+
+#include "../config.hpp"
+#include "float16.hpp"
+
+#if defined(DSCONV_PLATFORM_HOST)
+#include "host/wave_mfma.hpp"
+#else
+#include "gpu/wave_mfma.hpp"
+#endif
