@@ -41,22 +41,31 @@ def short_name(demangled):
     return name
 
 
+def count_in_listing(cmd, kernel_start, kernel_end, is_instruction):
+    """Compiles with `cmd` to a text listing on stdout and counts, per kernel (mangled name),
+    the lines between a kernel_start match (group 1: the name) and a kernel_end match (or the
+    next kernel) for which is_instruction(line) holds."""
+    listing = subprocess.run(cmd, capture_output=True, text=True)
+    if listing.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:2])} failed:\n{listing.stderr}")
+    counts, current = {}, None
+    for line in listing.stdout.splitlines():
+        m = re.match(kernel_start, line)
+        if m:
+            current = m.group(1)
+            counts[current] = 0
+        elif kernel_end and re.match(kernel_end, line):
+            current = None
+        elif current and is_instruction(line):
+            counts[current] += 1
+    return counts
+
+
 def mma_counts(arch):
     """mma.sync instructions per kernel (mangled name) in the PTX for `arch`."""
     cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"), SOURCE,
            "-o", "-"]
-    ptx = subprocess.run(cmd, capture_output=True, text=True)
-    if ptx.returncode != 0:
-        sys.exit(f"nvcc -ptx failed:\n{ptx.stderr}")
-    counts, current = {}, None
-    for line in ptx.stdout.splitlines():
-        m = re.search(r"\.entry\s+(\w+)", line)
-        if m:
-            current = m.group(1)
-            counts[current] = 0
-        elif current and "mma.sync" in line:
-            counts[current] += 1
-    return counts
+    return count_in_listing(cmd, r".*\.entry\s+(\w+)", None, lambda line: "mma.sync" in line)
 
 
 # SASS opcode of HMMA (the tensor-core matrix multiply-accumulate) on sm_75 through sm_90:
@@ -123,20 +132,7 @@ def mfma_counts(arch):
     """MFMA instructions (v_mfma_*) per kernel (mangled name) in the device assembly for `arch`."""
     cmd = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-S",
            "-I", os.path.join(ROOT, "include"), SOURCE, "-o", "-"]
-    asm = subprocess.run(cmd, capture_output=True, text=True)
-    if asm.returncode != 0:
-        sys.exit(f"hipcc -S failed:\n{asm.stderr}")
-    counts, current = {}, None
-    for line in asm.stdout.splitlines():
-        m = re.match(r"^(_Z\w+):", line)
-        if m:
-            current = m.group(1)
-            counts[current] = 0
-        elif line.startswith(".Lfunc_end"):
-            current = None
-        elif current and line.strip().startswith("v_mfma"):
-            counts[current] += 1
-    return counts
+    return count_in_listing(cmd, r"^(_Z\w+):", r"^\.Lfunc_end", lambda line: line.strip().startswith("v_mfma"))
 
 
 def hip_rows(arch):

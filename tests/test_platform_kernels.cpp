@@ -123,22 +123,27 @@ DSCONV_KERNEL void warp_mma_product(const T* a, const T* b, float* d) {
   d[(g + 8) * 8 + 2 * t] = acc[2], d[(g + 8) * 8 + 2 * t + 1] = acc[3];
 }
 
-// One wave of 64 lanes multiplies A (16 x 16, row-major) by B (16 x 16, row-major) on AMD
+// One wave of 64 lanes multiplies A (16 x K, row-major) by B (K x 16, row-major) on AMD
 // matrix cores, each lane packing its fragments by the MFMA layout written out here,
-// independently of the platform's code: lane l holds A[l % 16][4q .. 4q+3] and
-// B[4q .. 4q+3][l % 16] with q = l / 16, and gets D[4q + r][l % 16] in d[r].
+// independently of the platform's code: with q = l / 16, lane l holds A[l % 16][4q .. 4q+3]
+// and B[4q .. 4q+3][l % 16] (16-bit types, K = 16) or A[l % 16][q] and B[q][l % 16] (float,
+// K = 4), and gets D[4q + r][l % 16] in d[r].
 template <class T>
 DSCONV_KERNEL void wave_mfma_product(const T* a, const T* b, float* d) {
   const int lane = static_cast<int>(pf::thread_idx().x), i = lane % 16, q = lane / 16;
-  const auto bits = [](T v) { return static_cast<unsigned>(v.bits); };
-  unsigned af[2], bf[2];
-  for (int h = 0; h < 2; ++h) {
-    const int k = 4 * q + 2 * h;
-    af[h] = bits(a[i * 16 + k]) | bits(a[i * 16 + k + 1]) << 16;
-    bf[h] = bits(b[k * 16 + i]) | bits(b[(k + 1) * 16 + i]) << 16;
-  }
   float acc[4] = {0.f, 0.f, 0.f, 0.f};
-  pf::mfma_16x16x16<T>(acc, af, bf);
+  if constexpr (sizeof(T) == 2) {
+    const auto bits = [](T v) { return static_cast<unsigned>(v.bits); };
+    unsigned af[2], bf[2];
+    for (int h = 0; h < 2; ++h) {
+      const int k = 4 * q + 2 * h;
+      af[h] = bits(a[i * 16 + k]) | bits(a[i * 16 + k + 1]) << 16;
+      bf[h] = bits(b[k * 16 + i]) | bits(b[(k + 1) * 16 + i]) << 16;
+    }
+    pf::mfma_16x16x16<T>(acc, af, bf);
+  } else {
+    pf::mfma_16x16x4_f32(acc, a[i * 4 + q], b[q * 16 + i]);
+  }
   for (int r = 0; r < 4; ++r) d[(4 * q + r) * 16 + i] = acc[r];
 }
 
@@ -268,6 +273,33 @@ TEST_CASE("asynchronous copies to shared memory copy or zero-fill 16 bytes", "[p
   }
 }
 
+// Runs `product` (one warp of `lanes` computing D = A * B, A 16 x k and B k x n, both
+// row-major) on small integers and halves, whose products and sums are exact in every
+// operand type, and requires D to equal the exact product.
+template <class T>
+void check_matrix_product(void (*product)(const T*, const T*, float*), unsigned lanes, int k, int n) {
+  std::vector<T> a(16 * k), b(k * n);
+  for (int i = 0; i < 16 * k; ++i) a[i] = T(static_cast<float>((i * 7) % 9 - 4) * 0.5f);
+  for (int i = 0; i < k * n; ++i) b[i] = T(static_cast<float>((i * 5) % 11 - 5));
+  dsconv::device_buffer<T> d_a, d_b;
+  dsconv::device_buffer<float> d_d;
+  REQUIRE(d_a.upload(a) == dsconv::status::success);
+  REQUIRE(d_b.upload(b) == dsconv::status::success);
+  REQUIRE(d_d.allocate(16 * n) == dsconv::status::success);
+  REQUIRE(pf::launch(product, config({1}, {lanes}), d_a.data(), d_b.data(), d_d.data()) == dsconv::status::success);
+  REQUIRE(dsconv::synchronize() == dsconv::status::success);
+  std::vector<float> d;
+  REQUIRE(d_d.download(d) == dsconv::status::success);
+  for (int m = 0; m < 16; ++m)
+    for (int j = 0; j < n; ++j) {
+      double expected = 0;
+      for (int kk = 0; kk < k; ++kk)
+        expected += static_cast<double>(static_cast<float>(a[m * k + kk])) * static_cast<float>(b[kk * n + j]);
+      INFO("D[" << m << "][" << j << "]");
+      REQUIRE(d[m * n + j] == expected);
+    }
+}
+
 TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the documented fragment layout", "[platform]",
                    dsconv::half, dsconv::bfloat16, float) {
   pf::device_properties dev;
@@ -278,32 +310,11 @@ TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the do
     CHECK(dev.warp_size != 32);
     return;
   }
-  constexpr int k = sizeof(TestType) == 2 ? 16 : 8;
-  std::vector<TestType> a(16 * k), b(k * 8);
-  // Small integers and halves: every product and sum is exact in every operand type.
-  for (int i = 0; i < 16 * k; ++i) a[i] = TestType(static_cast<float>((i * 7) % 9 - 4) * 0.5f);
-  for (int i = 0; i < k * 8; ++i) b[i] = TestType(static_cast<float>((i * 5) % 7 - 3));
-  dsconv::device_buffer<TestType> d_a, d_b;
-  dsconv::device_buffer<float> d_d;
-  REQUIRE(d_a.upload(a) == dsconv::status::success);
-  REQUIRE(d_b.upload(b) == dsconv::status::success);
-  REQUIRE(d_d.allocate(16 * 8) == dsconv::status::success);
-  REQUIRE(pf::launch(warp_mma_product<TestType>, config({1}, {32}), d_a.data(), d_b.data(), d_d.data()) ==
-          dsconv::status::success);
-  REQUIRE(dsconv::synchronize() == dsconv::status::success);
-  std::vector<float> d;
-  REQUIRE(d_d.download(d) == dsconv::status::success);
-  for (int m = 0; m < 16; ++m)
-    for (int n = 0; n < 8; ++n) {
-      double expected = 0;
-      for (int kk = 0; kk < k; ++kk) expected += static_cast<double>(static_cast<float>(a[m * k + kk])) * static_cast<float>(b[kk * 8 + n]);
-      INFO("D[" << m << "][" << n << "]");
-      REQUIRE(d[m * 8 + n] == expected);
-    }
+  check_matrix_product<TestType>(warp_mma_product<TestType>, 32, sizeof(TestType) == 2 ? 16 : 8, 8);
 }
 
 TEMPLATE_TEST_CASE("a wave matrix multiply-accumulate computes A * B with the documented MFMA layout", "[platform]",
-                   dsconv::half, dsconv::bfloat16) {
+                   dsconv::half, dsconv::bfloat16, float) {
   pf::device_properties dev;
   REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
   if (dev.matrix != pf::matrix_unit::mfma) {
@@ -311,26 +322,5 @@ TEMPLATE_TEST_CASE("a wave matrix multiply-accumulate computes A * B with the do
     CHECK(dev.warp_size != 64);
     return;
   }
-  std::vector<TestType> a(16 * 16), b(16 * 16);
-  // Small integers and halves: every product and sum is exact in both operand types.
-  for (int i = 0; i < 256; ++i) a[i] = TestType(static_cast<float>((i * 7) % 9 - 4) * 0.5f);
-  for (int i = 0; i < 256; ++i) b[i] = TestType(static_cast<float>((i * 5) % 11 - 5));
-  dsconv::device_buffer<TestType> d_a, d_b;
-  dsconv::device_buffer<float> d_d;
-  REQUIRE(d_a.upload(a) == dsconv::status::success);
-  REQUIRE(d_b.upload(b) == dsconv::status::success);
-  REQUIRE(d_d.allocate(16 * 16) == dsconv::status::success);
-  REQUIRE(pf::launch(wave_mfma_product<TestType>, config({1}, {64}), d_a.data(), d_b.data(), d_d.data()) ==
-          dsconv::status::success);
-  REQUIRE(dsconv::synchronize() == dsconv::status::success);
-  std::vector<float> d;
-  REQUIRE(d_d.download(d) == dsconv::status::success);
-  for (int m = 0; m < 16; ++m)
-    for (int n = 0; n < 16; ++n) {
-      double expected = 0;
-      for (int k = 0; k < 16; ++k)
-        expected += static_cast<double>(static_cast<float>(a[m * 16 + k])) * static_cast<float>(b[k * 16 + n]);
-      INFO("D[" << m << "][" << n << "]");
-      REQUIRE(d[m * 16 + n] == expected);
-    }
+  check_matrix_product<TestType>(wave_mfma_product<TestType>, 64, sizeof(TestType) == 2 ? 16 : 4, 16);
 }

@@ -136,22 +136,24 @@ TEST_CASE("pointwise: every variant can run some of the network layers", "[point
   }
 }
 
-TEST_CASE("pointwise: float takes the tensor cores only with allow_tf32, and only NVIDIA's", "[pointwise][tf32]") {
+TEST_CASE("pointwise: float takes NVIDIA's tensor cores only with allow_tf32, AMD's matrix cores in fp32",
+          "[pointwise][tf32]") {
   dsconv::platform::device_properties dev;
   REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
-  const bool tf32 = dev.matrix == dsconv::platform::matrix_unit::mma_sync;
+  const bool fp32 = dev.matrix == dsconv::platform::matrix_unit::mfma;
+  const bool allowed = fp32 || dev.matrix == dsconv::platform::matrix_unit::mma_sync;
   dsconv::pointwise_params p = make_params(2, 32, 48, 8, 8);
   for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
     INFO(dsconv::to_string(v));
     p.allow_tf32 = false;
-    CHECK(dsconv::can_implement<float>(v, p) == status::unsupported_variant);
+    CHECK(dsconv::can_implement<float>(v, p) == (fp32 ? status::success : status::unsupported_variant));
     p.allow_tf32 = true;
-    CHECK(dsconv::can_implement<float>(v, p) == (tf32 ? status::success : status::unsupported_variant));
+    CHECK(dsconv::can_implement<float>(v, p) == (allowed ? status::success : status::unsupported_variant));
   }
   p.allow_tf32 = false;
-  CHECK(!is_tensor_core(dsconv::select_variant<float>(p)));
+  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == fp32);
   p.allow_tf32 = true;
-  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == tf32);
+  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == allowed);
 }
 
 TEST_CASE("pointwise: TF32 tensor-core variants match the reference within TF32 accuracy", "[pointwise][tf32]") {

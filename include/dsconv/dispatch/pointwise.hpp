@@ -21,9 +21,7 @@ std::string why_unsupported(pointwise_variant variant, const pointwise_params& p
   if (variant == pointwise_variant::mma_large || variant == pointwise_variant::mma_small) {
     if (dev.matrix == platform::matrix_unit::none)
       return "the device has no matrix unit (NVIDIA sm_80+, AMD gfx90a/gfx94x, or the host at warp width 32 or 64)";
-    if (!mma_usable<T>(p, dev))
-      return dev.matrix == platform::matrix_unit::mfma ? "AMD matrix cores take only half and bfloat16 here"
-                                                       : "float runs on tensor cores only with pointwise_params::allow_tf32";
+    if (!mma_usable<T>(p, dev)) return "float runs on NVIDIA tensor cores only with pointwise_params::allow_tf32";
   }
   if (variant == pointwise_variant::split_k) return "K has fewer than two slices of 32 channels";
   return "the grid exceeds the device's limits";

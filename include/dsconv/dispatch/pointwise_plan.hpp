@@ -54,8 +54,8 @@ bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev
   return true;
 }
 
-// Whether the tensor-core variants can multiply elements of type T for `p` on `dev`: 16-bit
-// types on either matrix unit; float on NVIDIA's only, and only where the caller allowed TF32
+// Whether the matrix-unit variants can multiply elements of type T for `p` on `dev`: 16-bit
+// types on either unit; float on AMD's in fp32, on NVIDIA's only where the caller allowed TF32
 // rounding.
 template <class T>
 bool mma_usable(const pointwise_params& p, const platform::device_properties& dev) {

@@ -22,8 +22,8 @@ enum class pointwise_variant {
   gemm_large,  // tiled SIMT GEMM, 128x128 tiles, 8x8 outputs per thread
   gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
   warp_dot,    // one warp per output, K split over its lanes: matrix-vector and skinny shapes (GEMM side <= 8)
-  mma_large,   // matrix-unit GEMM, 128x128 tiles: half/bfloat16, or float with allow_tf32 on NVIDIA
-               // (devices with a matrix unit: NVIDIA sm_80+ tensor cores, AMD gfx90a/gfx94x matrix cores)
+  mma_large,   // matrix-unit GEMM, 128x128 tiles: NVIDIA sm_80+ tensor cores (half, bfloat16, and float
+               // as TF32 with allow_tf32), AMD gfx90a/gfx94x matrix cores (half, bfloat16, float as fp32)
   mma_small,   // matrix-unit GEMM, 64x64 tiles (more blocks for small grids)
   split_k,     // 64x64 tiles (tensor cores where mma_small runs) with K split over several blocks,
                // partial sums in the caller's workspace, summed in a fixed order (deterministic)

@@ -90,17 +90,18 @@ struct mma_sync_unit::op<float> {  // tf32: m16n8k8, operands rounded once when 
   }
 };
 
-// AMD matrix cores, MFMA (platform/wave_mfma.hpp): 16x16x16 tiles of half or bfloat16. The
-// product runs transposed, C^T = B^T A^T, so that a lane's four accumulators are four
-// consecutive columns of one row of C (one vector store) rather than four rows; the
-// instruction's layout makes both fragments the same load: row lane % 16 of the tile,
-// k = 4q .. 4q + 3 with q = lane / 16.
+// AMD matrix cores, MFMA (platform/wave_mfma.hpp): 16x16 tiles; half and bfloat16 with
+// k = 16, float with k = 4 (fp32 products and sums, so float stays fp32). The product runs
+// transposed, C^T = B^T A^T, so that a lane's four accumulators are four consecutive columns
+// of one row of C (one vector store) rather than four rows; the instructions' layouts make
+// both fragments the same load: row lane % 16 of the tile, k = 4q .. 4q + 3 (16-bit types) or
+// k = q (float) with q = lane / 16.
 struct mfma_unit {
   static constexpr platform::matrix_unit id = platform::matrix_unit::mfma;
   static constexpr int lanes = platform::mfma_wave_lanes;
   static constexpr int tile_m = 16, tile_n = 16, accumulators = 4, run = 4;
   template <class T>
-  static constexpr bool takes = sizeof(T) == 2;  // no fp32 MFMA path here: float stays on SIMT
+  static constexpr bool takes = true;
   // Accumulator r of a lane: C[lane % 16][4q + r].
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int) { return lane % 16; }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 4 * (lane / 16) + r; }
@@ -124,6 +125,24 @@ struct mfma_unit {
       platform::mfma_16x16x16<T>(d, b, a);
     }
   };
+};
+
+template <>
+struct mfma_unit::op<float> {
+  using stage = float;
+  static constexpr int k_step = 4, a_regs = 1, b_regs = 1;
+  static DSCONV_DEVICE DSCONV_FORCEINLINE float convert(float v) { return v; }
+  template <int LD>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[1], const float* rows, int lane, int k0) {
+    f[0] = detail::float_bits(rows[(lane % 16) * LD + k0 + lane / 16]);
+  }
+  template <int LD>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[1], const float* cols, int lane, int k0) {
+    load_a<LD>(f, cols, lane, k0);
+  }
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[1], const unsigned (&b)[1]) {
+    platform::mfma_16x16x4_f32(d, detail::bits_float(b[0]), detail::bits_float(a[0]));
+  }
 };
 
 }  // namespace kernels

@@ -60,6 +60,12 @@ inline float element_of(unsigned reg, int upper, const bfloat16*) {
   return detail::bfloat16_bits_to_float(static_cast<unsigned short>(upper ? reg >> 16 : reg & 0xffffu));
 }
 
+// acc + sum_k a[k] * b[k], summed in fp32 in k order: one output of a matrix operation.
+inline float dot_accumulate(float acc, const float* a, const float* b, int k) {
+  for (int i = 0; i < k; ++i) acc += a[i] * b[i];
+  return acc;
+}
+
 }  // namespace host_detail
 }  // namespace platform
 }  // namespace dsconv
