@@ -51,16 +51,16 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
   return platform::launch(Kernel<T, Tile, true, Out>::kernel, cfg, g, a, b, out);
 }
 
-// Calls launch(Unit{}) with the matrix unit of `dev` when this build has kernels for it and
-// the unit takes T: only those are instantiated (CUDA builds no MFMA kernels, HIP no mma.sync
-// ones, the host platform both).
-template <class T, class Launch>
+// Calls launch(Unit{}) with the matrix unit of `dev` when this build has kernels for it: only
+// those are instantiated (CUDA builds no MFMA kernels, HIP no mma.sync ones, the host
+// platform both).
+template <class Launch>
 status with_matrix_unit(const platform::device_properties& dev, Launch launch) {
   if constexpr (platform::compiles_mma_sync)
     if (dev.matrix == platform::matrix_unit::mma_sync) return launch(kernels::mma_sync_unit{});
-  if constexpr (platform::compiles_mfma && kernels::mfma_unit::takes<T>)
+  if constexpr (platform::compiles_mfma)
     if (dev.matrix == platform::matrix_unit::mfma) return launch(kernels::mfma_unit{});
-  return invalid(status::unsupported_variant, "pointwise", "this build has no matrix-unit kernels for the device and type");
+  return invalid(status::unsupported_variant, "pointwise", "this build has no kernels for the device's matrix unit");
 }
 
 // launch_tiled with the grid of Tile over the whole GEMM and the fused epilogue.
@@ -90,11 +90,11 @@ status launch_split_k(const pointwise_params& p, const platform::device_properti
   const kernels::partial_output partial{workspace, kernels::partial_vector_elems(plan.g, workspace)};
   const status s =
       plan.tensor_cores
-          ? with_matrix_unit<T>(dev,
-                                [&](auto unit) {
-                                  return launch_tiled<typename mma_tiles<decltype(unit)>::small, mma_gemm>(
-                                      "pointwise_split_k_mma", plan.grid, stream, plan.g, a, b, partial);
-                                })
+          ? with_matrix_unit(dev,
+                             [&](auto unit) {
+                               return launch_tiled<typename mma_tiles<decltype(unit)>::small, mma_gemm>(
+                                   "pointwise_split_k_mma", plan.grid, stream, plan.g, a, b, partial);
+                             })
           : launch_tiled<gemm_small_tile, simt_gemm>("pointwise_split_k_gemm", plan.grid, stream, plan.g, a, b, partial);
   if (s != status::success) return s;
   return platform::launch(kernels::pointwise_split_k_reduce<T>,
@@ -170,12 +170,12 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       return detail::launch_whole<detail::gemm_small_tile, detail::simt_gemm>("pointwise_gemm_small", p, dev, stream, g,
                                                                              a, b, out);
     case pointwise_variant::mma_large:
-      return detail::with_matrix_unit<T>(dev, [&](auto unit) {
+      return detail::with_matrix_unit(dev, [&](auto unit) {
         return detail::launch_whole<typename detail::mma_tiles<decltype(unit)>::large, detail::mma_gemm>(
             "pointwise_mma_large", p, dev, stream, g, a, b, out);
       });
     case pointwise_variant::mma_small:
-      return detail::with_matrix_unit<T>(dev, [&](auto unit) {
+      return detail::with_matrix_unit(dev, [&](auto unit) {
         return detail::launch_whole<typename detail::mma_tiles<decltype(unit)>::small, detail::mma_gemm>(
             "pointwise_mma_small", p, dev, stream, g, a, b, out);
       });

@@ -62,7 +62,7 @@ bool mma_usable(const pointwise_params& p, const platform::device_properties& de
   constexpr bool is_float = std::is_same<T, float>::value;
   switch (dev.matrix) {
     case platform::matrix_unit::mma_sync: return !is_float || p.allow_tf32;
-    case platform::matrix_unit::mfma: return kernels::mfma_unit::takes<T>;
+    case platform::matrix_unit::mfma: return true;
     default: return false;
   }
 }

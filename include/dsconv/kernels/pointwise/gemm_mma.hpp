@@ -1,12 +1,13 @@
 #pragma once
 // Pointwise (1x1) convolution as a tiled GEMM on a matrix unit (matrix_units.hpp): NVIDIA
 // tensor cores (half and bfloat16 with m16n8k16, float rounded to tf32 with m16n8k8, only
-// when the caller allows TF32) or AMD matrix cores (half and bfloat16, 16x16x16); fp32
-// accumulation either way. A block computes a BM x BN tile of C with WARPS_M x WARPS_N warps
-// (waves on AMD), each owning a (BM / WARPS_M) x (BN / WARPS_N) piece made of the unit's
-// tiles. K advances one instruction K step (32 bytes of operand per row) at a time through
-// two shared-memory buffers: the next step is staged into one before the current one is
-// multiplied out of the other, so each step needs a single barrier.
+// when the caller allows TF32) or AMD matrix cores (half and bfloat16 with 16x16x16, float in
+// fp32 with 16x16x4); fp32 accumulation either way. A block computes a BM x BN tile of C with
+// WARPS_M x WARPS_N warps (waves on AMD), each owning a (BM / WARPS_M) x (BN / WARPS_N) piece
+// made of the unit's tiles. K advances 32 bytes of operand per row at a time (one instruction
+// K step; two for float on AMD) through two shared-memory buffers: the next step is staged
+// into one before the current one is multiplied out of the other, so each step needs a
+// single barrier.
 // Shared memory holds both operands k-contiguous (A as [m][k], B as [n][k]) with rows padded
 // to 48 bytes (12 banks), so the eight rows that one mma.sync fragment load touches, four
 // words each, fall into distinct banks.
@@ -28,9 +29,9 @@ struct mma_tile {
   static constexpr int threads = WARPS_M * WARPS_N * Unit::lanes;
   static constexpr int warp_m = BM / WARPS_M, warp_n = BN / WARPS_N;  // a warp's piece of C
   static_assert(warp_m % Unit::tile_m == 0 && warp_n % Unit::tile_n == 0, "a warp's piece must be whole unit tiles");
-  // K per shared-memory stage: 32 bytes of operand per row, one instruction K step (16 for
-  // half and bfloat16, 8 for tf32). 64 bytes made the 16-bit kernels spill on sm_80 at 255
-  // registers.
+  // K per shared-memory stage: 32 bytes of operand per row (16 half or bfloat16, 8 float). 64
+  // bytes made the 16-bit kernels spill on sm_80 at 255 registers (before the staging loaded
+  // 16-byte vectors).
   template <class T>
   static constexpr int bk = 32 / static_cast<int>(sizeof(typename Unit::template op<T>::stage));
 };

@@ -33,11 +33,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* p) {
 // NVIDIA tensor cores, mma.sync (platform/warp_mma.hpp): 16x8 tiles; half and bfloat16 with
 // k = 16, float rounded to tf32 with k = 8.
 struct mma_sync_unit {
-  static constexpr platform::matrix_unit id = platform::matrix_unit::mma_sync;
   static constexpr int lanes = platform::mma_warp_lanes;
   static constexpr int tile_m = 16, tile_n = 8, accumulators = 4, run = 2;
-  template <class T>
-  static constexpr bool takes = true;
   // Accumulator r of a lane: D[g + 8 * (r / 2)][2t + r % 2] with g = lane / 4, t = lane % 4.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int r) { return lane / 4 + (r >= 2 ? 8 : 0); }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 2 * (lane % 4) + (r & 1); }
@@ -97,11 +94,8 @@ struct mma_sync_unit::op<float> {  // tf32: m16n8k8, operands rounded once when 
 // both fragments the same load: row lane % 16 of the tile, k = 4q .. 4q + 3 (16-bit types) or
 // k = q (float) with q = lane / 16.
 struct mfma_unit {
-  static constexpr platform::matrix_unit id = platform::matrix_unit::mfma;
   static constexpr int lanes = platform::mfma_wave_lanes;
   static constexpr int tile_m = 16, tile_n = 16, accumulators = 4, run = 4;
-  template <class T>
-  static constexpr bool takes = true;
   // Accumulator r of a lane: C[lane % 16][4q + r].
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int) { return lane % 16; }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 4 * (lane / 16) + r; }
