@@ -1,6 +1,8 @@
 #pragma once
 // dsconv::pointwise_forward: validate -> choose a variant -> launch.
 
+#include <type_traits>
+
 #include "../kernels/pointwise/direct.hpp"
 #include "../kernels/pointwise/split_k_reduce.hpp"
 #include "../platform/platform.hpp"
@@ -42,6 +44,11 @@ struct mma_gemm {
 template <class Tile, template <class, class, bool, class> class Kernel, class T, class Out>
 status launch_tiled(const char* name, platform::dims grid, stream_t stream, const gemm_operands& g, const T* a,
                     const T* b, Out out) {
+  // A tile whose threads own runs of columns stores each run as one vector; where the output
+  // rows are not aligned for that, its element_stores form keeps a warp's stores contiguous.
+  if constexpr (!std::is_same<typename Tile::element_stores, Tile>::value)
+    if (out.vector_elems < Tile::run)
+      return launch_tiled<typename Tile::element_stores, Kernel>(name, grid, stream, g, a, b, out);
   platform::launch_config cfg;
   cfg.stream = stream;
   cfg.grid = grid;

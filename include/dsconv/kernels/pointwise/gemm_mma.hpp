@@ -25,6 +25,7 @@ namespace kernels {
 template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit>
 struct mma_tile {
   using unit = Unit;
+  using element_stores = mma_tile;  // the unit fixes which columns a lane owns
   static constexpr int bm = BM, bn = BN, warps_m = WARPS_M, warps_n = WARPS_N, min_blocks = MinBlocks;
   static constexpr int threads = WARPS_M * WARPS_N * Unit::lanes;
   static constexpr int warp_m = BM / WARPS_M, warp_n = BN / WARPS_N;  // a warp's piece of C
@@ -60,6 +61,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
+  const bool a_vectors = a_tile::template vector_loads<T>(g.a_align);
+  const bool b_vectors = b_tile::template vector_loads<T>(g.b_align);
 
   // Staged straight through registers into shared memory: keeping the next step's tiles in
   // registers across the multiplications (as the SIMT kernel does) pushed these kernels past
@@ -67,10 +70,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const auto to_stage = [](T v) { return op::convert(v); };
   auto stage = [&](index_t k0, int buf) {
     S a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
-    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, g.a_align, tid, to_stage);
-    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, g.b_align, tid, to_stage);
-    a_tile::stash(a_regs, tid, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
-    b_tile::stash(b_regs, tid, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
+    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, a_vectors, tid, to_stage);
+    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, b_vectors, tid, to_stage);
+    a_tile::stash(a_regs, tid, a_vectors, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
+    b_tile::stash(b_regs, tid, b_vectors, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
   };
 
   float acc[MI][NI][unit::accumulators];

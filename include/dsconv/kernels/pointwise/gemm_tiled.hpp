@@ -4,9 +4,10 @@
 // over K in steps of BK: the next step's A and B tiles are loaded into registers while the
 // current step's are multiplied out of shared memory (double buffering), so global latency
 // hides behind arithmetic. Each thread owns TM x TN outputs: TM rows strided by the thread
-// grid, and TN columns in runs of 4 consecutive ones, strided so that a warp's runs are
-// contiguous: each run is one 16-byte shared-memory read per k and one vector store in the
-// epilogue, which fuses bias, residual and activation.
+// grid, and TN columns in runs of RUN consecutive ones, strided so that a warp's runs are
+// contiguous: with RUN = 4 each run is one 16-byte shared-memory read per k and one vector
+// store in the epilogue, which fuses bias, residual and activation. Outputs whose rows are not
+// aligned for those stores take RUN = 1, where a warp's element stores are contiguous.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -18,11 +19,12 @@ namespace dsconv {
 namespace kernels {
 
 // MinBlocks: blocks per multiprocessor the register allocation must allow (see
-// DSCONV_LAUNCH_BOUNDS).
-template <int BM, int BN, int BK, int TM, int TN, int MinBlocks>
+// DSCONV_LAUNCH_BOUNDS). Run: consecutive columns a thread owns (4, or 1: element_stores).
+template <int BM, int BN, int BK, int TM, int TN, int MinBlocks, int Run = 4>
 struct gemm_tile {
-  static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks;
+  static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks, run = Run;
   static constexpr int threads = (BM / TM) * (BN / TN);
+  using element_stores = gemm_tile<BM, BN, BK, TM, TN, MinBlocks, 1>;  // for outputs not aligned to runs
 };
 
 // KMajorB: B is contiguous along k (the NHWC form: weight^T) rather than along n (NCHW: the
@@ -34,7 +36,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
                                                                                      const T* __restrict__ b, Out out) {
   namespace pf = platform;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::bk, TM = Tile::tm, TN = Tile::tn;
-  constexpr int RUN = 4, RUNS = TN / RUN;  // a thread's columns: RUNS runs of RUN
+  constexpr int RUN = Tile::run, RUNS = TN / RUN;  // a thread's columns: RUNS runs of RUN
   constexpr int TX = BN / TN;              // threads along n; one run of each covers TX * RUN columns
   static_assert(TN % RUN == 0, "a thread's columns must be whole runs");
   // rows m, columns k / rows k, columns n
@@ -48,16 +50,18 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int tx = tid % TX, ty = tid / TX;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
+  const bool a_vectors = a_tile::template vector_loads<T>(g.a_align);
+  const bool b_vectors = b_tile::template vector_loads<T>(g.b_align);
 
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   auto fetch = [&](index_t k0) {
-    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, g.a_align, tid, to_stage);
-    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, g.b_align, tid, to_stage);
+    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, a_vectors, tid, to_stage);
+    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, b_vectors, tid, to_stage);
   };
   auto stash = [&](int buf) {
-    a_tile::stash(a_next, tid, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
-    b_tile::stash(b_next, tid, [&](int k, int n, float v) { b_s[buf][k][n / RUN][n % RUN] = v; });
+    a_tile::stash(a_next, tid, a_vectors, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
+    b_tile::stash(b_next, tid, b_vectors, [&](int k, int n, float v) { b_s[buf][k][n / RUN][n % RUN] = v; });
   };
 
   float acc[TM][TN];
