@@ -44,11 +44,14 @@ struct mma_gemm {
 template <class Tile, template <class, class, bool, class> class Kernel, class T, class Out>
 status launch_tiled(const char* name, platform::dims grid, stream_t stream, const gemm_operands& g, const T* a,
                     const T* b, Out out) {
-  // A tile whose threads own runs of columns stores each run as one vector; where the output
-  // rows are not aligned for that, its element_stores form keeps a warp's stores contiguous.
-  if constexpr (!std::is_same<typename Tile::element_stores, Tile>::value)
-    if (out.vector_elems < Tile::run)
-      return launch_tiled<typename Tile::element_stores, Kernel>(name, grid, stream, g, a, b, out);
+  // A tile moves runs of consecutive elements as vectors; where a buffer's rows are not aligned
+  // for its runs, the tile's element form moves single elements, consecutive across a warp.
+  if constexpr (!std::is_same<typename Tile::element_form, Tile>::value) {
+    const bool aligned = g.a_align >= Tile::template a_run<T> * static_cast<int>(sizeof(T)) &&
+                         g.b_align >= Tile::template b_run<T> * static_cast<int>(sizeof(T)) &&
+                         out.vector_elems >= Tile::run;
+    if (!aligned) return launch_tiled<typename Tile::element_form, Kernel>(name, grid, stream, g, a, b, out);
+  }
   platform::launch_config cfg;
   cfg.stream = stream;
   cfg.grid = grid;

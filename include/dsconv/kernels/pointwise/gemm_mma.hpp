@@ -22,10 +22,13 @@
 namespace dsconv {
 namespace kernels {
 
-template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit>
+// Vectors: as for gemm_tile, for the operand loads (the unit fixes which columns a lane
+// stores; the epilogue makes those vector stores where the output allows, at run time).
+template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit, bool Vectors = true>
 struct mma_tile {
   using unit = Unit;
-  using element_stores = mma_tile;  // the unit fixes which columns a lane owns
+  using element_form = mma_tile<BM, BN, WARPS_M, WARPS_N, MinBlocks, Unit, false>;
+  static constexpr int run = 1;  // no output alignment needed for the vector form
   static constexpr int bm = BM, bn = BN, warps_m = WARPS_M, warps_n = WARPS_N, min_blocks = MinBlocks;
   static constexpr int threads = WARPS_M * WARPS_N * Unit::lanes;
   static constexpr int warp_m = BM / WARPS_M, warp_n = BN / WARPS_N;  // a warp's piece of C
@@ -35,6 +38,10 @@ struct mma_tile {
   // 16-byte vectors).
   template <class T>
   static constexpr int bk = 32 / static_cast<int>(sizeof(typename Unit::template op<T>::stage));
+  template <class T>
+  static constexpr int a_run = Vectors ? staging_run<T, BM, bk<T>, threads>() : 1;
+  template <class T>
+  static constexpr int b_run = Vectors ? staging_run<T, bk<T>, BN, threads>() : 1;
 };
 
 // KMajorB: as for pointwise_gemm_tiled.
@@ -51,8 +58,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int MI = Tile::warp_m / unit::tile_m, NI = Tile::warp_n / unit::tile_n, KSTEP = op::k_step;
   constexpr int LD = BK + 16 / static_cast<int>(sizeof(S));  // padded row: 48 bytes
   // rows m, columns k / rows k, columns n
-  using a_tile = operand_tile<BM, BK, threads, true, staging_run<T, BM, BK, threads>()>;
-  using b_tile = operand_tile<BK, BN, threads, !KMajorB, staging_run<T, BK, BN, threads>()>;
+  using a_tile = operand_tile<BM, BK, threads, true, Tile::template a_run<T>>;
+  using b_tile = operand_tile<BK, BN, threads, !KMajorB, Tile::template b_run<T>>;
   alignas(16) DSCONV_SHARED S a_s[2][BM][LD];
   alignas(16) DSCONV_SHARED S b_s[2][BN][LD];
 
@@ -61,8 +68,6 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
-  const bool a_vectors = a_tile::template vector_loads<T>(g.a_align);
-  const bool b_vectors = b_tile::template vector_loads<T>(g.b_align);
 
   // Staged straight through registers into shared memory: keeping the next step's tiles in
   // registers across the multiplications (as the SIMT kernel does) pushed these kernels past
@@ -70,10 +75,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const auto to_stage = [](T v) { return op::convert(v); };
   auto stage = [&](index_t k0, int buf) {
     S a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
-    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, a_vectors, tid, to_stage);
-    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, b_vectors, tid, to_stage);
-    a_tile::stash(a_regs, tid, a_vectors, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
-    b_tile::stash(b_regs, tid, b_vectors, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
+    a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
+    b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
+    a_tile::stash(a_regs, tid, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
+    b_tile::stash(b_regs, tid, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
   };
 
   float acc[MI][NI][unit::accumulators];

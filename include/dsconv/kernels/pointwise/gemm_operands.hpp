@@ -41,7 +41,8 @@ inline int operand_alignment(const void* p, index_t stride, index_t batch_offset
   return static_cast<int>(bits & (~bits + 1));
 }
 
-// Records how A and B are aligned, for the kernels' vector loads (gemm_staging.hpp).
+// Records how A and B are aligned: the dispatcher runs a tile's vector form only on operands
+// aligned for its runs (gemm_staging.hpp).
 template <class T>
 void align_operands(gemm_operands& g, const T* a, const T* b) {
   g.a_align = operand_alignment(a, g.a_m, g.a_batch, sizeof(T));

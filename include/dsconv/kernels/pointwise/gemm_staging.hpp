@@ -4,11 +4,11 @@
 // matrix), spread evenly over the block's THREADS, and later written to shared memory in
 // whatever arrangement the kernel's inner loop wants. Splitting the two steps lets a kernel
 // load the next tile while it multiplies the current one (double buffering).
-// Where the operand's rows are aligned for it (the dispatcher measures the alignment:
-// gemm_operands::a_align / b_align), a thread loads runs of V elements that are consecutive in
-// memory, one vector load each (element by element where a run crosses the matrix edge);
-// otherwise single elements, THREADS apart so that consecutive threads read consecutive
-// addresses. Odd channel counts and misaligned pointers thus take the same kernel.
+// With V > 1 a thread loads runs of V elements that are consecutive in memory, one vector
+// load each (element by element where a run crosses the matrix edge): for operands whose rows
+// are aligned for it. With V = 1 it loads single elements THREADS apart, so that consecutive
+// threads read consecutive addresses whatever the alignment. The dispatcher picks the form
+// (the tiles' element_form), so odd channel counts and misaligned pointers never fail.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -46,63 +46,45 @@ struct operand_tile {
     else
       return tile_position{i % ROWS, i / ROWS};
   }
-  // Whether rows aligned to `align` bytes allow this tile's vector loads of T.
-  template <class T>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE bool vector_loads(int align) {
-    return V > 1 && align >= V * static_cast<int>(sizeof(T));
-  }
-  // The tile element that a thread's staged value j is: with vector loads, element j % V of
-  // its run j / V (runs start (tid + run * THREADS) * V); without, element tid + j * THREADS.
-  static DSCONV_DEVICE DSCONV_FORCEINLINE int element(int tid, int j, bool vectors) {
-    return vectors ? (tid + (j / V) * THREADS) * V + j % V : tid + j * THREADS;
-  }
+  // The first element of this thread's run j; the run's elements follow it in memory.
+  static DSCONV_DEVICE DSCONV_FORCEINLINE int run_start(int tid, int j) { return (tid + j * THREADS) * V; }
 
   // Loads this thread's share of the tile whose corner is (row0, col0) of a rows x cols matrix
-  // whose non-contiguous dimension has stride `stride`; `convert` turns an element (zero
-  // outside the matrix) into the staged value. vectors: vector_loads<T>(the rows' alignment).
+  // whose non-contiguous dimension has stride `stride` (its rows aligned to V elements when
+  // V > 1); `convert` turns an element (zero outside the matrix) into the staged value.
   template <class T, class Stage, class Convert>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch(Stage (&regs)[per_thread], const T* base, index_t row0, index_t col0,
-                                                     index_t rows, index_t cols, index_t stride, bool vectors, int tid,
+                                                     index_t rows, index_t cols, index_t stride, int tid,
                                                      Convert convert) {
-    if (!vectors) {
-      DSCONV_UNROLL
-      for (int j = 0; j < per_thread; ++j) {
-        const tile_position t = position(element(tid, j, false));
-        const index_t r = row0 + t.r, c = col0 + t.c;
-        T v = T(0.f);
-        if (r < rows && c < cols) v = platform::load(base + (ColsContiguous ? r * stride + c : r + c * stride));
-        regs[j] = convert(v);
-      }
-      return;
-    }
     DSCONV_UNROLL
-    for (int run = 0; run < runs; ++run) {
-      const tile_position t = position(element(tid, run * V, true));
+    for (int j = 0; j < runs; ++j) {
+      const tile_position t = position(run_start(tid, j));
       const index_t r = row0 + t.r, c = col0 + t.c;
       const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
       const bool line_inside = ColsContiguous ? r < rows : c < cols;
       const T* p = base + (ColsContiguous ? r * stride + c : r + c * stride);
-      if (line_inside && along + V <= extent) {
+      if (V > 1 && line_inside && along + V <= extent) {
         const platform::vec<T, V> x = platform::load_vec<V>(p);
         DSCONV_UNROLL
-        for (int e = 0; e < V; ++e) regs[run * V + e] = convert(x[e]);
+        for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
       } else {
         DSCONV_UNROLL
         for (int e = 0; e < V; ++e)
-          regs[run * V + e] = convert(line_inside && along + e < extent ? platform::load(p + e) : T(0.f));
+          regs[j * V + e] = convert(line_inside && along + e < extent ? platform::load(p + e) : T(0.f));
       }
     }
   }
 
-  // Hands each staged value to put(row, col, value), rows and columns relative to the tile;
-  // vectors as for fetch.
+  // Hands each staged value to put(row, col, value), rows and columns relative to the tile.
   template <class Stage, class Put>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void stash(const Stage (&regs)[per_thread], int tid, bool vectors, Put put) {
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void stash(const Stage (&regs)[per_thread], int tid, Put put) {
     DSCONV_UNROLL
-    for (int j = 0; j < per_thread; ++j) {
-      const tile_position t = position(element(tid, j, vectors));
-      put(t.r, t.c, regs[j]);
-    }
+    for (int j = 0; j < runs; ++j)
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) {
+        const tile_position t = position(run_start(tid, j) + e);
+        put(t.r, t.c, regs[j * V + e]);
+      }
   }
 };
 

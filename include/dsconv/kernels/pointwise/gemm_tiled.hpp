@@ -6,8 +6,9 @@
 // hides behind arithmetic. Each thread owns TM x TN outputs: TM rows strided by the thread
 // grid, and TN columns in runs of RUN consecutive ones, strided so that a warp's runs are
 // contiguous: with RUN = 4 each run is one 16-byte shared-memory read per k and one vector
-// store in the epilogue, which fuses bias, residual and activation. Outputs whose rows are not
-// aligned for those stores take RUN = 1, where a warp's element stores are contiguous.
+// store in the epilogue, which fuses bias, residual and activation. The element form of the
+// tile (RUN = 1) serves buffers not aligned for vectors; a warp's element stores are
+// contiguous there.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -19,12 +20,18 @@ namespace dsconv {
 namespace kernels {
 
 // MinBlocks: blocks per multiprocessor the register allocation must allow (see
-// DSCONV_LAUNCH_BOUNDS). Run: consecutive columns a thread owns (4, or 1: element_stores).
-template <int BM, int BN, int BK, int TM, int TN, int MinBlocks, int Run = 4>
+// DSCONV_LAUNCH_BOUNDS). Vectors: whether the tile moves runs of consecutive elements as
+// vectors (operand loads of a_run / b_run elements, stores of `run` columns), for buffers
+// aligned to them, or single elements (its element_form, for any buffers).
+template <int BM, int BN, int BK, int TM, int TN, int MinBlocks, bool Vectors = true>
 struct gemm_tile {
-  static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks, run = Run;
-  static constexpr int threads = (BM / TM) * (BN / TN);
-  using element_stores = gemm_tile<BM, BN, BK, TM, TN, MinBlocks, 1>;  // for outputs not aligned to runs
+  static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks;
+  static constexpr int threads = (BM / TM) * (BN / TN), run = Vectors ? 4 : 1;
+  template <class T>
+  static constexpr int a_run = Vectors ? staging_run<T, BM, BK, threads>() : 1;
+  template <class T>
+  static constexpr int b_run = Vectors ? staging_run<T, BK, BN, threads>() : 1;
+  using element_form = gemm_tile<BM, BN, BK, TM, TN, MinBlocks, false>;
 };
 
 // KMajorB: B is contiguous along k (the NHWC form: weight^T) rather than along n (NCHW: the
@@ -40,8 +47,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int TX = BN / TN;              // threads along n; one run of each covers TX * RUN columns
   static_assert(TN % RUN == 0, "a thread's columns must be whole runs");
   // rows m, columns k / rows k, columns n
-  using a_tile = operand_tile<BM, BK, Tile::threads, true, staging_run<T, BM, BK, Tile::threads>()>;
-  using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, staging_run<T, BK, BN, Tile::threads>()>;
+  using a_tile = operand_tile<BM, BK, Tile::threads, true, Tile::template a_run<T>>;
+  using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, Tile::template b_run<T>>;
   using run_t = pf::vec<float, RUN>;
   DSCONV_SHARED float a_s[2][BK][BM];  // A tile, k-major: a thread's m values are a row
   DSCONV_SHARED run_t b_s[2][BK][BN / RUN];
@@ -50,18 +57,16 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int tx = tid % TX, ty = tid / TX;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
-  const bool a_vectors = a_tile::template vector_loads<T>(g.a_align);
-  const bool b_vectors = b_tile::template vector_loads<T>(g.b_align);
 
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   auto fetch = [&](index_t k0) {
-    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, a_vectors, tid, to_stage);
-    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, b_vectors, tid, to_stage);
+    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
+    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
   };
   auto stash = [&](int buf) {
-    a_tile::stash(a_next, tid, a_vectors, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
-    b_tile::stash(b_next, tid, b_vectors, [&](int k, int n, float v) { b_s[buf][k][n / RUN][n % RUN] = v; });
+    a_tile::stash(a_next, tid, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
+    b_tile::stash(b_next, tid, [&](int k, int n, float v) { b_s[buf][k][n / RUN][n % RUN] = v; });
   };
 
   float acc[TM][TN];
