@@ -42,8 +42,9 @@ struct pointwise_params {
   int n = 0, c_in = 0, c_out = 0, h = 0, w = 0;
   layout data_layout = layout::nchw;
   activation act = activation::none;
-  // float only: lets tensor cores multiply with operands rounded to TF32 (10-bit mantissa,
-  // relative error ~1e-3). Off by default: float results are then exact fp32 arithmetic.
+  // float only: lets NVIDIA tensor cores multiply with operands rounded to TF32 (10-bit
+  // mantissa, relative error ~1e-3). Off by default: float results are then exact fp32
+  // arithmetic. (AMD matrix cores multiply float in fp32 either way.)
   bool allow_tf32 = false;
 };
 
