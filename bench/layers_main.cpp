@@ -6,7 +6,8 @@
 //
 // Options (or environment variables): --model all|mobilenet_v2|efficientnet_b0 (DSCONV_MODEL),
 // --input 224|32 (DSCONV_INPUT), --kind all|dw|pw (DSCONV_KIND), --batch 1,8 (DSCONV_BATCH), --type float,half,bfloat16
-// (DSCONV_TYPE), --layout nchw,nhwc (DSCONV_LAYOUT), --traffic 0|1 (host only),
+// (DSCONV_TYPE), --layout nchw,nhwc (DSCONV_LAYOUT), --traffic 0|1 (host only), --device
+// sm80|sm90|sm75|gfx906|gfx90a (host only: the GPU the planners see; DSCONV_HOST_DEVICE),
 // --out DIR (DSCONV_RESULTS, default results).
 #include <cstdio>
 #include <fstream>
@@ -61,27 +62,38 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
   mkdir(dir.c_str(), 0755);
   std::ofstream csv(dir + "/layers.csv");
   csv << "layer,shape,batch,type,layout,variant,status,relative_error,max_abs_error,bad_elements,wall_ms,minimum_bytes,"
-         "traffic_bytes,traffic_ratio,load_sectors_per_request,store_sectors_per_request,pass\n";
+         "traffic_bytes,traffic_ratio,load_sectors_per_request,store_sectors_per_request,shared_load_conflicts,"
+         "shared_store_conflicts,pass\n";
   for (const auto& w : rows)
     csv << w.l.name() << ',' << shape_of(w.l) << ',' << w.batch << ',' << w.type << ',' << w.layout << ',' << w.r.variant
         << ',' << dsconv::to_string(w.r.status) << ',' << w.r.relative_error << ',' << w.r.max_abs_error << ','
         << w.r.bad_elements << ',' << w.r.wall_ms << ',' << w.r.minimum_bytes << ',' << w.r.traffic_bytes << ','
         << w.traffic_ratio() << ',' << w.r.load_sectors_per_request << ',' << w.r.store_sectors_per_request << ','
-        << (w.pass() ? 1 : 0) << '\n';
+        << w.r.shared_load_conflicts << ',' << w.r.shared_store_conflicts << ',' << (w.pass() ? 1 : 0) << '\n';
   std::ofstream md(dir + "/layers.md");
   md << "# dsconv layer check\n\nDevice: " << device << "\n\n"
+     << "Bank conflicts: shared-memory wavefronts over the conflict-free ideal, for the shared loads / stores of "
+        "the layer's kernels (1.00 = none; - = no shared memory).\n\n"
      << "| layer | shape | batch | type | layout | variant | rel. error | traffic / minimum | sectors per load / store "
-        "request | result |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|\n";
+        "request | bank conflicts, load / store | result |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+  const auto factor = [](double f) {
+    char text[16] = "-";
+    if (f > 0) std::snprintf(text, sizeof text, "%.2f", f);
+    return std::string(text);
+  };
   for (const auto& w : rows) {
     char err[32], ratio[32] = "-", spr[48] = "-";
+    std::string banks = "-";
     std::snprintf(err, sizeof err, "%.2e", w.r.relative_error);
     if (w.traffic_ratio() >= 0) {
       std::snprintf(ratio, sizeof ratio, "%.3f", w.traffic_ratio());
       std::snprintf(spr, sizeof spr, "%.2f / %.2f", w.r.load_sectors_per_request, w.r.store_sectors_per_request);
+      banks = factor(w.r.shared_load_conflicts) + " / " + factor(w.r.shared_store_conflicts);
     }
     md << "| " << w.l.name() << " | " << shape_of(w.l) << " | " << w.batch << " | " << w.type << " | " << w.layout << " | "
-       << w.r.variant << " | " << err << " | " << ratio << " | " << spr << " | " << (w.pass() ? "pass" : "FAIL") << " |\n";
+       << w.r.variant << " | " << err << " | " << ratio << " | " << spr << " | " << banks << " | "
+       << (w.pass() ? "pass" : "FAIL") << " |\n";
   }
 }
 
@@ -98,8 +110,14 @@ int main(int argc, char** argv) try {
   const std::string out_dir = opt.get("out", "DSCONV_RESULTS", "results");
 #if defined(DSCONV_PLATFORM_HOST)
   const bool traffic = opt.get("traffic", nullptr, "1") != "0";
-  const std::string device = "host platform (CPU), " + std::to_string(dsconv::host::worker_count()) + " worker threads, warp " +
-                             std::to_string(dsconv::host::warp_size());
+  const std::string profile = opt.get("device", "DSCONV_HOST_DEVICE", "sm80");
+  if (dsconv::host::set_device(profile.c_str()) != dsconv::status::success)
+    throw std::runtime_error("--device: " + std::string(dsconv::last_error_detail()));
+  const dsconv::platform::device_properties emulated = dsconv::host::device();
+  const std::string device = "host platform (CPU, " + std::to_string(dsconv::host::worker_count()) +
+                             " worker threads) emulating " + emulated.name + " (" +
+                             std::to_string(emulated.multiprocessor_count) + " multiprocessors, warp " +
+                             std::to_string(emulated.warp_size) + ")";
 #else
   const bool traffic = false;
   dsconv::platform::device_properties dev;

@@ -21,9 +21,9 @@ endif()
 # Warnings for the project's own code; -Werror only where it asks for it.
 option(DSCONV_WERROR "Treat warnings in the project's own programs as errors" OFF)
 
-# dsconv_program(<name> <sources>...): an executable of the project for the backend.
-function(dsconv_program name)
-  add_executable(${name} ${ARGN})
+# dsconv_compile_for_backend(<target> <sources>...): compiles the target's sources for the
+# backend, with the project's warnings.
+function(dsconv_compile_for_backend name)
   target_link_libraries(${name} PRIVATE dsconv::dsconv)
   if(DSCONV_BACKEND STREQUAL "cuda")
     set_source_files_properties(${ARGN} TARGET_DIRECTORY ${name} PROPERTIES LANGUAGE CUDA)
@@ -41,4 +41,36 @@ function(dsconv_program name)
       target_compile_options(${name} PRIVATE -Werror)
     endif()
   endif()
+endfunction()
+
+# dsconv_kernels: every kernel of the library, compiled once for all of the project's programs
+# (include/dsconv/instantiations.hpp): one source per operation and element type, generated
+# from cmake/instantiate.cpp.in, so that the compiler builds them in parallel. An object
+# library, so every program contains every kernel (the test suite's coverage check counts on
+# it).
+set(dsconv_instantiation_sources "")
+foreach(operation depthwise pointwise)
+  string(TOUPPER ${operation} DSCONV_OPERATION_MACRO)
+  set(DSCONV_OPERATION ${operation})
+  foreach(type float half bfloat16)
+    if(type STREQUAL "float")
+      set(DSCONV_TYPE float)
+    else()
+      set(DSCONV_TYPE ::dsconv::${type})
+    endif()
+    set(source ${PROJECT_BINARY_DIR}/instantiations/${operation}_${type}.cpp)
+    configure_file(${PROJECT_SOURCE_DIR}/cmake/instantiate.cpp.in ${source} @ONLY)
+    list(APPEND dsconv_instantiation_sources ${source})
+  endforeach()
+endforeach()
+add_library(dsconv_kernels OBJECT ${dsconv_instantiation_sources})
+dsconv_compile_for_backend(dsconv_kernels ${dsconv_instantiation_sources})
+target_compile_definitions(dsconv_kernels PUBLIC DSCONV_EXTERN_TEMPLATES=1)
+
+# dsconv_program(<name> <sources>...): an executable of the project for the backend, linked
+# with the kernels compiled once (dsconv_kernels).
+function(dsconv_program name)
+  add_executable(${name} ${ARGN})
+  dsconv_compile_for_backend(${name} ${ARGN})
+  target_link_libraries(${name} PRIVATE dsconv_kernels)
 endfunction()

@@ -15,6 +15,8 @@
 # Usage: scripts/main_job.sh [--model all|mobilenet_v2|efficientnet_b0] [--input 224|32]
 #                            [--kind all|dw|pw] [--batch 1,8] [--type float,half,bfloat16]
 #                            [--layout nchw,nhwc] [--out DIR]
+#                            [--device sm80|sm90|sm75|gfx906|gfx90a]  (host platform: the GPU
+#                            whose plans and limits the kernels run with; default sm80)
 # (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_KIND,
 # DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_RESULTS). On a GPU they narrow the
 # benchmark as well; without them it covers the full grid, while the layer check runs batch 1.
@@ -29,8 +31,8 @@ while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --out=*) out=${1#--out=}; shift ;;
-    --traffic) check_args+=("$1" "$2"); shift 2 ;;
-    --traffic=*) check_args+=("$1"); shift ;;
+    --traffic|--device) check_args+=("$1" "$2"); shift 2 ;;
+    --traffic=*|--device=*) check_args+=("$1"); shift ;;
     *) check_args+=("$1"); bench_args+=("$1"); shift ;;
   esac
 done

@@ -25,38 +25,55 @@ using dsconv::layout;
 using dsconv::status;
 using namespace dsconv_test;
 
-// Runs `p` with random data through automatic and each variant and checks each result.
+// Whether `variant` must run `p`, by the variants' documented contract (independent of the
+// planner, so a planner that wrongly refused a problem fails the tests): the tiled variants
+// take their layout with multiplier 1 (every test shape's band fits shared memory), the
+// others everything.
+bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p) {
+  switch (variant) {
+    case dsconv::depthwise_variant::nchw_tiled: return p.data_layout == layout::nchw && p.multiplier == 1;
+    case dsconv::depthwise_variant::nhwc_tiled: return p.data_layout == layout::nhwc && p.multiplier == 1;
+    default: return true;
+  }
+}
+
+// Runs `p` with random data through automatic and each variant and checks each result; a
+// variant outside its contract must refuse before launching or writing anything.
 template <class T>
 void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::size_t misalign = 0) {
-  INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias") << ", misaligned by " << misalign);
+  INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias") << ", misaligned by " << misalign
+                      << ", device " << current_device().name);
   const auto out_c = static_cast<std::size_t>(p.out_c());
   const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
   const std::size_t out_count = static_cast<std::size_t>(p.n) * out_c * p.out_h() * p.out_w();
   const std::vector<T> input = random_tensor<T>(in_count);
   const std::vector<T> weight = random_tensor<T>(out_c * p.kernel_h * p.kernel_w);
   const std::vector<T> bias = random_tensor<T>(out_c);
+  const T* bias_or_null = with_bias ? bias.data() : nullptr;
 
   std::vector<double> ref(out_count);
-  REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), with_bias ? bias.data() : nullptr,
-                                               ref.data()) == status::success);
+  REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias_or_null, ref.data()) ==
+          status::success);
+  const error_bound bound = depthwise_bound(p, input, weight, bias_or_null);
 
   const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign);
   for (const dsconv::depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
     INFO("variant " << dsconv::to_string(variant));
     guarded_output<T> out(out_count, misalign);
-    const status can = dsconv::can_implement<T>(variant, p);
+    const bool expected = supports(variant, p);
+    CHECK(dsconv::can_implement<T>(variant, p) == (expected ? status::success : status::unsupported_variant));
+    const unsigned long long launches = launches_so_far();
     const status s = dsconv::depthwise_forward(p, dsconv::depthwise_options{variant}, d_input.data(), d_weight.data(),
                                                with_bias ? d_bias.data() : nullptr, out.data());
-    if (variant != dsconv::depthwise_variant::automatic && can == status::unsupported_variant) {
-      // A specialised variant may decline a shape, but must say so before writing anything.
+    if (!expected) {
       CHECK(s == status::unsupported_variant);
+      CHECK(launches_so_far() == launches);
       CHECK(out.untouched());
       continue;
     }
-    REQUIRE(can == status::success);
     REQUIRE(s == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
-    check_close(out.download_checked(), ref);
+    check_close(out.download_checked(), ref, bound);
   }
 }
 
@@ -109,6 +126,8 @@ const shape_case odd_shapes[] = {
     {"kernel 5, pad 2",                         1,   7,  10,   9,   5,   5,   1,   1,   2,   2,   1,   1,   1},
     {"kernel 7, pad 3",                         1,   5,  11,  12,   7,   7,   1,   1,   3,   3,   1,   1,   1},
     {"kernel 7, 3x3 map, pad 3",                2,   3,   3,   3,   7,   7,   1,   1,   3,   3,   1,   1,   1},
+    {"kernel 7, stride 2, odd 15x13 map",       1,   6,  15,  13,   7,   7,   2,   2,   3,   3,   1,   1,   1},
+    {"kernel 7, stride 2, 4x5 map, pad 3",      2,   9,   4,   5,   7,   7,   2,   2,   3,   3,   1,   1,   1},
     {"kernel 3x5, pad 1x2",                     1,   6,   8,   9,   3,   5,   1,   1,   1,   2,   1,   1,   1},
     {"kernel 5x3, pad 0x1, stride 2",           1,   5,  11,   7,   5,   3,   2,   2,   0,   1,   1,   1,   1},
     {"kernel 1x7",                              1,   4,   5,  10,   1,   7,   1,   1,   0,   3,   1,   1,   1},
@@ -165,26 +184,32 @@ TEST_CASE("layer table: the embedded rows are data/layers/*.csv with repeats mer
   }
 }
 
-TEST_CASE("depthwise: every variant can run some of the network layers", "[depthwise][layers]") {
-  // A variant that declined every layer would never be compared with the reference.
-  for (const dsconv::depthwise_variant variant : dsconv::all_depthwise_variants) {
-    INFO("variant " << dsconv::to_string(variant));
-    int runs = 0;
-    for (const layer_case& lc : layer_cases(layer_kind::dw, std::numeric_limits<long long>::max()))
+TEMPLATE_TEST_CASE("depthwise: every variant accepts every network layer its contract covers, at batch 1 to 128",
+                   "[depthwise][layers]", float, dsconv::half, dsconv::bfloat16) {
+  for (const int batch : {1, 8, 32, 128})
+    for (const layer_row& r : network_layers) {
+      if (r.kind != layer_kind::dw) continue;
       for (const layout data_layout : all_layouts) {
-        const layer_row& r = *lc.row;
-        dsconv::depthwise_params p = make_params(lc.batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad,
-                                                 r.pad, 1, 1, r.cout / r.cin);
+        dsconv::depthwise_params p =
+            make_params(batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad, r.pad, 1, 1, r.cout / r.cin);
         p.data_layout = data_layout;
         p.act = r.act;
-        runs += dsconv::can_implement(variant, p) == status::success;
+        for (const dsconv::depthwise_variant variant : dsconv::all_depthwise_variants) {
+          INFO(describe(p) << ", variant " << dsconv::to_string(variant));
+          CHECK(dsconv::can_implement<TestType>(variant, p) ==
+                (supports(variant, p) ? status::success : status::unsupported_variant));
+        }
+        // The heuristic chooses a concrete variant that runs the problem: the tiled one of
+        // the layout wherever the contract has one.
+        const dsconv::depthwise_variant choice = dsconv::select_variant<TestType>(p);
+        CHECK(choice == (data_layout == layout::nchw ? dsconv::depthwise_variant::nchw_tiled
+                                                     : dsconv::depthwise_variant::nhwc_tiled));
       }
-    CHECK(runs > 0);
-  }
+    }
 }
 
 TEMPLATE_TEST_CASE("depthwise: every variant matches the reference on every MobileNetV2 and EfficientNet-B0 layer",
-                   "[depthwise][layers]", float, dsconv::half, dsconv::bfloat16) {
+                   "[depthwise][layers][network]", float, dsconv::half, dsconv::bfloat16) {
   // Every 224x224 depthwise shape (at most 4.7M multiply-adds) at batch 1 and 2, the 32x32
   // ones at batch 4, each in both layouts.
   const std::vector<layer_case> cases = layer_cases(layer_kind::dw, 5'000'000, {1, 2}, 4);

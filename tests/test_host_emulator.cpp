@@ -1,8 +1,11 @@
-// The host platform's emulation of a GPU: barrier divergence and kernel exceptions end in a
-// status (never a hang), worker threads and warp widths, shared-memory isolation, launch
-// limits, and the global-memory traffic counters.
+// The host platform's emulation of a GPU: barrier divergence (threads that return, or wait at
+// another barrier) and kernel exceptions end in a status (never a hang); worker threads, warp
+// widths and device profiles; thread schedules that expose races, and shared memory poisoned
+// at every block start; launch limits of the profile; block orders; the global-memory traffic
+// counters and the shared-memory bank model.
 #include <catch2/catch.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <cstring>
@@ -30,10 +33,15 @@ pf::launch_config config(pf::dims grid, pf::dims block, const char* name = "emul
 
 // Restores the emulator settings a test changes.
 struct settings_guard {
-  int workers = dsconv::host::worker_count(), warp = dsconv::host::warp_size();
+  int workers = dsconv::host::worker_count();
+  pf::device_properties device = dsconv::host::device();
+  dsconv::host::schedule schedule = dsconv::host::current_schedule();
+  dsconv::host::block_order blocks = dsconv::host::current_block_order();
   ~settings_guard() {
     dsconv::host::set_worker_count(workers);
-    dsconv::host::set_warp_size(warp);
+    dsconv::host::set_device(device);
+    dsconv::host::set_schedule(schedule);
+    dsconv::host::set_block_order(blocks);
   }
 };
 
@@ -76,7 +84,7 @@ DSCONV_KERNEL void count_block_runs(std::atomic<int>* runs) {
 // Each block stores its own index in static shared memory, waits, and checks that no other
 // block (running on another worker) overwrote it.
 DSCONV_KERNEL void shared_memory_isolation(int* mismatches) {
-  DSCONV_SHARED unsigned owner[64];
+  DSCONV_SHARED_ARRAY(unsigned, owner, [64]);
   const unsigned t = pf::thread_idx().x;
   owner[t] = pf::block_idx().x;
   for (int round = 0; round < 20; ++round) {
@@ -112,6 +120,69 @@ DSCONV_KERNEL void strided_load(const float* in, float* out) {
 DSCONV_KERNEL void vector_copy(const float* in, float* out) {
   const unsigned i = pf::block_idx().x * pf::block_dim().x + pf::thread_idx().x;
   pf::store_vec<4>(out + 4 * i, pf::load_vec<4>(in + 4 * i));
+}
+
+// Deliberately broken kernels: each has a bug a GPU would expose and the host platform must.
+
+// Each thread writes its slot, then, with the barrier missing, reads the slot of the thread
+// `distance` below it (the first threads their own): correct only if that thread happened to
+// run first.
+DSCONV_KERNEL void read_neighbour_without_barrier(float* out, unsigned distance) {
+  DSCONV_SHARED_ARRAY(float, slots, [256]);
+  const unsigned t = pf::thread_idx().x;
+  pf::shared_store(slots + t, static_cast<float>(t));
+  // (the barrier that belongs here is missing)
+  pf::store(out + pf::block_idx().x * pf::block_dim().x + t, pf::shared_load(slots + (t >= distance ? t - distance : t)));
+}
+
+// Only block 0 fills the table; every block reads it: the others read memory they never wrote.
+DSCONV_KERNEL void read_what_another_block_wrote(float* out) {
+  DSCONV_SHARED_ARRAY(float, table, [64]);
+  const unsigned t = pf::thread_idx().x;
+  if (pf::block_idx().x == 0) pf::shared_store(table + t, 1.0f);
+  pf::sync_threads();
+  pf::store(out + pf::block_idx().x * 64 + t, pf::shared_load(table + t));
+}
+
+// Odd and even threads wait at two different barriers.
+DSCONV_KERNEL void barriers_at_two_call_sites(int* out) {
+  const unsigned t = pf::thread_idx().x;
+  if (t % 2) {
+    pf::sync_threads();
+    pf::store(out + t, 1);
+  } else {
+    pf::sync_threads();
+    pf::store(out + t, static_cast<int>(t) * 3);
+  }
+}
+
+// 64 KiB of static shared memory: more than NVIDIA's 48 KiB per block, all of AMD's.
+DSCONV_KERNEL void large_static_shared(float* out) {
+  DSCONV_SHARED_ARRAY(float, big, [16 * 1024]);
+  const unsigned t = pf::thread_idx().x;
+  pf::shared_store(big + 16 * 1024 - 1 - t, 2.0f);
+  pf::sync_threads();
+  pf::store(out + t, pf::shared_load(big + 16 * 1024 - 1 - t));
+}
+
+// Records the order in which the threads of each block first run.
+DSCONV_KERNEL void record_thread_order(unsigned* order, std::atomic<unsigned>* next) {
+  const unsigned t = pf::thread_idx().x, n = pf::block_dim().x;
+  order[pf::block_idx().x * n + next[pf::block_idx().x].fetch_add(1)] = t;
+}
+
+// Shared-memory access patterns with known bank wavefronts: lane l of each warp reads element
+// (l * stride) % 1024 of a table of T (T a float, a half, or a 16-byte vector of floats).
+template <class T>
+DSCONV_KERNEL void strided_shared_read(float* out, unsigned stride) {
+  DSCONV_SHARED_ARRAY(T, table, [1024]);
+  const unsigned t = pf::thread_idx().x, lane = static_cast<unsigned>(pf::lane_id());
+  for (unsigned i = t; i < 1024; i += pf::block_dim().x) pf::shared_store(table + i, T{});
+  pf::sync_threads();
+  const T v = pf::shared_load(table + lane * stride % 1024);
+  float x;
+  __builtin_memcpy(&x, &v, sizeof(x) < sizeof(v) ? sizeof(x) : sizeof(v));
+  pf::store(out + t, x);
 }
 
 }  // namespace
@@ -161,9 +232,10 @@ TEST_CASE("one worker runs blocks in order; several workers run every block exac
     for (auto& r : runs) r = 0;
     REQUIRE(pf::launch(count_block_runs, config({blocks}, {64}), runs.data()) == status::success);
     for (unsigned b = 0; b < blocks; ++b) REQUIRE(runs[b].load() == 1);
+    // The device the planners see does not depend on how many CPU threads emulate it.
     pf::device_properties dev;
     REQUIRE(pf::get_device_properties(dev) == status::success);
-    CHECK(dev.multiprocessor_count == workers);
+    CHECK(dev.multiprocessor_count == dsconv::host::device().multiprocessor_count);
   }
   CHECK(dsconv::host::set_worker_count(0) == status::invalid_size);
 }
@@ -276,6 +348,194 @@ TEST_CASE("traffic counters group each warp's accesses into requests of 32-byte 
     CHECK(seen.size() == 1);
     CHECK(later.launches().empty());
   }
+}
+
+std::size_t count_nan(const std::vector<float>& v) {
+  std::size_t n = 0;
+  for (float x : v) n += std::isnan(x);
+  return n;
+}
+
+TEST_CASE("a read of another thread's shared-memory write without a barrier fails under the schedules", "[emulator][schedule]") {
+  settings_guard restore;
+  REQUIRE(dsconv::host::set_worker_count(1) == status::success);
+  const unsigned blocks = 5, threads = 128;
+  std::vector<float> out(blocks * threads);
+  const auto run = [&](dsconv::host::schedule s, unsigned distance) {
+    dsconv::host::set_schedule(s);
+    std::fill(out.begin(), out.end(), 0.f);
+    REQUIRE(pf::launch(read_neighbour_without_barrier, config({blocks}, {threads}), out.data(), distance) ==
+            status::success);
+    return count_nan(out);
+  };
+  using dsconv::host::schedule;
+  const unsigned ws = static_cast<unsigned>(dsconv::host::warp_size()), warps = threads / ws;
+  // Under ascending order every reader runs after the writer it needs: the race stays
+  // hidden, as it did when threads always ran in that order.
+  CHECK(run(schedule::ascending, 1) == 0);
+  // In the other orders readers come first and read the poison.
+  CHECK(run(schedule::descending, 1) == blocks * (threads - 1));
+  CHECK(run(schedule::shuffle, 1) > 0);
+  CHECK(run(schedule::rotate, 1) > 0);  // the default: one block in five runs descending
+  // Warp-granular orders keep a warp's lanes ascending: within a warp the race stays hidden,
+  // across warps it shows (lane 0 reads the warp below, which runs later).
+  CHECK(run(schedule::warp_descending, 1) == blocks * (warps - 1));
+  CHECK(run(schedule::warp_descending, ws) == blocks * (threads - ws));
+  CHECK(run(schedule::warp_shuffle, ws) > 0);
+}
+
+TEST_CASE("each schedule runs a block's threads in its order", "[emulator][schedule]") {
+  settings_guard restore;
+  REQUIRE(dsconv::host::set_warp_size(32) == status::success);
+  const unsigned threads = 128;
+  const auto order_of = [&](dsconv::host::schedule s) {
+    dsconv::host::set_schedule(s);
+    std::vector<unsigned> order(threads, ~0u);
+    std::atomic<unsigned> next[1];
+    next[0] = 0;
+    REQUIRE(pf::launch(record_thread_order, config({1}, {threads}), order.data(), next) == status::success);
+    return order;
+  };
+  using dsconv::host::schedule;
+  std::vector<unsigned> ascending(threads), descending(threads), warp_descending;
+  for (unsigned t = 0; t < threads; ++t) ascending[t] = t, descending[t] = threads - 1 - t;
+  for (unsigned w = threads / 32; w-- > 0;)
+    for (unsigned l = 0; l < 32; ++l) warp_descending.push_back(w * 32 + l);
+  CHECK(order_of(schedule::ascending) == ascending);
+  CHECK(order_of(schedule::descending) == descending);
+  CHECK(order_of(schedule::warp_descending) == warp_descending);
+  const std::vector<unsigned> shuffled = order_of(schedule::shuffle);
+  CHECK(shuffled != ascending);
+  CHECK(std::is_permutation(shuffled.begin(), shuffled.end(), ascending.begin()));
+  CHECK(order_of(schedule::shuffle) != shuffled);  // each launch (and block) shuffles anew
+  const std::vector<unsigned> warps = order_of(schedule::warp_shuffle);
+  CHECK(std::is_permutation(warps.begin(), warps.end(), ascending.begin()));
+  for (unsigned i = 0; i < threads; ++i) CHECK(warps[i] % 32 == i % 32);  // whole warps, lanes in order
+  dsconv::host::schedule parsed;
+  CHECK(dsconv::host::parse_schedule("warp-shuffle", parsed));
+  CHECK(parsed == schedule::warp_shuffle);
+  CHECK_FALSE(dsconv::host::parse_schedule("sideways", parsed));
+}
+
+TEST_CASE("static shared memory is poisoned at every block start, never left from another block", "[emulator]") {
+  settings_guard restore;
+  REQUIRE(dsconv::host::set_worker_count(1) == status::success);  // block 0 runs right before block 1
+  const unsigned blocks = 4;
+  std::vector<float> out(blocks * 64, 0.f);
+  REQUIRE(pf::launch(read_what_another_block_wrote, config({blocks}, {64}), out.data()) == status::success);
+  for (unsigned i = 0; i < out.size(); ++i) {
+    INFO("block " << i / 64 << ", thread " << i % 64);
+    if (i < 64)
+      CHECK(out[i] == 1.0f);
+    else
+      CHECK(std::isnan(out[i]));
+  }
+}
+
+TEST_CASE("threads waiting at two different barriers are divergence", "[emulator]") {
+  std::vector<int> out(64, 0);
+  REQUIRE(pf::launch(barriers_at_two_call_sites, config({1}, {64}, "two_barriers"), out.data()) ==
+          status::barrier_divergence);
+  const std::string detail = dsconv::last_error_detail();
+  INFO(detail);
+  CHECK(detail.find("two_barriers") != std::string::npos);
+  CHECK(detail.find("different barriers") != std::string::npos);
+  for (int v : out) CHECK(v == 0);  // nobody passed either barrier
+}
+
+TEST_CASE("device profiles: the planners see the chosen GPU, launches are held to its limits", "[emulator][device]") {
+  settings_guard restore;
+  for (const pf::device_properties& p : dsconv::host::device_profiles()) {
+    INFO(p.name);
+    REQUIRE(dsconv::host::set_device(p.name) == status::success);
+    const pf::device_properties d = dsconv::host::device();
+    CHECK(std::string(d.name) == p.name);
+    CHECK(d.warp_size == (std::string(p.name).rfind("gfx", 0) == 0 ? 64 : 32));
+    CHECK(dsconv::host::warp_size() == d.warp_size);
+    CHECK(d.multiprocessor_count > 1);
+    CHECK(d.shared_memory_per_multiprocessor >= d.shared_memory_per_block);
+  }
+  const auto unit_of = [](const char* name) {
+    REQUIRE(dsconv::host::set_device(name) == status::success);
+    return dsconv::host::device().matrix;
+  };
+  CHECK(unit_of("sm80") == pf::matrix_unit::mma_sync);
+  CHECK(unit_of("sm90") == pf::matrix_unit::mma_sync);
+  CHECK(unit_of("sm75") == pf::matrix_unit::none);
+  CHECK(unit_of("gfx906") == pf::matrix_unit::none);
+  CHECK(unit_of("gfx90a") == pf::matrix_unit::mfma);
+  // At another warp width the emulated matrix unit is gone.
+  REQUIRE(dsconv::host::set_warp_size(32) == status::success);
+  CHECK(dsconv::host::device().matrix == pf::matrix_unit::none);
+  CHECK(dsconv::host::set_device("sm100x") == status::invalid_size);
+  pf::device_properties custom = dsconv::host::device();
+  custom.multiprocessor_count = 0;
+  CHECK(dsconv::host::set_device(custom) == status::invalid_size);
+
+  // 64 KiB of shared memory per block: refused on NVIDIA, as on the GPU, allowed on AMD.
+  std::vector<float> out(64, 0.f);
+  REQUIRE(dsconv::host::set_device("sm80") == status::success);
+  CHECK(pf::launch(noop, config({1}, {32}, "dynamic", 64 * 1024), static_cast<int*>(nullptr)) ==
+        status::invalid_launch_config);
+  CHECK(pf::launch(large_static_shared, config({1}, {64}, "static"), out.data()) == status::kernel_fault);
+  CHECK(std::string(dsconv::last_error_detail()).find("exceed") != std::string::npos);
+  REQUIRE(dsconv::host::set_device("gfx906") == status::success);
+  CHECK(pf::launch(noop, config({1}, {32}, "dynamic", 64 * 1024), static_cast<int*>(nullptr)) == status::success);
+  REQUIRE(pf::launch(large_static_shared, config({1}, {64}), out.data()) == status::success);
+  for (float v : out) CHECK(v == 2.0f);
+}
+
+TEST_CASE("blocks are handed out in the chosen order, each exactly once", "[emulator]") {
+  settings_guard restore;
+  REQUIRE(dsconv::host::set_worker_count(1) == status::success);
+  const unsigned blocks = 50;
+  const auto order_of = [&](dsconv::host::block_order o) {
+    dsconv::host::set_block_order(o);
+    std::vector<unsigned> order(blocks, ~0u);
+    std::atomic<unsigned> next{0};
+    REQUIRE(pf::launch(record_block_order, config({blocks}, {32}), order.data(), &next) == status::success);
+    return order;
+  };
+  std::vector<unsigned> ascending(blocks), descending(blocks);
+  for (unsigned b = 0; b < blocks; ++b) ascending[b] = b, descending[b] = blocks - 1 - b;
+  CHECK(order_of(dsconv::host::block_order::ascending) == ascending);
+  CHECK(order_of(dsconv::host::block_order::descending) == descending);
+  const std::vector<unsigned> shuffled = order_of(dsconv::host::block_order::shuffle);
+  CHECK(shuffled != ascending);
+  CHECK(std::is_permutation(shuffled.begin(), shuffled.end(), ascending.begin()));
+}
+
+TEST_CASE("the bank model counts the wavefronts of each warp-wide shared-memory access", "[emulator][traffic]") {
+  const unsigned ws = static_cast<unsigned>(dsconv::host::warp_size()), threads = 128, warps = threads / ws;
+  std::vector<float> out(threads);
+  // One request per warp; `phases` phases of 128 bytes' worth of lanes each, `per_phase`
+  // wavefronts each.
+  const auto expect = [&](auto kernel, unsigned stride, unsigned lanes_per_phase, unsigned per_phase) {
+    INFO("stride " << stride << ", warp " << ws);
+    dsconv::host::traffic_recorder rec;
+    REQUIRE(pf::launch(kernel, config({1}, {threads}), out.data(), stride) == status::success);
+    const dsconv::host::bank_counters loads = rec.total().shared_loads;
+    const unsigned phases = (ws + lanes_per_phase - 1) / lanes_per_phase;
+    CHECK(loads.requests == warps);
+    CHECK(loads.ideal == warps * phases);
+    CHECK(loads.wavefronts == warps * phases * per_phase);
+    return loads.conflict_factor();
+  };
+  using vec4 = pf::vec<float, 4>;
+  CHECK(expect(strided_shared_read<float>, 1, 32, 1) == 1.0);     // consecutive words: every bank once
+  CHECK(expect(strided_shared_read<float>, 2, 32, 2) == 2.0);     // every other word: two words a bank
+  CHECK(expect(strided_shared_read<float>, 32, 32, 32) == 32.0);  // one bank for all
+  CHECK(expect(strided_shared_read<float>, 0, 32, 1) == 1.0);     // one word for all: a broadcast
+  CHECK(expect(strided_shared_read<float>, 33, 32, 1) == 1.0);    // padded rows: conflict-free
+  CHECK(expect(strided_shared_read<vec4>, 1, 8, 1) == 1.0);       // 16-byte accesses: 8 lanes a phase
+  CHECK(expect(strided_shared_read<vec4>, 2, 8, 2) == 2.0);
+  CHECK(expect(strided_shared_read<dsconv::half>, 1, 32, 1) == 1.0);  // two lanes a word
+  CHECK(expect(strided_shared_read<dsconv::half>, 24, 32, 4) == 4.0);  // 48-byte rows: lanes 4 apart share a bank
+  // The stores that filled the table: 1024 / 128 per thread, each warp-wide and conflict-free.
+  dsconv::host::traffic_recorder rec;
+  REQUIRE(pf::launch(strided_shared_read<float>, config({1}, {threads}), out.data(), 1u) == status::success);
+  CHECK(rec.total().shared_stores.requests == warps * 1024 / threads);
+  CHECK(rec.total().shared_stores.conflict_factor() == 1.0);
 }
 
 TEST_CASE("the build uses the context switch it was configured for", "[emulator]") {

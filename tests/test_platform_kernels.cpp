@@ -27,7 +27,7 @@ DSCONV_KERNEL void write_coordinates(unsigned* out) {
 // Reverses each block's slice through static shared memory: only correct if the barrier
 // makes every thread's write visible before any thread reads.
 DSCONV_KERNEL void reverse_static_shared(const float* in, float* out) {
-  DSCONV_SHARED float tile[block_threads];
+  DSCONV_SHARED_ARRAY(float, tile, [block_threads]);
   const unsigned t = pf::thread_idx().x, base = pf::block_idx().x * block_threads;
   tile[t] = pf::load(in + base + t);
   pf::sync_threads();
@@ -44,7 +44,7 @@ DSCONV_KERNEL void reverse_dynamic_shared(const float* in, float* out) {
 
 // Several barriers in a loop: a running sum through shared memory.
 DSCONV_KERNEL void prefix_sum_shared(int* out) {
-  DSCONV_SHARED int values[block_threads];
+  DSCONV_SHARED_ARRAY(int, values, [block_threads]);
   const unsigned t = pf::thread_idx().x;
   values[t] = static_cast<int>(t) + 1;
   pf::sync_threads();
@@ -87,7 +87,7 @@ DSCONV_KERNEL void shuffles(shuffle_results* out) {
 // then the block writes shared memory back out in reverse chunk order (so the barrier must
 // have published other threads' copies).
 DSCONV_KERNEL void async_copy_round_trip(const float* in, float* out) {
-  DSCONV_SHARED __attribute__((aligned(16))) float tile[64 * 4];
+  DSCONV_SHARED_ARRAY(float, tile, [64 * 4]);
   const unsigned t = pf::thread_idx().x;
   pf::async_copy_16(tile + 4 * t, in + 4 * t, t % 3 != 0);
   pf::async_copy_wait();
@@ -273,6 +273,21 @@ TEST_CASE("asynchronous copies to shared memory copy or zero-fill 16 bytes", "[p
   }
 }
 
+// Whether the device can execute `unit`'s instructions: a GPU where it has that unit; the host
+// platform wherever the emulated warp has the unit's width, whatever device profile it plans
+// for.
+bool has_matrix_instruction(pf::matrix_unit unit, int lanes) {
+  pf::device_properties dev;
+  REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
+#if defined(DSCONV_PLATFORM_HOST)
+  (void)unit;
+  return dev.warp_size == lanes;
+#else
+  (void)lanes;
+  return dev.matrix == unit;
+#endif
+}
+
 // Runs `product` (one warp of `lanes` computing D = A * B, A 16 x k and B k x n, both
 // row-major) on small integers and halves, whose products and sums are exact in every
 // operand type, and requires D to equal the exact product.
@@ -302,25 +317,16 @@ void check_matrix_product(void (*product)(const T*, const T*, float*), unsigned 
 
 TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the documented fragment layout", "[platform]",
                    dsconv::half, dsconv::bfloat16, float) {
-  pf::device_properties dev;
-  REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
-  if (dev.matrix != pf::matrix_unit::mma_sync) {
-    // Only NVIDIA sm_80+ and the host platform at warp width 32 have it; elsewhere the
-    // pointwise tests check that the tensor-core variants decline or use the other unit.
-    CHECK(dev.warp_size != 32);
-    return;
-  }
+  // NVIDIA sm_80+ have it, and the host platform at warp width 32 whatever GPU it emulates;
+  // elsewhere the pointwise tests check that the tensor-core variants decline or use the
+  // other unit.
+  if (!has_matrix_instruction(pf::matrix_unit::mma_sync, pf::mma_warp_lanes)) return;
   check_matrix_product<TestType>(warp_mma_product<TestType>, 32, sizeof(TestType) == 2 ? 16 : 8, 8);
 }
 
 TEMPLATE_TEST_CASE("a wave matrix multiply-accumulate computes A * B with the documented MFMA layout", "[platform]",
                    dsconv::half, dsconv::bfloat16, float) {
-  pf::device_properties dev;
-  REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
-  if (dev.matrix != pf::matrix_unit::mfma) {
-    // Only AMD gfx90a/gfx94x and the host platform at warp width 64 have it.
-    CHECK(dev.warp_size != 64);
-    return;
-  }
+  // AMD gfx90a/gfx94x have it, and the host platform at warp width 64.
+  if (!has_matrix_instruction(pf::matrix_unit::mfma, pf::mfma_wave_lanes)) return;
   check_matrix_product<TestType>(wave_mfma_product<TestType>, 64, sizeof(TestType) == 2 ? 16 : 4, 16);
 }

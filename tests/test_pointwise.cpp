@@ -6,6 +6,8 @@
 
 #include <cstddef>
 #include <cstring>
+#include <algorithm>
+#include <atomic>
 #include <limits>
 #include <type_traits>
 #include <vector>
@@ -22,53 +24,104 @@ using dsconv::layout;
 using dsconv::status;
 using namespace dsconv_test;
 
+using dsconv::pointwise_variant;
+
+// Whether `variant` must run `p` with elements of type T on `dev`, by the variants' documented
+// contract (independent of the planner, so a planner that wrongly refused a problem fails the
+// tests): warp_dot takes GEMMs with a side of at most 8 (NCHW with maps larger than 1x1 is a
+// c_out x pixels GEMM per image, everything else one (n * pixels) x c_out GEMM); the matrix-unit
+// variants need a matrix unit, and float on NVIDIA's also allow_tf32; split_k needs more than
+// one 32-channel slice of K; the rest take everything.
+template <class T>
+bool supports(pointwise_variant variant, const dsconv::pointwise_params& p, const dsconv::platform::device_properties& dev) {
+  const long long pixels = static_cast<long long>(p.h) * p.w;
+  const bool per_image = p.data_layout == layout::nchw && pixels > 1;
+  switch (variant) {
+    case pointwise_variant::warp_dot:
+      return std::min<long long>(per_image ? p.c_out : p.n * pixels, per_image ? pixels : p.c_out) <= 8;
+    case pointwise_variant::mma_large:
+    case pointwise_variant::mma_small:
+      return dev.matrix != dsconv::platform::matrix_unit::none &&
+             (!std::is_same<T, float>::value || dev.matrix == dsconv::platform::matrix_unit::mfma || p.allow_tf32);
+    case pointwise_variant::split_k: return p.c_in > 32;
+    default: return true;
+  }
+}
+
+// Whether `variant` (automatic: the variant it chooses) multiplies on the matrix unit: the
+// matrix-unit variants, and split_k wherever mma_small could run.
+template <class T>
+bool on_matrix_unit(pointwise_variant variant, const dsconv::pointwise_params& p, const dsconv::pointwise_options& options,
+                    const dsconv::platform::device_properties& dev) {
+  if (variant == pointwise_variant::automatic) variant = dsconv::select_variant<T>(p, options);
+  return variant == pointwise_variant::mma_large || variant == pointwise_variant::mma_small ||
+         (variant == pointwise_variant::split_k && supports<T>(pointwise_variant::mma_small, p, dev));
+}
+
 // Runs `p` with random data through `variants` (default: automatic and each variant) and
-// checks each result within `tol`.
+// checks each result; a variant outside its contract must refuse before launching or writing
+// anything. On a matrix unit, float operands are rounded to TF32 on NVIDIA's (allowed error
+// from it), and 16-bit subnormal operands read as zero on AMD's (compared with the reference
+// of the flushed operands).
 template <class T>
 void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool with_residual, std::size_t misalign = 0,
-                     double tol = tolerance<T>(),
-                     const std::vector<dsconv::pointwise_variant>& variants =
-                         variants_with_automatic(dsconv::all_pointwise_variants)) {
+                     const std::vector<pointwise_variant>& variants = variants_with_automatic(dsconv::all_pointwise_variants)) {
+  const dsconv::platform::device_properties dev = current_device();
   INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias")
-                      << (with_residual ? ", residual" : ", no residual") << ", misaligned by " << misalign);
+                      << (with_residual ? ", residual" : ", no residual") << ", misaligned by " << misalign
+                      << (p.allow_tf32 ? ", TF32 allowed" : "") << ", device " << dev.name);
   const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
   const std::vector<T> input = random_tensor<T>(pixels * p.c_in);
   const std::vector<T> weight = random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in);
   const std::vector<T> bias = random_tensor<T>(static_cast<std::size_t>(p.c_out));
   const std::vector<T> residual = random_tensor<T>(pixels * p.c_out);
+  const T* bias_or_null = with_bias ? bias.data() : nullptr;
+  const std::vector<T>* residual_or_null = with_residual ? &residual : nullptr;
 
-  std::vector<double> ref(pixels * p.c_out);
-  REQUIRE(dsconv::reference::pointwise_forward(p, input.data(), weight.data(), with_bias ? bias.data() : nullptr,
-                                               with_residual ? residual.data() : nullptr,
-                                               ref.data()) == status::success);
+  const auto reference = [&](const std::vector<T>& x, const std::vector<T>& w) {
+    std::vector<double> ref(pixels * p.c_out);
+    REQUIRE(dsconv::reference::pointwise_forward(p, x.data(), w.data(), bias_or_null,
+                                                 with_residual ? residual.data() : nullptr, ref.data()) == status::success);
+    return ref;
+  };
+  const std::vector<double> ref = reference(input, weight);
+  std::vector<double> ref_flushed;  // made when a variant needs it
+  const error_bound exact = pointwise_bound(p, input, weight, bias_or_null, residual_or_null);
+  const error_bound tf32 = pointwise_bound(p, input, weight, bias_or_null, residual_or_null, tf32_unit_roundoff);
 
   const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign),
       d_residual(residual, misalign);
   // split_k's workspace, guarded like an output: nothing past it may be written. Every
   // variant gets it, so automatic may choose split_k too.
   const std::size_t workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
+  CHECK((workspace_bytes > 0) == supports<T>(pointwise_variant::split_k, p, dev));
   guarded_output<float> workspace(workspace_bytes / sizeof(float));
-  for (const dsconv::pointwise_variant variant : variants) {
+  for (const pointwise_variant variant : variants) {
     INFO("variant " << dsconv::to_string(variant));
     guarded_output<T> out(ref.size(), misalign);
-    const status can = dsconv::can_implement<T>(variant, p);
+    const bool expected = supports<T>(variant, p, dev);
+    CHECK(dsconv::can_implement<T>(variant, p) == (expected ? status::success : status::unsupported_variant));
     dsconv::pointwise_options options;
     options.variant = variant;
     options.workspace = workspace_bytes ? workspace.data() : nullptr;
     options.workspace_bytes = workspace_bytes;
+    const unsigned long long launches = launches_so_far();
     const status s = dsconv::pointwise_forward(p, options, d_input.data(), d_weight.data(),
                                                with_bias ? d_bias.data() : nullptr,
                                                with_residual ? d_residual.data() : nullptr, out.data());
-    if (variant != dsconv::pointwise_variant::automatic && can == status::unsupported_variant) {
-      // A specialised variant may decline a shape, but must say so before writing anything.
+    if (!expected) {
       CHECK(s == status::unsupported_variant);
+      CHECK(launches_so_far() == launches);
       CHECK(out.untouched());
       continue;
     }
-    REQUIRE(can == status::success);
     REQUIRE(s == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
-    check_close(out.download_checked(), ref, tol);
+    const bool matrix = on_matrix_unit<T>(variant, p, options, dev);
+    const bool rounds_to_tf32 = matrix && std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mma_sync;
+    const bool flushes = matrix && !std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mfma;
+    if (flushes && ref_flushed.empty()) ref_flushed = reference(flush_subnormals(input), flush_subnormals(weight));
+    check_close(out.download_checked(), flushes ? ref_flushed : ref, rounds_to_tf32 ? tf32 : exact);
     if (workspace_bytes) (void)workspace.download_checked();  // checks the guards around it
   }
 }
@@ -101,39 +154,36 @@ const shape_case odd_shapes[] = {
     {"1x11 map, 7 -> 9",                      2,    7,    9,   1,  11},
     {"long dot product, 1000 -> 7",           1, 1000,    7,   2,   3},
     {"257 output channels",                   1,   12,  257,   3,   2},
+    {"4x4 map, 96 -> 24 (aligned rows)",      2,   96,   24,   4,   4},
 };
 // clang-format on
 
 }  // namespace
 
-bool is_tensor_core(dsconv::pointwise_variant v) {
-  return v == dsconv::pointwise_variant::mma_large || v == dsconv::pointwise_variant::mma_small;
-}
+bool is_tensor_core(pointwise_variant v) { return v == pointwise_variant::mma_large || v == pointwise_variant::mma_small; }
 
-TEST_CASE("pointwise: every variant can run some of the network layers", "[pointwise][layers]") {
-  // A variant that declined every layer would never be compared with the reference. The
-  // matrix-unit variants are asked about half (they take float only with allow_tf32), and run
-  // exactly where the device has a matrix unit: on the host, mma.sync at warp width 32 and
-  // MFMA at 64.
-  dsconv::platform::device_properties dev;
-  REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
-  for (const dsconv::pointwise_variant variant : dsconv::all_pointwise_variants) {
-    INFO("variant " << dsconv::to_string(variant));
-    int runs = 0;
-    for (const layer_case& lc : layer_cases(layer_kind::pw, std::numeric_limits<long long>::max()))
-      for (const layout data_layout : all_layouts) {
-        const layer_row& r = *lc.row;
-        dsconv::pointwise_params p = make_params(lc.batch, r.cin, r.cout, r.h_in, r.h_in);
-        p.data_layout = data_layout;
-        p.act = r.act;
-        runs += (is_tensor_core(variant) ? dsconv::can_implement<dsconv::half>(variant, p)
-                                         : dsconv::can_implement(variant, p)) == status::success;
+TEMPLATE_TEST_CASE("pointwise: every variant accepts every network layer its contract covers, at batch 1 to 128",
+                   "[pointwise][layers]", float, dsconv::half, dsconv::bfloat16) {
+  const dsconv::platform::device_properties dev = current_device();
+  for (const bool tf32 : {false, true})
+    for (const int batch : {1, 8, 32, 128})
+      for (const layer_row& r : network_layers) {
+        if (r.kind != layer_kind::pw) continue;
+        for (const layout data_layout : all_layouts) {
+          dsconv::pointwise_params p = make_params(batch, r.cin, r.cout, r.h_in, r.h_in);
+          p.data_layout = data_layout;
+          p.act = r.act;
+          p.allow_tf32 = tf32;
+          for (const pointwise_variant variant : dsconv::all_pointwise_variants) {
+            INFO(describe(p) << (tf32 ? ", TF32 allowed" : "") << ", variant " << dsconv::to_string(variant)
+                             << ", device " << dev.name);
+            CHECK(dsconv::can_implement<TestType>(variant, p) ==
+                  (supports<TestType>(variant, p, dev) ? status::success : status::unsupported_variant));
+          }
+          // The heuristic chooses only what the device can run.
+          CHECK(supports<TestType>(dsconv::select_variant<TestType>(p), p, dev));
+        }
       }
-    if (is_tensor_core(variant) && dev.matrix == dsconv::platform::matrix_unit::none)
-      CHECK(runs == 0);
-    else
-      CHECK(runs > 0);
-  }
 }
 
 TEST_CASE("pointwise: float takes NVIDIA's tensor cores only with allow_tf32, AMD's matrix cores in fp32",
@@ -156,10 +206,11 @@ TEST_CASE("pointwise: float takes NVIDIA's tensor cores only with allow_tf32, AM
   CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == allowed);
 }
 
-TEST_CASE("pointwise: TF32 tensor-core variants match the reference within TF32 accuracy", "[pointwise][tf32]") {
+TEST_CASE("pointwise: with TF32 allowed, float matches the reference within TF32 accuracy on the matrix unit",
+          "[pointwise][tf32][network]") {
   // Every 1x1 layer of the 32x32 tables at batch 4 (squeeze-excitation at batch 5) and the odd
-  // shapes, both layouts; the other variants keep their exact-fp32 tolerance.
-  constexpr double tf32_tolerance = 2e-3;
+  // shapes, both layouts, through every variant that may take the matrix unit (automatic and
+  // split_k among them); other devices run them in exact fp32.
   std::vector<dsconv::pointwise_params> problems;
   for (const layer_case& lc : layer_cases(layer_kind::pw, 0, {}, 4)) {
     const layer_row& r = *lc.row;
@@ -178,13 +229,14 @@ TEST_CASE("pointwise: TF32 tensor-core variants match the reference within TF32 
     }
   for (dsconv::pointwise_params p : problems) {
     p.allow_tf32 = true;
-    check_pointwise<float>(p, true, true, 0, tf32_tolerance,
-                           {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small});
+    check_pointwise<float>(p, true, true, 0,
+                           {pointwise_variant::automatic, pointwise_variant::mma_large, pointwise_variant::mma_small,
+                            pointwise_variant::split_k});
   }
 }
 
 TEMPLATE_TEST_CASE("pointwise: every variant matches the reference on every MobileNetV2 and EfficientNet-B0 1x1 layer",
-                   "[pointwise][layers]", float, dsconv::half, dsconv::bfloat16) {
+                   "[pointwise][layers][network]", float, dsconv::half, dsconv::bfloat16) {
   // Every 224x224 shape at batch 1 in fp32; in half and bfloat16 the 6 largest (up to 20M
   // multiply-adds, slow to emulate) run only from the 32x32 tables (batch 4), which have the
   // same channel counts. Squeeze-excitation layers at batch 5. Both layouts.
@@ -241,59 +293,54 @@ TEMPLATE_TEST_CASE("pointwise: input, weight, bias, residual and output misalign
   }
 }
 
-TEMPLATE_TEST_CASE("pointwise: split_k needs its workspace, gives the same bits every run, and checks the workspace",
+TEMPLATE_TEST_CASE("pointwise: split_k needs its own workspace, and automatic takes it only when given",
                    "[pointwise][split_k]", float, dsconv::half) {
   using T = TestType;
   dsconv::pointwise_params p = make_params(1, 576, 40, 7, 7);  // a long K over a small map
   p.act = activation::relu6;
   const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w, outputs = pixels * p.c_out;
-  const device_input<T> input(random_tensor<T>(pixels * p.c_in));
-  const device_input<T> weight(random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in));
   const std::size_t bytes = dsconv::pointwise_workspace_size<T>(p);
   REQUIRE(bytes > 0);
   REQUIRE(bytes % sizeof(float) == 0);
-  dsconv::device_buffer<float> workspace;
-  REQUIRE(workspace.allocate(bytes / sizeof(float)) == status::success);
+  // The input and the weight inside one poisoned allocation, so a workspace can overlap them.
+  guarded_output<T> inputs(pixels * p.c_in + static_cast<std::size_t>(p.c_out) * p.c_in);
+  const T* input = inputs.data();
+  const T* weight = inputs.data() + pixels * p.c_in;
+  guarded_output<float> workspace(bytes / sizeof(float));
   dsconv::pointwise_options options;
   options.variant = dsconv::pointwise_variant::split_k;
+  // Refused before anything is launched or written: not the output, not the workspace.
+  const auto expect_refused = [&](status expected, T* output) {
+    guarded_output<T> out(outputs);
+    const unsigned long long launches = launches_so_far();
+    CHECK(dsconv::pointwise_forward(p, options, input, weight, static_cast<const T*>(nullptr),
+                                    static_cast<const T*>(nullptr), output ? output : out.data()) == expected);
+    CHECK(launches_so_far() == launches);
+    CHECK(out.untouched());
+    CHECK(workspace.untouched());
+    CHECK(inputs.untouched());
+  };
 
   SECTION("without enough workspace it fails before writing anything") {
     for (const std::size_t given : {std::size_t{0}, bytes - sizeof(float)}) {
       options.workspace = given ? workspace.data() : nullptr;
       options.workspace_bytes = given;
-      guarded_output<T> out(outputs);
-      CHECK(dsconv::pointwise_forward(p, options, input.data(), weight.data(), static_cast<const T*>(nullptr),
-                                        static_cast<const T*>(nullptr), out.data()) ==
-            status::insufficient_workspace);
-      CHECK(out.untouched());
+      expect_refused(status::insufficient_workspace, nullptr);
     }
   }
-  SECTION("a workspace overlapping a tensor is refused") {
+  SECTION("a workspace overlapping the output, the input or the weight is refused") {
     guarded_output<T> out(outputs);
-    options.workspace = out.data();
     options.workspace_bytes = bytes;
-    CHECK(dsconv::pointwise_forward(p, options, input.data(), weight.data(), static_cast<const T*>(nullptr),
-                                        static_cast<const T*>(nullptr), out.data()) ==
-          status::overlapping_buffers);
+    options.workspace = out.data() + 1;
+    expect_refused(status::overlapping_buffers, out.data());
     CHECK(out.untouched());
-  }
-  SECTION("two runs give identical bits (the slices are summed in a fixed order)") {
-    options.workspace = workspace.data();
-    options.workspace_bytes = bytes;
-    std::vector<std::vector<T>> runs;
-    for (int run = 0; run < 2; ++run) {
-      guarded_output<T> out(outputs);
-      REQUIRE(dsconv::pointwise_forward(p, options, input.data(), weight.data(), static_cast<const T*>(nullptr),
-                                        static_cast<const T*>(nullptr), out.data()) ==
-              status::success);
-      REQUIRE(dsconv::synchronize() == status::success);
-      runs.push_back(out.download_checked());
-    }
-    CHECK(std::memcmp(runs[0].data(), runs[1].data(), outputs * sizeof(T)) == 0);
+    options.workspace = inputs.data();
+    expect_refused(status::overlapping_buffers, nullptr);
+    options.workspace = inputs.data() + pixels * p.c_in - 1;
+    expect_refused(status::overlapping_buffers, nullptr);
   }
   SECTION("automatic picks split_k only when the workspace is there and the tiles leave the device idle") {
-    dsconv::platform::device_properties dev;
-    REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
+    const dsconv::platform::device_properties dev = current_device();
     options.variant = dsconv::pointwise_variant::automatic;
     CHECK(dsconv::select_variant<T>(p, options) != dsconv::pointwise_variant::split_k);
     options.workspace = workspace.data();
@@ -301,5 +348,139 @@ TEMPLATE_TEST_CASE("pointwise: split_k needs its workspace, gives the same bits 
     // One 64x64 tile: split_k wherever the device has more than one multiprocessor.
     CHECK((dsconv::select_variant<T>(p, options) == dsconv::pointwise_variant::split_k) ==
           (dev.multiprocessor_count > 1));
+  }
+}
+
+namespace {
+
+// Runs `launch` (which fills `out`) several times, on the host platform once per combination
+// of worker count, block order and thread schedule; true when every run gave the bits of the
+// first.
+template <class T, class Launch>
+bool same_bits_under_every_order(std::size_t outputs, Launch launch) {
+  std::vector<T> first;
+  bool same = true;
+  const auto run = [&] {
+    guarded_output<T> out(outputs);
+    launch(out.data());
+    REQUIRE(dsconv::synchronize() == status::success);
+    const std::vector<T> bits = out.download_checked();
+    if (first.empty())
+      first = bits;
+    else
+      same = same && std::memcmp(first.data(), bits.data(), outputs * sizeof(T)) == 0;
+  };
+#if defined(DSCONV_PLATFORM_HOST)
+  const int workers = dsconv::host::worker_count();
+  const dsconv::host::block_order blocks = dsconv::host::current_block_order();
+  const dsconv::host::schedule threads = dsconv::host::current_schedule();
+  for (const int w : {1, 3})
+    for (const auto order : {dsconv::host::block_order::ascending, dsconv::host::block_order::descending,
+                             dsconv::host::block_order::shuffle})
+      for (const auto schedule : {dsconv::host::schedule::rotate, dsconv::host::schedule::shuffle}) {
+        REQUIRE(dsconv::host::set_worker_count(w) == status::success);
+        dsconv::host::set_block_order(order);
+        dsconv::host::set_schedule(schedule);
+        run();
+      }
+  dsconv::host::set_worker_count(workers);
+  dsconv::host::set_block_order(blocks);
+  dsconv::host::set_schedule(threads);
+#else
+  for (int i = 0; i < 4; ++i) run();
+#endif
+  return same;
+}
+
+// The multiprocessor counts split_k is tested at: on the host platform several (they set the
+// slice count), on a GPU its own.
+std::vector<int> multiprocessor_counts() {
+#if defined(DSCONV_PLATFORM_HOST)
+  return {1, 4, 8, 108};
+#else
+  return {current_device().multiprocessor_count};
+#endif
+}
+
+void use_multiprocessors(const dsconv::platform::device_properties& device, int count) {
+#if defined(DSCONV_PLATFORM_HOST)
+  dsconv::platform::device_properties d = device;
+  d.multiprocessor_count = count;
+  REQUIRE(dsconv::host::set_device(d) == status::success);
+#else
+  (void)device, (void)count;
+#endif
+}
+
+#if defined(DSCONV_PLATFORM_HOST)
+// A sum whose order depends on the order blocks run in: each block adds its value to out[0]
+// (with a compare-and-swap, as a float atomicAdd would), the reduction that split_k's fixed
+// slice order avoids.
+DSCONV_KERNEL void add_in_block_order(const float* values, std::atomic<float>* out) {
+  if (dsconv::platform::thread_idx().x != 0) return;
+  const float v = values[dsconv::platform::block_idx().x];
+  float old = out->load();
+  while (!out->compare_exchange_weak(old, old + v)) {
+  }
+}
+#endif
+
+}  // namespace
+
+#if defined(DSCONV_PLATFORM_HOST)
+TEST_CASE("pointwise: the determinism check fails for a sum in block order", "[pointwise][split_k]") {
+  // Values whose float sum depends on the order: 1e8 + 1 + ... loses the ones, ... + 1e8 keeps some.
+  std::vector<float> values(64, 1.0f);
+  values[0] = 1e8f;
+  values[63] = -1e8f;
+  dsconv::device_buffer<float> d_values;
+  REQUIRE(d_values.upload(values) == status::success);
+  dsconv::platform::launch_config cfg;
+  cfg.grid = dsconv::platform::dims{64, 1, 1};
+  cfg.block = dsconv::platform::dims{32, 1, 1};
+  CHECK_FALSE(same_bits_under_every_order<float>(1, [&](float* out) {
+    std::atomic<float> sum{0.f};
+    REQUIRE(dsconv::platform::launch(add_in_block_order, cfg, d_values.data(), &sum) == status::success);
+    const float result = sum.load();
+    REQUIRE(dsconv::platform::copy_to_device(out, &result, sizeof result) == status::success);
+  }));
+}
+#endif
+
+TEMPLATE_TEST_CASE("pointwise: split_k gives the same bits whatever the workers, block order and thread schedule, "
+                   "for every slice count",
+                   "[pointwise][split_k]", float, dsconv::half, dsconv::bfloat16) {
+  using T = TestType;
+  const dsconv::platform::device_properties device = current_device();
+  dsconv::pointwise_params p = make_params(1, 576, 40, 7, 7);  // a long K over a small map: 1 tile of 64x64
+  p.act = activation::relu6;
+  for (const layout data_layout : all_layouts) {
+    p.data_layout = data_layout;
+    const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w, outputs = pixels * p.c_out;
+    const device_input<T> d_input(random_tensor<T>(pixels * p.c_in));
+    const device_input<T> d_weight(random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in));
+    std::vector<std::size_t> workspace_sizes;
+    // The multiprocessor count sets the slice count: enough 64x64 blocks for two on each, at
+    // most 18 slices of 32 channels here.
+    for (const int multiprocessors : multiprocessor_counts()) {
+      use_multiprocessors(device, multiprocessors);
+      INFO(type_name<T>() << ", " << describe(p) << ", " << multiprocessors << " multiprocessors");
+      const std::size_t bytes = dsconv::pointwise_workspace_size<T>(p);
+      workspace_sizes.push_back(bytes);
+      dsconv::device_buffer<float> workspace;
+      REQUIRE(workspace.allocate(bytes / sizeof(float)) == status::success);
+      dsconv::pointwise_options options;
+      options.variant = pointwise_variant::split_k;
+      options.workspace = workspace.data();
+      options.workspace_bytes = bytes;
+      CHECK(same_bits_under_every_order<T>(outputs, [&](T* out) {
+        REQUIRE(dsconv::pointwise_forward(p, options, d_input.data(), d_weight.data(), static_cast<const T*>(nullptr),
+                                          static_cast<const T*>(nullptr), out) == status::success);
+      }));
+    }
+    use_multiprocessors(device, device.multiprocessor_count);
+    // Each multiprocessor count gave another slice count (workspace = slices x outputs).
+    std::sort(workspace_sizes.begin(), workspace_sizes.end());
+    CHECK(std::adjacent_find(workspace_sizes.begin(), workspace_sizes.end()) == workspace_sizes.end());
   }
 }

@@ -27,6 +27,10 @@ struct layer_result {
   long long traffic_bytes = -1;    // host platform: 32 * sectors moved; -1 when not counted
   double load_sectors_per_request = 0;   // host platform: 32-byte sectors per warp load request
   double store_sectors_per_request = 0;  // and per warp store request
+  // Host platform: shared-memory bank wavefronts over the conflict-free ideal (1.0 = no bank
+  // conflicts), for the kernel's shared loads and stores; 0 where it uses no shared memory.
+  double shared_load_conflicts = 0;
+  double shared_store_conflicts = 0;
 };
 
 template <class T>
@@ -60,7 +64,8 @@ void finish(layer_result& r, const dsconv::device_buffer<T>& out, const std::vec
   r.relative_error = r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2);
 }
 
-// Times `call`, and on the host platform records its global-memory traffic.
+// Times `call`, and on the host platform records its memory traffic (global sectors, shared
+// bank wavefronts).
 template <class Call>
 dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
   (void)count_traffic;
@@ -78,6 +83,8 @@ dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
     r.traffic_bytes = static_cast<long long>(t.sectors() * 32);
     r.load_sectors_per_request = t.load_sectors_per_request();
     r.store_sectors_per_request = t.store_sectors_per_request();
+    r.shared_load_conflicts = t.shared_loads.conflict_factor();
+    r.shared_store_conflicts = t.shared_stores.conflict_factor();
   }
 #endif
   if (s != dsconv::status::success) r.detail = dsconv::last_error_detail();

@@ -6,6 +6,7 @@
 #include "dispatch/depthwise.hpp"
 #include "dispatch/pointwise.hpp"
 #include "dispatch/variants.hpp"
+#include "instantiations.hpp"
 #include "memory.hpp"
 #include "params.hpp"
 #include "platform/platform.hpp"

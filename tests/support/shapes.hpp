@@ -1,7 +1,7 @@
 #pragma once
 // Shared by the operation tests: the MobileNetV2 / EfficientNet-B0 layer tables, the runs
-// that cover them within the time budget, printable problem descriptions, and the check of
-// a result against the double reference.
+// that cover them within the time budget, and printable problem descriptions (the check of
+// a result against the reference is in accuracy.hpp).
 
 #include <algorithm>
 #include <cmath>
@@ -16,6 +16,7 @@
 #include <catch2/catch.hpp>
 #include <dsconv/dsconv.hpp>
 
+#include "accuracy.hpp"
 #include "test_data.hpp"
 
 namespace Catch {
@@ -55,22 +56,6 @@ inline std::string describe(const dsconv::pointwise_params& p) {
   s << "n=" << p.n << " c_in=" << p.c_in << " c_out=" << p.c_out << " h=" << p.h << " w=" << p.w << " "
     << dsconv::to_string(p.data_layout) << " " << dsconv::to_string(p.act);
   return s.str();
-}
-
-// Judges a kernel's output against the double reference: no unwritten (NaN-poisoned) or
-// non-finite element, the relative L2 error within `tol`, and also every single
-// element (one wrong element barely moves the L2 norm of a large tensor).
-template <class T>
-void check_close(const std::vector<T>& out, const std::vector<double>& ref, double tol = tolerance<T>()) {
-  REQUIRE(out.size() == ref.size());
-  const error_report e = compare(out, ref);
-  double ref_max = 0;
-  for (double r : ref) ref_max = std::max(ref_max, std::fabs(r));
-  INFO(type_name<T>() << ": relative error " << e.relative << ", max abs error " << e.max_abs << ", max |ref| "
-                      << ref_max << ", non-finite " << e.non_finite << " of " << out.size());
-  CHECK(e.non_finite == 0);
-  CHECK(e.relative <= tol);
-  CHECK(e.max_abs <= tol * std::max(1.0, ref_max));
 }
 
 // One row of data/layers/*.csv; rows that repeat within a table are listed once, with the

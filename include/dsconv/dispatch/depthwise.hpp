@@ -85,7 +85,7 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
       return launch_tiled(detail::tiled_kernel<detail::nhwc_tiled_family, T>(p), "depthwise_nhwc_tiled");
     case depthwise_variant::automatic:
     case depthwise_variant::direct:
-      return platform::launch(kernels::depthwise_direct<T>,
+      return platform::launch(platform::registered<kernels::depthwise_direct<T>>(),
                               detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "depthwise_direct"),
                               shape, input, weight, bias, output);
   }

@@ -164,13 +164,13 @@ template <template <class, int, int> class Family, class T>
 auto tiled_kernel(const depthwise_params& p) {
   const bool specialisable = p.kernel_h == p.kernel_w && p.stride_h == p.stride_w && p.dilation_h == 1 && p.dilation_w == 1;
   switch (specialisable ? p.kernel_h * 10 + p.stride_h : 0) {
-    case 31: return Family<T, 3, 1>::kernel;
-    case 32: return Family<T, 3, 2>::kernel;
-    case 51: return Family<T, 5, 1>::kernel;
-    case 52: return Family<T, 5, 2>::kernel;
-    case 71: return Family<T, 7, 1>::kernel;
-    case 72: return Family<T, 7, 2>::kernel;
-    default: return Family<T, 0, 0>::kernel;
+    case 31: return platform::registered<Family<T, 3, 1>::kernel>();
+    case 32: return platform::registered<Family<T, 3, 2>::kernel>();
+    case 51: return platform::registered<Family<T, 5, 1>::kernel>();
+    case 52: return platform::registered<Family<T, 5, 2>::kernel>();
+    case 71: return platform::registered<Family<T, 7, 1>::kernel>();
+    case 72: return platform::registered<Family<T, 7, 2>::kernel>();
+    default: return platform::registered<Family<T, 0, 0>::kernel>();
   }
 }
 

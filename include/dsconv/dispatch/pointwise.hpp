@@ -57,8 +57,8 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
   cfg.grid = grid;
   cfg.block = platform::dims{Tile::threads, 1, 1};
   cfg.name = name;
-  if (g.weight_is_a) return platform::launch(Kernel<T, Tile, false, Out>::kernel, cfg, g, a, b, out);
-  return platform::launch(Kernel<T, Tile, true, Out>::kernel, cfg, g, a, b, out);
+  if (g.weight_is_a) return platform::launch(platform::registered<Kernel<T, Tile, false, Out>::kernel, Tile::needs>(), cfg, g, a, b, out);
+  return platform::launch(platform::registered<Kernel<T, Tile, true, Out>::kernel, Tile::needs>(), cfg, g, a, b, out);
 }
 
 // Calls launch(Unit{}) with the matrix unit of `dev` when this build has kernels for it: only
@@ -107,7 +107,7 @@ status launch_split_k(const pointwise_params& p, const platform::device_properti
                              })
           : launch_tiled<gemm_small_tile, simt_gemm>("pointwise_split_k_gemm", plan.grid, stream, plan.g, a, b, partial);
   if (s != status::success) return s;
-  return platform::launch(kernels::pointwise_split_k_reduce<T>,
+  return platform::launch(platform::registered<kernels::pointwise_split_k_reduce<T>>(),
                           grid_stride_launch(plan.g.batches * plan.g.m * plan.g.n, 256, dev, stream,
                                              "pointwise_split_k_reduce"),
                           plan.g, static_cast<const float*>(options.workspace), out);
@@ -196,11 +196,11 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       if (!detail::plan_warp_dot(p, dev, cfg.grid)) break;
       cfg.block = platform::dims{detail::warp_dot_block_threads, 1, 1};
       cfg.name = "pointwise_warp_dot";
-      return platform::launch(kernels::pointwise_warp_dot<T>, cfg, g, a, b, out);
+      return platform::launch(platform::registered<kernels::pointwise_warp_dot<T>>(), cfg, g, a, b, out);
     }
     case pointwise_variant::automatic:
     case pointwise_variant::direct:
-      return platform::launch(kernels::pointwise_direct<T>,
+      return platform::launch(platform::registered<kernels::pointwise_direct<T>>(),
                               detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "pointwise_direct"),
                               shape, input, weight, bias, residual, output);
   }

@@ -20,12 +20,14 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, bool v
   asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_addr), "l"(src), "r"(valid ? 16 : 0));
 #else
   constexpr int n = static_cast<int>(16 / sizeof(T));
+  vec<T, n> v;
   if (valid) {
-    *reinterpret_cast<vec<T, n>*>(dst) = load_vec<n>(src);
+    v = load_vec<n>(src);
   } else {
     DSCONV_UNROLL
-    for (int i = 0; i < n; ++i) dst[i] = T(0.f);
+    for (int i = 0; i < n; ++i) v[i] = T(0.f);
   }
+  shared_store(reinterpret_cast<vec<T, n>*>(dst), v);  // one 16-byte store, as cp.async writes
 #endif
 }
 

@@ -47,10 +47,14 @@ inline constexpr bool compiles_mma_sync = true, compiles_mfma = true;
 #endif
 
 struct device_properties {
+  char name[48] = {};  // the device's name (on the host platform: the emulated profile, e.g. "sm80")
   int multiprocessor_count = 0;
   int warp_size = 0;
   int max_threads_per_block = 0;
-  std::size_t shared_memory_per_block = 0;  // usable without opting in to more
+  int max_threads_per_multiprocessor = 0;
+  int registers_per_multiprocessor = 0;            // 32-bit registers (AMD: VGPRs of all SIMDs of a CU)
+  std::size_t shared_memory_per_block = 0;         // usable without opting in to more
+  std::size_t shared_memory_per_multiprocessor = 0;
   unsigned max_grid_x = 0, max_grid_y = 0, max_grid_z = 0;
   matrix_unit matrix = matrix_unit::none;
 };

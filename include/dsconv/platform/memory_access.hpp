@@ -1,8 +1,8 @@
 #pragma once
-// Global-memory loads and stores for kernels. On a GPU they are plain accesses (a vec<T, N>
-// of 8 or 16 bytes becomes one vector instruction); on the host platform each access is also
-// recorded for the traffic counters. Kernels read and write global memory only through
-// these, so the counters see every byte.
+// Global- and shared-memory loads and stores for kernels. On a GPU they are plain accesses (a
+// vec<T, N> of 8 or 16 bytes becomes one vector instruction); on the host platform each
+// access is also recorded for the traffic counters and the shared-memory bank model. Kernels
+// read and write memory only through these, so the counters see every byte.
 
 #include "../config.hpp"
 
@@ -48,6 +48,41 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE vec<T, N> load_vec(const T* p) {
 template <int N, class T>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
   store(reinterpret_cast<vec<T, N>*>(p), v);
+}
+
+// Shared memory (dynamic_shared, DSCONV_SHARED_ARRAY): the same as load / store, recorded on
+// the host platform for the bank model (host/shared_banks.hpp).
+template <class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T shared_load(const T* p) {
+#if defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), false);
+#endif
+  return *p;
+}
+
+template <class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v) {
+#if defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), true);
+#endif
+  *p = v;
+}
+
+// sizeof(U) bytes at p (aligned to them) as one U: e.g. two 16-bit elements as one 32-bit
+// fragment register. On a GPU one shared-memory load; on the host a memcpy, which C++'s
+// aliasing rules require there.
+template <class U, class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE U shared_load_as(const T* p) {
+#if defined(DSCONV_DEVICE_PASS)
+  return *reinterpret_cast<const U*>(p);
+#else
+#if defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(U), false);
+#endif
+  U r;
+  __builtin_memcpy(&r, p, sizeof r);
+  return r;
+#endif
 }
 
 }  // namespace platform

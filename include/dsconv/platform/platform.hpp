@@ -1,11 +1,14 @@
 #pragma once
 // Selects the platform (config.hpp decides from the compiler) and provides, in namespace
 // dsconv::platform, the same interface on each:
-//   runtime:  stream_t, launch(kernel, launch_config, args...), synchronize(stream),
+//   runtime:  stream_t, launch(kernel, launch_config, args...), registered<kernel>(),
+//             synchronize(stream),
 //             get_device_properties, device_malloc/free, copy_to_device/host, device_memset
 //   kernels:  thread_idx, block_idx, block_dim, grid_dim, warp_size, lane_id, sync_threads,
 //             shfl / shfl_xor / shfl_down / shfl_up, ballot, dynamic_shared<T>,
-//             load / store / load_vec / store_vec (memory_access.hpp), DSCONV_SHARED,
+//             DSCONV_SHARED_ARRAY(T, name, extents) (a static shared array),
+//             load / store / load_vec / store_vec and shared_load / shared_load_as /
+//             shared_store (memory_access.hpp),
 //             async_copy_16 / async_copy_wait (async_copy.hpp),
 //             mma_16x8x16 / mma_16x8x8_tf32 / round_to_tf32 (warp_mma.hpp),
 //             mfma_16x16x16 (wave_mfma.hpp)
@@ -15,18 +18,26 @@
 
 #if defined(DSCONV_PLATFORM_CUDA)
 #include "cuda.hpp"
-#define DSCONV_SHARED __shared__
 #elif defined(DSCONV_PLATFORM_HIP)
 #include "hip.hpp"
-#define DSCONV_SHARED __shared__
 #else
 #include "host.hpp"
-// A worker runs one block at a time and all fibers of a block share its OS thread, so a
-// thread_local is exactly one block's shared memory.
-#define DSCONV_SHARED static thread_local
+#endif
+
+// DSCONV_SHARED_ARRAY(float, tile, [2][64]) declares `tile`, a float[2][64] in the block's
+// shared memory, 16-byte aligned. On the host platform it is a reference into the block's
+// arena (host/shared_memory.hpp), poisoned at every block start like dynamic shared memory;
+// the static `key` (one per declaration and kernel instantiation) names it there.
+#if defined(DSCONV_PLATFORM_HOST)
+#define DSCONV_SHARED_ARRAY(T, name, extents) \
+  static char name##_shared_key;              \
+  T(&name) extents = ::dsconv::platform::static_shared<T extents>(&name##_shared_key)
+#else
+#define DSCONV_SHARED_ARRAY(T, name, extents) alignas(16) __shared__ T name extents
 #endif
 
 #include "float16.hpp"
+#include "registered_kernel.hpp"
 #include "memory_access.hpp"
 #include "async_copy.hpp"
 #include "warp_mma.hpp"

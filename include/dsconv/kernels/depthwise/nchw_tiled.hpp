@@ -43,8 +43,8 @@ DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depth
   float* b_s = w_s + t.channels * taps;
 
   for (int i = tid; i < g_count * taps; i += threads)
-    w_s[i] = to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i));
-  for (int g = tid; g < g_count; g += threads) b_s[g] = bias ? to_float(pf::load(bias + c0 + g)) : 0.f;
+    pf::shared_store(w_s + i, to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i)));
+  for (int g = tid; g < g_count; g += threads) pf::shared_store(b_s + g, bias ? to_float(pf::load(bias + c0 + g)) : 0.f);
 
   // Zero padding: the pad columns of every staged row, and whole rows above or below the image.
   const int top = iy0 < 0 ? (-iy0 < in_rows ? -iy0 : in_rows) : 0;
@@ -52,12 +52,12 @@ DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depth
   const int pad_cols = rw - s.w;
   for (int i = tid; i < planes * in_rows * pad_cols; i += threads) {
     const int j = i / (in_rows * pad_cols), r = i / pad_cols % in_rows, x = i % pad_cols;
-    staged[j * plane_stage + r * rw + (x < s.pad_w ? x : s.w + x)] = 0.f;
+    pf::shared_store(staged + j * plane_stage + r * rw + (x < s.pad_w ? x : s.w + x), 0.f);
   }
   for (int i = tid; i < planes * (top + below) * s.w; i += threads) {
     const int j = i / ((top + below) * s.w), k = i / s.w % (top + below), x = i % s.w;
     const int r = k < top ? k : in_rows - (top + below) + k;
-    staged[j * plane_stage + r * rw + s.pad_w + x] = 0.f;
+    pf::shared_store(staged + j * plane_stage + r * rw + s.pad_w + x, 0.f);
   }
 
   // The image rows the band needs: per plane one contiguous range (for whole planes of
@@ -81,17 +81,17 @@ DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depth
       const auto v = pf::load_vec<4>(source(e));
       float* d = place(e);
       DSCONV_UNROLL
-      for (int k = 0; k < 4; ++k) d[k] = to_float(v[k]);
+      for (int k = 0; k < 4; ++k) pf::shared_store(d + k, to_float(v[k]));
     }
   } else if (t.vector == 8) {
     for (int e = tid * 8; e < planes * chunk; e += threads * 8) {
       const auto v = pf::load_vec<8>(source(e));
       float* d = place(e);
       DSCONV_UNROLL
-      for (int k = 0; k < 8; ++k) d[k] = to_float(v[k]);
+      for (int k = 0; k < 8; ++k) pf::shared_store(d + k, to_float(v[k]));
     }
   } else {
-    for (int e = tid; e < planes * chunk; e += threads) *place(e) = to_float(pf::load(source(e)));
+    for (int e = tid; e < planes * chunk; e += threads) pf::shared_store(place(e), to_float(pf::load(source(e))));
   }
   pf::sync_threads();
 
@@ -103,7 +103,7 @@ DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depth
     const float acc = detail::window_sum<K>(staged + j * plane_stage + oy * sh * rw + ox * sw, rw, 1, w_s + g * taps, 1, kh,
                                             kw, dh, dw);
     T* dst = output + (static_cast<index_t>(b0 + j / g_count) * s.c + c0 + g) * out_plane + static_cast<index_t>(oy0 + oy) * ow;
-    pf::store(dst + ox, from_float<T>(detail::activate(acc + b_s[g], s.act)));
+    pf::store(dst + ox, from_float<T>(detail::activate(acc + pf::shared_load(b_s + g), s.act)));
   }
 }
 

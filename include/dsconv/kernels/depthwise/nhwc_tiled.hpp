@@ -45,8 +45,8 @@ DSCONV_KERNEL void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depth
 
   // Weights are [c][taps] in memory; staged tap-major so a thread's channel is contiguous.
   for (int i = tid; i < cc_count * taps; i += threads)
-    w_s[i % taps * cs + i / taps] = to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i));
-  for (int c = tid; c < cc_count; c += threads) b_s[c] = bias ? to_float(pf::load(bias + c0 + c)) : 0.f;
+    pf::shared_store(w_s + i % taps * cs + i / taps, to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i)));
+  for (int c = tid; c < cc_count; c += threads) pf::shared_store(b_s + c, bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
 
   // Every staged pixel of the band: loaded when inside the image, zero in the padding.
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c;
@@ -67,13 +67,13 @@ DSCONV_KERNEL void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depth
     } else if (v == 4 && inside && c < cc_count) {
       const auto x = pf::load_vec<4>(p);
 DSCONV_UNROLL
-      for (int j = 0; j < 4; ++j) d[j] = to_float(x[j]);
+      for (int j = 0; j < 4; ++j) pf::shared_store(d + j, to_float(x[j]));
     } else if (v == 8 && inside && c < cc_count) {
       const auto x = pf::load_vec<8>(p);
 DSCONV_UNROLL
-      for (int j = 0; j < 8; ++j) d[j] = to_float(x[j]);
+      for (int j = 0; j < 8; ++j) pf::shared_store(d + j, to_float(x[j]));
     } else {
-      for (int j = 0; j < v; ++j) d[j] = inside && c + j < cc_count ? to_float(pf::load(p + j)) : 0.f;
+      for (int j = 0; j < v; ++j) pf::shared_store(d + j, inside && c + j < cc_count ? to_float(pf::load(p + j)) : 0.f);
     }
   }
   pf::async_copy_wait();
@@ -86,7 +86,7 @@ DSCONV_UNROLL
     const float acc = detail::window_sum<K>(staged + bi * image_stage + ((oy * sh) * rw + ox * sw) * cs + c, rw * cs, cs,
                                             w_s + c, cs, kh, kw, dh, dw);
     T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox) * s.c + c0 + c;
-    pf::store(dst, from_float<T>(detail::activate(acc + b_s[c], s.act)));
+    pf::store(dst, from_float<T>(detail::activate(acc + pf::shared_load(b_s + c), s.act)));
   }
 }
 

@@ -37,7 +37,7 @@ struct window_geometry {
 };
 
 // The window sum of one output: `in` points at the window's top-left staged element, `w` at
-// the first tap's weight. K (and S) are compile-time where the variant is specialised;
+// the first tap's weight (both in shared memory). K (and S) are compile-time where the variant is specialised;
 // K == 0 takes the sizes from the arguments.
 template <int K>
 DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const float* in, int row_step, int col_step, const float* w,
@@ -47,10 +47,13 @@ DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const float* in, int row_step,
 DSCONV_UNROLL
     for (int ky = 0; ky < (K ? K : 1); ++ky)
 DSCONV_UNROLL
-      for (int kx = 0; kx < (K ? K : 1); ++kx) acc += in[ky * row_step + kx * col_step] * w[(ky * K + kx) * w_step];
+      for (int kx = 0; kx < (K ? K : 1); ++kx)
+        acc += platform::shared_load(in + ky * row_step + kx * col_step) * platform::shared_load(w + (ky * K + kx) * w_step);
   } else {
     for (int ky = 0; ky < kh; ++ky)
-      for (int kx = 0; kx < kw; ++kx) acc += in[ky * dh * row_step + kx * dw * col_step] * w[(ky * kw + kx) * w_step];
+      for (int kx = 0; kx < kw; ++kx)
+        acc += platform::shared_load(in + ky * dh * row_step + kx * dw * col_step) *
+               platform::shared_load(w + (ky * kw + kx) * w_step);
   }
   return acc;
 }

@@ -27,6 +27,7 @@ namespace kernels {
 template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit, bool Vectors = true>
 struct mma_tile {
   using unit = Unit;
+  static constexpr platform::matrix_unit needs = Unit::kind;
   using element_form = mma_tile<BM, BN, WARPS_M, WARPS_N, MinBlocks, Unit, false>;
   static constexpr int run = 1;  // no output alignment needed for the vector form
   static constexpr int bm = BM, bn = BN, warps_m = WARPS_M, warps_n = WARPS_N, min_blocks = MinBlocks;
@@ -60,8 +61,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   // rows m, columns k / rows k, columns n
   using a_tile = operand_tile<BM, BK, threads, true, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, threads, !KMajorB, Tile::template b_run<T>>;
-  alignas(16) DSCONV_SHARED S a_s[2][BM][LD];
-  alignas(16) DSCONV_SHARED S b_s[2][BN][LD];
+  DSCONV_SHARED_ARRAY(S, a_s, [2][BM][LD]);
+  DSCONV_SHARED_ARRAY(S, b_s, [2][BN][LD]);
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int warp = tid / unit::lanes, lane = tid % unit::lanes;
@@ -77,8 +78,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     S a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
     a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
     b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
-    a_tile::stash(a_regs, tid, [&](int m, int k, S v) { a_s[buf][m][k] = v; });
-    b_tile::stash(b_regs, tid, [&](int k, int n, S v) { b_s[buf][n][k] = v; });
+    a_tile::stash(a_regs, tid, [&](int m, int k, S v) { pf::shared_store(&a_s[buf][m][k], v); });
+    b_tile::stash(b_regs, tid, [&](int k, int n, S v) { pf::shared_store(&b_s[buf][n][k], v); });
   };
 
   float acc[MI][NI][unit::accumulators];

@@ -25,6 +25,7 @@ namespace kernels {
 // aligned to them, or single elements (its element_form, for any buffers).
 template <int BM, int BN, int BK, int TM, int TN, int MinBlocks, bool Vectors = true>
 struct gemm_tile {
+  static constexpr platform::matrix_unit needs = platform::matrix_unit::none;  // SIMT: runs anywhere
   static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks;
   static constexpr int threads = (BM / TM) * (BN / TN), run = Vectors ? 4 : 1;
   template <class T>
@@ -50,8 +51,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   using a_tile = operand_tile<BM, BK, Tile::threads, true, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, Tile::template b_run<T>>;
   using run_t = pf::vec<float, RUN>;
-  DSCONV_SHARED float a_s[2][BK][BM];  // A tile, k-major: a thread's m values are a row
-  DSCONV_SHARED run_t b_s[2][BK][BN / RUN];
+  DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM]);  // A tile, k-major: a thread's m values are a row
+  DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN]);
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % TX, ty = tid / TX;
@@ -65,8 +66,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
   };
   auto stash = [&](int buf) {
-    a_tile::stash(a_next, tid, [&](int m, int k, float v) { a_s[buf][k][m] = v; });
-    b_tile::stash(b_next, tid, [&](int k, int n, float v) { b_s[buf][k][n / RUN][n % RUN] = v; });
+    a_tile::stash(a_next, tid, [&](int m, int k, float v) { pf::shared_store(&a_s[buf][k][m], v); });
+    b_tile::stash(b_next, tid, [&](int k, int n, float v) { pf::shared_store(&b_s[buf][k][n / RUN][n % RUN], v); });
   };
 
   float acc[TM][TN];
@@ -86,10 +87,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     for (int kk = 0; kk < BK; ++kk) {
       float av[TM], bv[TN];
       DSCONV_UNROLL
-      for (int i = 0; i < TM; ++i) av[i] = a_s[buf][kk][ty + i * (BM / TM)];
+      for (int i = 0; i < TM; ++i) av[i] = pf::shared_load(&a_s[buf][kk][ty + i * (BM / TM)]);
       DSCONV_UNROLL
       for (int jr = 0; jr < RUNS; ++jr) {
-        const run_t run = b_s[buf][kk][jr * TX + tx];
+        const run_t run = pf::shared_load(&b_s[buf][kk][jr * TX + tx]);
         DSCONV_UNROLL
         for (int e = 0; e < RUN; ++e) bv[jr * RUN + e] = run[e];
       }

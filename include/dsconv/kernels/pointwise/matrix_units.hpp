@@ -15,24 +15,20 @@ namespace dsconv {
 namespace kernels {
 
 namespace detail_units {
-// Two consecutive 16-bit elements (the lower k first, 4-byte aligned) as one fragment
-// register: on a GPU one 32-bit shared-memory load; on the host a memcpy, which C++ aliasing
-// rules require there.
+// Two consecutive 16-bit elements of shared memory (the lower k first, 4-byte aligned) as
+// one fragment register.
 template <class S>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* p) {
-#if defined(DSCONV_DEVICE_PASS)
-  return *reinterpret_cast<const unsigned*>(p);
-#else
-  unsigned r;
-  __builtin_memcpy(&r, p, sizeof r);
-  return r;
-#endif
+  return platform::shared_load_as<unsigned>(p);
 }
+// A float of shared memory as a fragment register.
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned word(const float* p) { return detail::float_bits(platform::shared_load(p)); }
 }  // namespace detail_units
 
 // NVIDIA tensor cores, mma.sync (platform/warp_mma.hpp): 16x8 tiles; half and bfloat16 with
 // k = 16, float rounded to tf32 with k = 8.
 struct mma_sync_unit {
+  static constexpr platform::matrix_unit kind = platform::matrix_unit::mma_sync;
   static constexpr int lanes = platform::mma_warp_lanes;
   static constexpr int tile_m = 16, tile_n = 8, accumulators = 4, run = 2;
   // Accumulator r of a lane: D[g + 8 * (r / 2)][2t + r % 2] with g = lane / 4, t = lane % 4.
@@ -73,14 +69,14 @@ struct mma_sync_unit::op<float> {  // tf32: m16n8k8, operands rounded once when 
   template <int LD>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[4], const float* rows, int lane, int k0) {
     const float* lo = rows + (lane / 4) * LD + k0 + lane % 4;
-    f[0] = detail::float_bits(lo[0]), f[1] = detail::float_bits(lo[8 * LD]);
-    f[2] = detail::float_bits(lo[4]), f[3] = detail::float_bits(lo[8 * LD + 4]);
+    f[0] = detail_units::word(lo), f[1] = detail_units::word(lo + 8 * LD);
+    f[2] = detail_units::word(lo + 4), f[3] = detail_units::word(lo + 8 * LD + 4);
   }
   // b[0] = B[t][g], b[1] = B[t+4][g]
   template <int LD>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const float* cols, int lane, int k0) {
     const float* c = cols + (lane / 4) * LD + k0 + lane % 4;
-    f[0] = detail::float_bits(c[0]), f[1] = detail::float_bits(c[4]);
+    f[0] = detail_units::word(c), f[1] = detail_units::word(c + 4);
   }
   static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
     platform::mma_16x8x8_tf32(d, a, b);
@@ -94,6 +90,7 @@ struct mma_sync_unit::op<float> {  // tf32: m16n8k8, operands rounded once when 
 // both fragments the same load: row lane % 16 of the tile, k = 4q .. 4q + 3 (16-bit types) or
 // k = q (float) with q = lane / 16.
 struct mfma_unit {
+  static constexpr platform::matrix_unit kind = platform::matrix_unit::mfma;
   static constexpr int lanes = platform::mfma_wave_lanes;
   static constexpr int tile_m = 16, tile_n = 16, accumulators = 4, run = 4;
   // Accumulator r of a lane: C[lane % 16][4q + r].
@@ -128,7 +125,7 @@ struct mfma_unit::op<float> {
   static DSCONV_DEVICE DSCONV_FORCEINLINE float convert(float v) { return v; }
   template <int LD>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[1], const float* rows, int lane, int k0) {
-    f[0] = detail::float_bits(rows[(lane % 16) * LD + k0 + lane / 16]);
+    f[0] = detail_units::word(rows + (lane % 16) * LD + k0 + lane / 16);
   }
   template <int LD>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[1], const float* cols, int lane, int k0) {

@@ -4,6 +4,7 @@
 // hipName and the few type aliases whose names differ, then include this file.
 
 #include <cstddef>
+#include <cstdio>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -62,10 +63,14 @@ inline status get_device_properties(device_properties& p) {
     s = gpu_detail::map_error(DSCONV_GPU(GetDeviceProperties)(&prop, device), "device properties");
     if (s != status::success) return s;
     device_properties& d = cache[device];
+    std::snprintf(d.name, sizeof d.name, "%s", prop.name);
     d.multiprocessor_count = prop.multiProcessorCount;
     d.warp_size = prop.warpSize;
     d.max_threads_per_block = prop.maxThreadsPerBlock;
+    d.max_threads_per_multiprocessor = prop.maxThreadsPerMultiProcessor;
+    d.registers_per_multiprocessor = prop.regsPerMultiprocessor;
     d.shared_memory_per_block = prop.sharedMemPerBlock;
+    d.shared_memory_per_multiprocessor = prop.sharedMemPerMultiprocessor;
     d.max_grid_x = static_cast<unsigned>(prop.maxGridSize[0]);
     d.max_grid_y = static_cast<unsigned>(prop.maxGridSize[1]);
     d.max_grid_z = static_cast<unsigned>(prop.maxGridSize[2]);

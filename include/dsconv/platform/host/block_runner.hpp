@@ -1,16 +1,23 @@
 #pragma once
 // Runs one thread block on the calling OS thread: every emulated thread is a fiber, and a
-// scheduler on the thread's own stack resumes each runnable fiber in turn until it reaches
-// a barrier or finishes. Once no fiber can run, the barrier states are resolved: a warp
-// whose lanes all wait at a warp-collective operation is released, then a block whose
-// threads all wait at the block barrier. Anything else (some threads exited or wait
-// elsewhere) is divergence: reported as an error, and the waiting fibers are unwound with
-// an exception so the block always ends.
+// scheduler on the thread's own stack resumes each runnable fiber in turn, in the block's
+// schedule (settings.hpp: ascending, descending or shuffled, by thread or by warp), until it
+// reaches a barrier or finishes. Once no fiber can run, the barrier states are resolved: a
+// warp whose lanes all wait at a warp-collective operation is released, then a block whose
+// threads all wait at the same block barrier (one call site). Anything else (some threads
+// exited, or wait at another barrier) is divergence: reported as an error, and the waiting
+// fibers are unwound with an exception so the block always ends.
+// Shared memory is poisoned at every block start (shared_memory.hpp); while traffic is
+// counted, each thread's shared-memory accesses are logged and turned into bank wavefronts
+// whenever the block meets at a barrier (shared_banks.hpp).
 
+#include <algorithm>
 #include <cstdint>
 #include <cstring>
 #include <exception>
 #include <memory>
+#include <numeric>
+#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -20,6 +27,9 @@
 #include "stream.hpp"
 #include "../launch_types.hpp"
 #include "context.hpp"
+#include "settings.hpp"
+#include "shared_banks.hpp"
+#include "shared_memory.hpp"
 #include "traffic.hpp"
 
 namespace dsconv {
@@ -37,6 +47,14 @@ struct kernel_body {
   }
 };
 
+// A place in the source: where a barrier is.
+struct source_line {
+  const char* file = "";
+  int line = 0;
+  bool operator==(const source_line& o) const { return line == o.line && std::strcmp(file, o.file) == 0; }
+  std::string text() const { return std::string(file) + ":" + std::to_string(line); }
+};
+
 // Thrown into fibers that wait at a barrier when their block is aborted.
 struct block_abort {};
 
@@ -49,8 +67,10 @@ struct fiber {
   dims tid;
   unsigned linear = 0, warp = 0, lane = 0;
   fiber_state state = fiber_state::finished;
+  source_line barrier_site;  // the block barrier it waits at
   unsigned exchange_parity = 0;
   site_counters sites;
+  std::vector<shared_access> shared_log;  // since the last block barrier, while counting
 
   explicit fiber(std::size_t stack_bytes) : stack(stack_bytes) {}
   stack_bounds bounds() const { return {stack.bottom(), stack.size()}; }
@@ -73,8 +93,11 @@ class block_runner {
     kernel_body body;
     dims grid_dim, block_dim, block_idx;
     unsigned warp_size;
-    std::size_t shared_bytes;
+    std::size_t shared_bytes;  // dynamic
+    std::size_t shared_limit;  // static and dynamic, per block: the device's
     std::size_t stack_bytes;
+    schedule order;            // of this block: never rotate
+    std::uint64_t seed;        // of this block's shuffles
   };
 
   // Runs one block to completion. Returns success, barrier_divergence or kernel_fault,
@@ -95,31 +118,32 @@ class block_runner {
       f.warp = i / launch.warp_size;
       f.lane = i % launch.warp_size;
       f.state = fiber_state::runnable;
+      f.barrier_site = source_line{};
       f.exchange_parity = 0;
       f.sites.clear();
+      f.shared_log.clear();
       start_context(f.ctx, f.stack, &fiber_entry);
     }
     threads_ = n;
     warps_ = (n + launch.warp_size - 1) / launch.warp_size;
     if (exchange_.size() < warps_) exchange_.resize(warps_);
-    if (shared_.size() < launch.shared_bytes) shared_.resize(launch.shared_bytes);
-    // Kernels must not read shared memory they did not write: 0xff bytes are NaN in every
-    // floating-point type, so such a read shows up in the results.
-    if (launch.shared_bytes) std::memset(shared_.data(), 0xff, launch.shared_bytes);
+    shared_.begin_block(launch.shared_bytes, launch.shared_limit);
     aborting_ = false;
     result_ = status::success;
     message_.clear();
 
     block_runner* const outer = current_runner();
     current_runner() = this;
+    std::uint64_t pass = 0;
     do {
-      for (unsigned i = 0; i < n; ++i) {
+      for (const unsigned i : pass_order(pass++)) {
         fiber& f = *fibers_[i];
         if (f.state != fiber_state::runnable) continue;
         current_ = &f;
         switch_context(scheduler_, &scheduler_fake_stack_, f.ctx, f.bounds());
       }
     } while (resolve_barriers());
+    if (!aborting_) count_shared_accesses();
     current_runner() = outer;
     current_ = nullptr;
     message = message_;
@@ -132,11 +156,24 @@ class block_runner {
     const unsigned first = warp * launch_->warp_size;
     return threads_ - first < launch_->warp_size ? threads_ - first : launch_->warp_size;
   }
-  void* dynamic_shared() { return shared_.data(); }
+  void* dynamic_shared() { return shared_.dynamic(); }
+  void* static_shared(const void* key, std::size_t bytes, std::size_t align) {
+    return shared_.static_array(key, bytes, align);
+  }
   block_traffic& traffic() { return traffic_; }
 
-  // __syncthreads(): suspends the calling thread until every thread of the block arrives.
-  void block_barrier() { wait(fiber_state::at_block_barrier); }
+  // Logs a shared-memory access of the calling thread for the bank model.
+  void record_shared(const void* site, const void* addr, std::size_t bytes, bool store) {
+    current_->shared_log.push_back(
+        shared_access{site, shared_.offset_of(addr), static_cast<std::uint16_t>(bytes), store});
+  }
+
+  // __syncthreads() at `site`: suspends the calling thread until every thread of the block
+  // arrives at the same barrier.
+  void block_barrier(source_line site) {
+    current_->barrier_site = site;
+    wait(fiber_state::at_block_barrier);
+  }
 
   // Exchanges one value of up to 8 bytes among the lanes of the calling thread's warp:
   // each lane publishes `value`, and gets back what lane `source(lane)` published (its own
@@ -230,6 +267,70 @@ class block_runner {
     aborting_ = true;
   }
 
+  // The order in which pass `pass` resumes the threads (fixed orders are the same each pass).
+  const std::vector<unsigned>& pass_order(std::uint64_t pass) {
+    const schedule s = launch_->order;
+    const bool shuffled = s == schedule::shuffle || s == schedule::warp_shuffle;
+    if (pass > 0 && !shuffled) return order_;
+    const bool by_warp = s == schedule::warp_descending || s == schedule::warp_shuffle;
+    const unsigned units = by_warp ? warps_ : threads_;
+    std::vector<unsigned>& unit_order = unit_order_;
+    unit_order.resize(units);
+    std::iota(unit_order.begin(), unit_order.end(), 0u);
+    if (s == schedule::descending || s == schedule::warp_descending) std::reverse(unit_order.begin(), unit_order.end());
+    if (shuffled) {
+      std::mt19937_64 rng(mix(launch_->seed ^ mix(pass)));
+      std::shuffle(unit_order.begin(), unit_order.end(), rng);
+    }
+    order_.clear();
+    for (const unsigned u : unit_order) {
+      if (!by_warp) {
+        order_.push_back(u);
+        continue;
+      }
+      for (unsigned l = 0, n = lanes_in_warp(u); l < n; ++l) order_.push_back(u * launch_->warp_size + l);
+    }
+    return order_;
+  }
+
+  std::string block_name() const {
+    const dims& b = launch_->block_idx;
+    return "block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," + std::to_string(b.z) + ")";
+  }
+
+  // Whether the threads waiting at the block barrier all wait at the same one; if not,
+  // aborts the block naming the call sites.
+  bool one_barrier() {
+    const source_line& site = fibers_[0]->barrier_site;
+    unsigned same = 0;
+    const fiber* other = nullptr;
+    for (unsigned i = 0; i < threads_; ++i) {
+      if (fibers_[i]->barrier_site == site)
+        ++same;
+      else if (!other)
+        other = fibers_[i].get();
+    }
+    if (!other) return true;
+    abort_block(status::barrier_divergence,
+                block_name() + ": threads wait at different barriers: " + std::to_string(same) + " of " +
+                    std::to_string(threads_) + " at " + site.text() + ", " + describe(*other) + " and others at " +
+                    other->barrier_site.text());
+    return false;
+  }
+
+  // Turns the shared-memory accesses logged since the last block barrier into bank
+  // wavefronts, warp by warp, and clears the logs.
+  void count_shared_accesses() {
+    if (!traffic_enabled()) return;
+    std::vector<shared_access>* logs[max_warp_size];
+    for (unsigned w = 0; w < warps_; ++w) {
+      const unsigned n = lanes_in_warp(w);
+      for (unsigned l = 0; l < n; ++l) logs[l] = &fibers_[w * launch_->warp_size + l]->shared_log;
+      count_warp(logs, n, traffic_.shared_loads(), traffic_.shared_stores());
+      for (unsigned l = 0; l < n; ++l) logs[l]->clear();
+    }
+  }
+
   // Called when no fiber is runnable. Returns false once every thread has finished.
   bool resolve_barriers() {
     unsigned finished = 0, at_block = 0, at_warp = 0;
@@ -244,15 +345,16 @@ class block_runner {
     if (finished == threads_) return false;
     if (!aborting_ && at_warp > 0) release_complete_warps();
     if (!aborting_ && at_warp == 0) {
-      if (at_block == threads_) {
+      if (at_block == threads_ && one_barrier()) {
+        count_shared_accesses();
         release_all();
         return true;
       }
-      abort_block(status::barrier_divergence,
-                  "block (" + std::to_string(launch_->block_idx.x) + "," + std::to_string(launch_->block_idx.y) + "," +
-                      std::to_string(launch_->block_idx.z) + "): " + std::to_string(at_block) + " of " +
-                      std::to_string(threads_) + " threads wait at a block barrier that " + std::to_string(finished) +
-                      " threads never reach (they returned)");
+      if (at_block != threads_)
+        abort_block(status::barrier_divergence,
+                    block_name() + ": " + std::to_string(at_block) + " of " + std::to_string(threads_) +
+                        " threads wait at a block barrier that " + std::to_string(finished) +
+                        " threads never reach (they returned)");
     }
     if (aborting_) release_all();
     return true;
@@ -269,9 +371,8 @@ class block_runner {
         for (unsigned l = 0; l < n; ++l) fibers_[first + l]->state = fiber_state::runnable;
       } else if (waiting > 0) {
         abort_block(status::barrier_divergence,
-                    "warp " + std::to_string(w) + " of block (" + std::to_string(launch_->block_idx.x) + "," +
-                        std::to_string(launch_->block_idx.y) + "," + std::to_string(launch_->block_idx.z) + "): " +
-                        std::to_string(waiting) + " of " + std::to_string(n) +
+                    "warp " + std::to_string(w) + " of " + block_name() + ": " + std::to_string(waiting) + " of " +
+                        std::to_string(n) +
                         " lanes wait at a warp-collective operation that the other lanes never reach");
         return;
       }
@@ -285,7 +386,8 @@ class block_runner {
 
   std::vector<std::unique_ptr<fiber>> fibers_;
   std::vector<warp_slots> exchange_;
-  std::vector<unsigned char> shared_;
+  shared_arena shared_;
+  std::vector<unsigned> order_, unit_order_;
   std::size_t stack_bytes_ = 0;
   unsigned threads_ = 0, warps_ = 0;
   const block_launch* launch_ = nullptr;

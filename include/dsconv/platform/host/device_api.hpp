@@ -22,12 +22,23 @@ inline dims grid_dim() { return host_detail::current_runner()->launch().grid_dim
 inline int warp_size() { return static_cast<int>(host_detail::current_runner()->launch().warp_size); }
 inline int lane_id() { return static_cast<int>(host_detail::current_runner()->current().lane); }
 
-inline void sync_threads() { host_detail::current_runner()->block_barrier(); }
+// The default arguments name the source line of the call: the barrier's identity, so that
+// threads waiting at two different barriers are reported as divergence. (Code addresses
+// would not do: an optimiser that duplicates a loop gives one barrier several.)
+inline void sync_threads(const char* file = __builtin_FILE(), int line = __builtin_LINE()) {
+  host_detail::current_runner()->block_barrier(host_detail::source_line{file, line});
+}
 
 // Dynamic shared memory of the block (launch_config::shared_bytes), 16-byte aligned.
 template <class T>
 inline T* dynamic_shared() {
   return static_cast<T*>(host_detail::current_runner()->dynamic_shared());
+}
+
+// The block's static shared array of type A declared at `key` (DSCONV_SHARED_ARRAY).
+template <class A>
+inline A& static_shared(const void* key) {
+  return *static_cast<A*>(host_detail::current_runner()->static_shared(key, sizeof(A), alignof(A)));
 }
 
 // Warp shuffles with CUDA's semantics for `width` (a power of two up to the warp size):
@@ -75,6 +86,12 @@ DSCONV_NOINLINE inline void record_access(const void* addr, std::size_t bytes, b
   const void* site = __builtin_return_address(0);
   fiber& f = runner->current();
   runner->traffic().add(f.warp, site, f.sites.next(site), store, addr, bytes);
+}
+
+// Logs one shared-memory access for the bank model; the call site groups lanes into requests.
+DSCONV_NOINLINE inline void record_shared(const void* addr, std::size_t bytes, bool store) {
+  if (!traffic_enabled()) return;
+  if (block_runner* runner = current_runner()) runner->record_shared(__builtin_return_address(0), addr, bytes, store);
 }
 }  // namespace host_detail
 

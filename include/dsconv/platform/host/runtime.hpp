@@ -1,7 +1,9 @@
 #pragma once
 // The host platform's runtime: streams, launches, memory and device facts. A launch runs
 // the grid to completion before it returns (every stream is therefore always idle); blocks
-// are spread over a pool of worker threads, the caller being one of them.
+// are spread over a pool of worker threads, the caller being one of them, in the chosen
+// block order. The device facts are the emulated device profile's (settings.hpp), and
+// launches are held to its limits.
 
 #include <algorithm>
 #include <atomic>
@@ -11,6 +13,8 @@
 #include <cstring>
 #include <memory>
 #include <mutex>
+#include <numeric>
+#include <random>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -24,6 +28,7 @@
 #include "stream.hpp"
 #include "../launch_types.hpp"
 #include "block_runner.hpp"
+#include "kernel_registry.hpp"
 #include "settings.hpp"
 #include "traffic.hpp"
 
@@ -120,15 +125,12 @@ inline launch_state& launches() {
   return s;
 }
 
-inline constexpr std::size_t shared_memory_per_block = 48 * 1024;
-inline constexpr int max_threads_per_block = 1024;
-
-inline status check_launch_config(const launch_config& cfg) {
+inline status check_launch_config(const launch_config& cfg, const device_properties& dev) {
   const dims& g = cfg.grid;
   const dims& b = cfg.block;
-  if (g.x < 1 || g.y < 1 || g.z < 1 || b.x < 1 || b.y < 1 || b.z < 1 || g.x > 2147483647u || g.y > 65535u ||
-      g.z > 65535u || b.z > 64u || b.volume() > static_cast<unsigned long long>(max_threads_per_block) ||
-      cfg.shared_bytes > shared_memory_per_block)
+  if (g.x < 1 || g.y < 1 || g.z < 1 || b.x < 1 || b.y < 1 || b.z < 1 || g.x > dev.max_grid_x || g.y > dev.max_grid_y ||
+      g.z > dev.max_grid_z || b.z > 64u || b.volume() > static_cast<unsigned long long>(dev.max_threads_per_block) ||
+      cfg.shared_bytes > dev.shared_memory_per_block)
     return fail(status::invalid_launch_config,
                 std::string(cfg.name) + ": grid (" + std::to_string(g.x) + "," + std::to_string(g.y) + "," +
                     std::to_string(g.z) + "), block (" + std::to_string(b.x) + "," + std::to_string(b.y) + "," +
@@ -142,18 +144,45 @@ inline block_runner& worker_runner() {
   return runner;
 }
 
+// The schedule of block `block` of launch number `launch`: the setting, or under rotate the
+// next fixed order for each block.
+inline schedule block_schedule(schedule setting, unsigned long long launch, unsigned long long block) {
+  constexpr unsigned n = sizeof fixed_schedules / sizeof fixed_schedules[0];
+  return setting == schedule::rotate ? fixed_schedules[(launch + block) % n] : setting;
+}
+
+// Bit i set when some block of a grid of `blocks` runs under fixed_schedules[i].
+inline unsigned schedules_of_grid(schedule setting, unsigned long long launch, unsigned long long blocks) {
+  constexpr unsigned n = sizeof fixed_schedules / sizeof fixed_schedules[0];
+  unsigned mask = 0;
+  for (unsigned long long b = 0; b < blocks && b < n; ++b)
+    mask |= 1u << (static_cast<unsigned>(block_schedule(setting, launch, b)) - 1);
+  return mask;
+}
+
+// The block that the k-th hand-out of a grid of `total` blocks runs.
+inline unsigned long long block_in_order(block_order order, unsigned long long k, unsigned long long total,
+                                         const std::vector<unsigned long long>& shuffled) {
+  switch (order) {
+    case block_order::descending: return total - 1 - k;
+    case block_order::shuffle: return shuffled[k];
+    default: return k;
+  }
+}
+
 // Runs every block of the grid; the first failing block stops the grid (later blocks are
-// not started), as a fault stops a GPU grid.
-inline status run_grid(const launch_config& cfg, kernel_body body) {
+// not started), as a fault stops a GPU grid. `kernel` identifies the kernel in the registry.
+inline status run_grid(const launch_config& cfg, kernel_body body, const void* kernel) {
   if (current_runner())
     return fail(status::launch_failed, std::string(cfg.name) + ": launched from inside a kernel, which the host platform does not support");
-  const status config = check_launch_config(cfg);
+  settings& s = host_settings();
+  const device_properties dev = s.device();
+  const status config = check_launch_config(cfg, dev);
   if (config != status::success) return config;
 
   launch_state& state = launches();
   std::lock_guard<std::mutex> serial(state.launch_mutex);
-  state.launches.fetch_add(1, std::memory_order_relaxed);
-  settings& s = host_settings();
+  const unsigned long long launch_index = state.launches.fetch_add(1, std::memory_order_relaxed);
   const int workers = s.workers.load();
   if (!state.pool || state.pool->size() != workers) {
     state.pool.reset();
@@ -169,19 +198,33 @@ inline status run_grid(const launch_config& cfg, kernel_body body) {
   status result = status::success;
   std::string message;
   traffic_counters traffic;
-  const unsigned warp = static_cast<unsigned>(s.warp_size.load());
+  const unsigned warp = static_cast<unsigned>(dev.warp_size);
   const std::size_t stack_bytes = static_cast<std::size_t>(s.stack_kib.load()) * 1024;
+  const schedule thread_schedule = s.thread_schedule.load();
+  const block_order order = s.blocks.load();
+  const std::uint64_t seed = mix(s.seed.load() ^ mix(launch_index));
+  std::vector<unsigned long long> shuffled;
+  if (order == block_order::shuffle) {
+    shuffled.resize(total);
+    std::iota(shuffled.begin(), shuffled.end(), 0ULL);
+    std::mt19937_64 rng(seed);
+    std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  }
 
   auto work = [&] {
     block_runner& runner = worker_runner();
-    block_runner::block_launch block{body, grid, cfg.block, dims{}, warp, cfg.shared_bytes, stack_bytes};
+    block_runner::block_launch block{body,        grid,     cfg.block, dims{}, warp, cfg.shared_bytes, dev.shared_memory_per_block,
+                                     stack_bytes, schedule::ascending, 0};
     traffic_counters local;
     std::string block_message;
     while (!failed.load(std::memory_order_relaxed)) {
-      const unsigned long long b = next.fetch_add(1, std::memory_order_relaxed);
-      if (b >= total) break;
+      const unsigned long long k = next.fetch_add(1, std::memory_order_relaxed);
+      if (k >= total) break;
+      const unsigned long long b = block_in_order(order, k, total, shuffled);
       block.block_idx = dims{static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
                              static_cast<unsigned>(b / (static_cast<unsigned long long>(grid.x) * grid.y))};
+      block.order = block_schedule(thread_schedule, launch_index, b);
+      block.seed = mix(seed ^ mix(b));
       const status st = runner.run(block, block_message);
       if (counting) runner.traffic().flush(local);
       if (st != status::success) {
@@ -197,6 +240,7 @@ inline status run_grid(const launch_config& cfg, kernel_body body) {
     traffic += local;
   };
   state.pool->run(work, static_cast<int>(std::min<unsigned long long>(total - 1, static_cast<unsigned long long>(workers))));
+  registry().ran(kernel, dev.warp_size, dev.name, schedules_of_grid(thread_schedule, launch_index, total));
 
   if (counting) {
     std::lock_guard<std::mutex> lock(state.recorders_mutex);
@@ -215,22 +259,14 @@ status launch(void (*kernel)(Params...), const launch_config& cfg, Args&&... arg
   static_assert(sizeof...(Params) == sizeof...(Args), "launch: argument count differs from the kernel's");
   const std::tuple<std::decay_t<Params>...> packed(std::forward<Args>(args)...);
   auto invoke = [&packed, kernel] { std::apply(kernel, packed); };
-  return host_detail::run_grid(cfg, host_detail::kernel_body::from(invoke));
+  return host_detail::run_grid(cfg, host_detail::kernel_body::from(invoke), reinterpret_cast<const void*>(kernel));
 }
 
 inline status synchronize(stream_t) { return status::success; }
 
+// The emulated device profile at the emulated warp width (settings.hpp).
 inline status get_device_properties(device_properties& p) {
-  p.multiprocessor_count = host_detail::host_settings().workers.load();
-  p.warp_size = host_detail::host_settings().warp_size.load();
-  p.max_threads_per_block = host_detail::max_threads_per_block;
-  p.shared_memory_per_block = host_detail::shared_memory_per_block;
-  p.max_grid_x = 2147483647u;
-  p.max_grid_y = p.max_grid_z = 65535u;
-  // Each emulated matrix unit needs its vendor's warp width.
-  p.matrix = p.warp_size == mma_warp_lanes   ? matrix_unit::mma_sync
-             : p.warp_size == mfma_wave_lanes ? matrix_unit::mfma
-                                              : matrix_unit::none;
+  p = host_detail::host_settings().device();
   return status::success;
 }
 

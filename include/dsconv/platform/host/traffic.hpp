@@ -1,10 +1,11 @@
 #pragma once
-// Global-memory traffic counters of the host platform. Kernels read and write global memory
-// through platform::load / platform::store; here each warp's k-th access at one call site is
-// grouped into one request, as a GPU's load/store unit would coalesce it, and the distinct
-// 32-byte sectors of each request are counted. Sectors per request (4 for a coalesced
-// 32-lane float load) and total sectors against the minimum a problem must move are the
-// performance evidence a machine without a GPU can produce.
+// Memory traffic counters of the host platform. Kernels read and write global memory through
+// platform::load / platform::store; here each warp's k-th access at one call site is grouped
+// into one request, as a GPU's load/store unit would coalesce it, and the distinct 32-byte
+// sectors of each request are counted. Sectors per request (4 for a coalesced 32-lane float
+// load) and total sectors against the minimum a problem must move are the performance
+// evidence a machine without a GPU can produce; so are the shared-memory bank wavefronts
+// against their ideal (shared_banks.hpp), counted alongside.
 
 #include <algorithm>
 #include <atomic>
@@ -12,6 +13,8 @@
 #include <cstdint>
 #include <unordered_map>
 #include <vector>
+
+#include "shared_banks.hpp"
 
 namespace dsconv {
 namespace platform {
@@ -22,8 +25,11 @@ inline constexpr unsigned sector_bytes = 32;
 struct traffic_counters {
   std::uint64_t load_requests = 0, load_sectors = 0, load_bytes = 0;
   std::uint64_t store_requests = 0, store_sectors = 0, store_bytes = 0;
+  bank_counters shared_loads, shared_stores;  // shared memory: wavefronts against the ideal
 
   traffic_counters& operator+=(const traffic_counters& o) {
+    shared_loads += o.shared_loads;
+    shared_stores += o.shared_stores;
     load_requests += o.load_requests;
     load_sectors += o.load_sectors;
     load_bytes += o.load_bytes;
@@ -92,6 +98,11 @@ class block_traffic {
   };
   std::unordered_map<key, std::vector<std::uint64_t>, key_hash> requests_;
   traffic_counters block_;
+
+ public:
+  // Where the block runner adds the requests of the block's shared-memory accesses.
+  bank_counters& shared_loads() { return block_.shared_loads; }
+  bank_counters& shared_stores() { return block_.shared_stores; }
 };
 
 // Per-thread numbering of accesses at each call site: the k-th access of every lane of a

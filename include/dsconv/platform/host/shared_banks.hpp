@@ -1,0 +1,117 @@
+#pragma once
+// The shared-memory bank model of the host platform. Shared memory is 32 banks of 4-byte
+// words, on NVIDIA and in AMD's LDS alike. A warp-wide access is served in phases of
+// 128 bytes' worth of lanes, taken in lane order: the whole warp for accesses of up to 4
+// bytes on NVIDIA (a half-wave on AMD), half of it for 8-byte and a quarter for 16-byte
+// accesses (a quarter and an eighth of a 64-lane wave). A phase takes as many wavefronts as
+// the most distinct words any one bank must deliver (lanes reading the same word share it);
+// it ideally takes one. The conflict factor of a kernel is its wavefronts over that ideal.
+//
+// Kernels read and write shared memory through platform::shared_load / shared_store; on the
+// host each lane's accesses are logged, and when the block next meets at a barrier (or ends)
+// the k-th access at one call site of every lane of a warp becomes one request.
+
+#include <algorithm>
+#include <cstddef>
+#include <cstdint>
+#include <map>
+#include <utility>
+#include <vector>
+
+namespace dsconv {
+namespace platform {
+namespace host_detail {
+
+inline constexpr unsigned shared_banks = 32, bank_bytes = 4, phase_bytes = shared_banks * bank_bytes;
+
+struct shared_access {
+  const void* site;
+  std::uint32_t offset;  // shared-memory address
+  std::uint16_t bytes;
+  bool store;
+};
+
+struct bank_counters {
+  std::uint64_t requests = 0, wavefronts = 0, ideal = 0;
+
+  bank_counters& operator+=(const bank_counters& o) {
+    requests += o.requests;
+    wavefronts += o.wavefronts;
+    ideal += o.ideal;
+    return *this;
+  }
+  double conflict_factor() const { return ideal ? double(wavefronts) / double(ideal) : 0.0; }
+};
+
+struct lane_access {
+  unsigned lane;
+  std::uint32_t offset;
+  unsigned bytes;
+};
+
+// Adds one warp-wide request (the lanes' accesses, in ascending lane order) to `c`.
+inline void count_request(const std::vector<lane_access>& lanes, bank_counters& c) {
+  if (lanes.empty()) return;
+  unsigned bytes = 4;
+  for (const auto& a : lanes) bytes = std::max(bytes, a.bytes);
+  const unsigned per_phase = std::max(1u, phase_bytes / bytes);
+  ++c.requests;
+  thread_local std::vector<std::uint32_t> words;
+  for (std::size_t first = 0; first < lanes.size();) {
+    const unsigned phase = lanes[first].lane / per_phase;
+    std::size_t end = first;
+    words.clear();
+    for (; end < lanes.size() && lanes[end].lane / per_phase == phase; ++end) {
+      const std::uint32_t w0 = lanes[end].offset / bank_bytes;
+      const std::uint32_t w1 = (lanes[end].offset + lanes[end].bytes - 1) / bank_bytes;
+      for (std::uint32_t w = w0; w <= w1; ++w) words.push_back(w);
+    }
+    std::sort(words.begin(), words.end());
+    words.erase(std::unique(words.begin(), words.end()), words.end());
+    unsigned per_bank[shared_banks] = {};
+    unsigned worst = 0;
+    for (const std::uint32_t w : words) worst = std::max(worst, ++per_bank[w % shared_banks]);
+    c.wavefronts += worst;
+    ++c.ideal;
+    first = end;
+  }
+}
+
+// Turns the logs of one warp's lanes (log[l] = lane l's accesses since the last barrier) into
+// requests, adding loads to `loads` and stores to `stores`. Lanes that ran the same code
+// have logs of the same sites in the same order, matched entry by entry; otherwise the k-th
+// access of each lane at each site is matched.
+inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_count, bank_counters& loads,
+                       bank_counters& stores) {
+  bool lockstep = true;
+  const std::vector<shared_access>& first = *logs[0];
+  for (unsigned l = 1; l < lane_count && lockstep; ++l) {
+    const std::vector<shared_access>& other = *logs[l];
+    lockstep = other.size() == first.size();
+    for (std::size_t j = 0; lockstep && j < first.size(); ++j)
+      lockstep = other[j].site == first[j].site && other[j].store == first[j].store;
+  }
+  std::vector<lane_access> request;
+  if (lockstep) {
+    for (std::size_t j = 0; j < first.size(); ++j) {
+      request.clear();
+      for (unsigned l = 0; l < lane_count; ++l) request.push_back({l, (*logs[l])[j].offset, (*logs[l])[j].bytes});
+      count_request(request, first[j].store ? stores : loads);
+    }
+    return;
+  }
+  std::map<std::pair<const void*, std::size_t>, std::pair<bool, std::vector<lane_access>>> by_site;
+  for (unsigned l = 0; l < lane_count; ++l) {
+    std::map<const void*, std::size_t> seen;
+    for (const shared_access& a : *logs[l]) {
+      auto& r = by_site[{a.site, seen[a.site]++}];
+      r.first = a.store;
+      r.second.push_back({l, a.offset, a.bytes});
+    }
+  }
+  for (auto& r : by_site) count_request(r.second.second, r.second.first ? stores : loads);
+}
+
+}  // namespace host_detail
+}  // namespace platform
+}  // namespace dsconv
