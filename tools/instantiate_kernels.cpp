@@ -3,17 +3,11 @@
 // scripts/kernel_resources.py.
 #include <dsconv/dsconv.hpp>
 
-template <class T>
-void instantiate() {
-  dsconv::depthwise_params dp;
-  dsconv::pointwise_params pp;
-  (void)dsconv::depthwise_forward<T>(dp, nullptr, nullptr, nullptr, nullptr);
-  (void)dsconv::pointwise_forward<T>(pp, nullptr, nullptr, nullptr, nullptr, nullptr);
-}
+DSCONV_INSTANTIATE_DEPTHWISE(template, float)
+DSCONV_INSTANTIATE_DEPTHWISE(template, ::dsconv::half)
+DSCONV_INSTANTIATE_DEPTHWISE(template, ::dsconv::bfloat16)
+DSCONV_INSTANTIATE_POINTWISE(template, float)
+DSCONV_INSTANTIATE_POINTWISE(template, ::dsconv::half)
+DSCONV_INSTANTIATE_POINTWISE(template, ::dsconv::bfloat16)
 
-int main() {
-  instantiate<float>();
-  instantiate<dsconv::half>();
-  instantiate<dsconv::bfloat16>();
-  return 0;
-}
+int main() { return 0; }

@@ -68,9 +68,15 @@ inline status get_device_properties(device_properties& p) {
     d.warp_size = prop.warpSize;
     d.max_threads_per_block = prop.maxThreadsPerBlock;
     d.max_threads_per_multiprocessor = prop.maxThreadsPerMultiProcessor;
-    d.registers_per_multiprocessor = prop.regsPerMultiprocessor;
     d.shared_memory_per_block = prop.sharedMemPerBlock;
+#if defined(DSCONV_PLATFORM_CUDA)
+    d.registers_per_multiprocessor = prop.regsPerMultiprocessor;
     d.shared_memory_per_multiprocessor = prop.sharedMemPerMultiprocessor;
+#else
+    // HIP 5.2 reports the registers one block may use, not a CU's.
+    d.registers_per_multiprocessor = prop.regsPerBlock;
+    d.shared_memory_per_multiprocessor = prop.maxSharedMemoryPerMultiProcessor;
+#endif
     d.max_grid_x = static_cast<unsigned>(prop.maxGridSize[0]);
     d.max_grid_y = static_cast<unsigned>(prop.maxGridSize[1]);
     d.max_grid_z = static_cast<unsigned>(prop.maxGridSize[2]);

@@ -4,7 +4,7 @@
 // schedule (settings.hpp: ascending, descending or shuffled, by thread or by warp), until it
 // reaches a barrier or finishes. Once no fiber can run, the barrier states are resolved: a
 // warp whose lanes all wait at a warp-collective operation is released, then a block whose
-// threads all wait at the same block barrier (one call site). Anything else (some threads
+// threads all wait at the same block barrier (one source line). Anything else (some threads
 // exited, or wait at another barrier) is divergence: reported as an error, and the waiting
 // fibers are unwound with an exception so the block always ends.
 // Shared memory is poisoned at every block start (shared_memory.hpp); while traffic is
@@ -164,6 +164,8 @@ class block_runner {
 
   // Logs a shared-memory access of the calling thread for the bank model.
   void record_shared(const void* site, const void* addr, std::size_t bytes, bool store) {
+    if (!shared_.contains(addr, bytes))
+      throw std::logic_error("a shared-memory access (shared_load / shared_store) outside the block's shared memory");
     current_->shared_log.push_back(
         shared_access{site, shared_.offset_of(addr), static_cast<std::uint16_t>(bytes), store});
   }

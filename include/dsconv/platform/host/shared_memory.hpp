@@ -76,6 +76,12 @@ class shared_arena {
     return base_ + offset;
   }
 
+  // Whether [p, p + bytes) lies in the arena.
+  bool contains(const void* p, std::size_t bytes) const {
+    const auto a = reinterpret_cast<std::uintptr_t>(p), base = reinterpret_cast<std::uintptr_t>(base_);
+    return a >= base && a + bytes <= base + capacity;
+  }
+
   // The shared-memory address of `p`, a pointer into the arena.
   std::uint32_t offset_of(const void* p) const {
     return static_cast<std::uint32_t>(static_cast<const unsigned char*>(p) - base_);
