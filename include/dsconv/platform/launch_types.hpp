@@ -47,7 +47,7 @@ inline constexpr bool compiles_mma_sync = true, compiles_mfma = true;
 #endif
 
 struct device_properties {
-  char name[48] = {};  // the device's name (on the host platform: the emulated profile, e.g. "sm80")
+  char name[256] = {};  // the device's name (on the host platform: the emulated profile, e.g. "sm80")
   int multiprocessor_count = 0;
   int warp_size = 0;
   int max_threads_per_block = 0;

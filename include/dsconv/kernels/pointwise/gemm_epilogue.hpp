@@ -73,7 +73,18 @@ struct fused_output {
   template <int V>
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                                   index_t n, const float* acc) const {
-    if (V == 1 || V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
+    if constexpr (V == 1) {
+      return store_each<V>(*this, g, blk, m, n, acc);
+    } else {
+      if (V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
+      store_vector<V>(g, blk, m, n, acc);
+    }
+  }
+
+  // store_run for V > 1 where the run is aligned and inside C.
+  template <int V>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_vector(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                                     index_t n, const float* acc) const {
     const index_t off = blk.batch * g.c_batch + m * g.c_m + n;
     float v[V];
     DSCONV_UNROLL
@@ -131,11 +142,15 @@ struct partial_output {
   template <int V>
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                                   index_t n, const float* acc) const {
-    if (V == 1 || V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
-    platform::vec<float, V> y;
-    DSCONV_UNROLL
-    for (int e = 0; e < V; ++e) y[e] = acc[e];
-    platform::store_vec<V>(workspace + offset(g, blk, m, n), y);
+    if constexpr (V == 1) {
+      return store_each<V>(*this, g, blk, m, n, acc);
+    } else {
+      if (V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
+      platform::vec<float, V> y;
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) y[e] = acc[e];
+      platform::store_vec<V>(workspace + offset(g, blk, m, n), y);
+    }
   }
 };
 

@@ -160,15 +160,33 @@ inline unsigned schedules_of_grid(schedule setting, unsigned long long launch, u
   return mask;
 }
 
-// The block that the k-th hand-out of a grid of `total` blocks runs.
-inline unsigned long long block_in_order(block_order order, unsigned long long k, unsigned long long total,
-                                         const std::vector<unsigned long long>& shuffled) {
-  switch (order) {
-    case block_order::descending: return total - 1 - k;
-    case block_order::shuffle: return shuffled[k];
-    default: return k;
+// The order in which a launch hands out its `total` blocks: the k-th hand-out runs block
+// at(k). The shuffle is k -> (a k + c) mod total with a coprime to total, a permutation that
+// needs no memory for any grid size.
+class block_sequence {
+  __extension__ typedef unsigned __int128 wide;  // a_ * k needs 128 bits for the largest grids
+
+ public:
+  block_sequence(block_order order, unsigned long long total, std::uint64_t seed) : order_(order), total_(total) {
+    if (order != block_order::shuffle) return;
+    std::mt19937_64 rng(seed);
+    a_ = rng() % total | 1;
+    while (std::gcd(a_, total) != 1) a_ += 2;
+    c_ = rng() % total;
+    if (a_ == 1 && c_ == 0) c_ = 1 % total;  // never the ascending order, for two blocks or more
   }
-}
+  unsigned long long at(unsigned long long k) const {
+    switch (order_) {
+      case block_order::descending: return total_ - 1 - k;
+      case block_order::shuffle: return static_cast<unsigned long long>((static_cast<wide>(a_) * k + c_) % total_);
+      default: return k;
+    }
+  }
+
+ private:
+  block_order order_;
+  unsigned long long total_, a_ = 1, c_ = 0;
+};
 
 // Runs every block of the grid; the first failing block stops the grid (later blocks are
 // not started), as a fault stops a GPU grid. `kernel` identifies the kernel in the registry.
@@ -201,26 +219,25 @@ inline status run_grid(const launch_config& cfg, kernel_body body, const void* k
   const unsigned warp = static_cast<unsigned>(dev.warp_size);
   const std::size_t stack_bytes = static_cast<std::size_t>(s.stack_kib.load()) * 1024;
   const schedule thread_schedule = s.thread_schedule.load();
-  const block_order order = s.blocks.load();
   const std::uint64_t seed = mix(s.seed.load() ^ mix(launch_index));
-  std::vector<unsigned long long> shuffled;
-  if (order == block_order::shuffle) {
-    shuffled.resize(total);
-    std::iota(shuffled.begin(), shuffled.end(), 0ULL);
-    std::mt19937_64 rng(seed);
-    std::shuffle(shuffled.begin(), shuffled.end(), rng);
-  }
+  const block_sequence sequence(s.blocks.load(), total, seed);
 
   auto work = [&] {
     block_runner& runner = worker_runner();
-    block_runner::block_launch block{body,        grid,     cfg.block, dims{}, warp, cfg.shared_bytes, dev.shared_memory_per_block,
-                                     stack_bytes, schedule::ascending, 0};
+    block_runner::block_launch block{};
+    block.body = body;
+    block.grid_dim = grid;
+    block.block_dim = cfg.block;
+    block.warp_size = warp;
+    block.shared_bytes = cfg.shared_bytes;
+    block.shared_limit = dev.shared_memory_per_block;
+    block.stack_bytes = stack_bytes;
     traffic_counters local;
     std::string block_message;
     while (!failed.load(std::memory_order_relaxed)) {
       const unsigned long long k = next.fetch_add(1, std::memory_order_relaxed);
       if (k >= total) break;
-      const unsigned long long b = block_in_order(order, k, total, shuffled);
+      const unsigned long long b = sequence.at(k);
       block.block_idx = dims{static_cast<unsigned>(b % grid.x), static_cast<unsigned>(b / grid.x % grid.y),
                              static_cast<unsigned>(b / (static_cast<unsigned long long>(grid.x) * grid.y))};
       block.order = block_schedule(thread_schedule, launch_index, b);
