@@ -14,6 +14,7 @@ Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
 import collections
+import concurrent.futures
 import os
 import re
 import shutil
@@ -168,17 +169,19 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "results"))
     args = parser.parse_args()
-    rows = []
+    builds = []  # (function, target): one compiler process each, run side by side on the cores
     if os.path.exists(NVCC):
-        for arch in ("sm_80", "sm_90"):
-            rows += cuda_rows(arch)
+        builds += [(cuda_rows, arch) for arch in ("sm_80", "sm_90")]
     else:
         print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
     if shutil.which("hipcc"):
-        for arch in ("gfx906", "gfx90a"):
-            rows += hip_rows(arch)
+        builds += [(hip_rows, arch) for arch in ("gfx906", "gfx90a")]
     else:
         print("no hipcc: HIP skipped", file=sys.stderr)
+    rows = []
+    with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
+        for built in pool.map(lambda b: b[0](b[1]), builds):
+            rows += built
     if not rows:
         print("no GPU compiler found", file=sys.stderr)
         return 2

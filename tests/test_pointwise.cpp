@@ -206,19 +206,20 @@ TEST_CASE("pointwise: float takes NVIDIA's tensor cores only with allow_tf32, AM
   CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == allowed);
 }
 
-TEST_CASE("pointwise: with TF32 allowed, float matches the reference within TF32 accuracy on the matrix unit",
-          "[pointwise][tf32][network]") {
-  // Every 1x1 layer of the 32x32 tables at batch 4 (squeeze-excitation at batch 5) and the odd
-  // shapes, both layouts, through every variant that may take the matrix unit (automatic and
-  // split_k among them); other devices run them in exact fp32.
-  std::vector<dsconv::pointwise_params> problems;
-  for (const layer_case& lc : layer_cases(layer_kind::pw, 0, {}, 4)) {
-    const layer_row& r = *lc.row;
-    dsconv::pointwise_params p = make_params(lc.batch, r.cin, r.cout, r.h_in, r.h_in);
-    p.data_layout = lc.data_layout;
-    p.act = r.act;
-    problems.push_back(p);
+// With TF32 allowed, float through every variant that may take the matrix unit (automatic and
+// split_k among them), both layouts: within TF32 accuracy on NVIDIA's, exact fp32 elsewhere.
+void check_tf32(std::vector<dsconv::pointwise_params> problems) {
+  for (dsconv::pointwise_params p : problems) {
+    p.allow_tf32 = true;
+    check_pointwise<float>(p, true, true, 0,
+                           {pointwise_variant::automatic, pointwise_variant::mma_large, pointwise_variant::mma_small,
+                            pointwise_variant::split_k});
   }
+}
+
+TEST_CASE("pointwise: with TF32 allowed, float matches the reference within TF32 accuracy on odd shapes",
+          "[pointwise][tf32]") {
+  std::vector<dsconv::pointwise_params> problems;
   std::size_t i = 0;
   for (const shape_case& sc : odd_shapes)
     for (const layout data_layout : all_layouts) {
@@ -227,12 +228,21 @@ TEST_CASE("pointwise: with TF32 allowed, float matches the reference within TF32
       p.act = all_activations[i++ % 6];
       problems.push_back(p);
     }
-  for (dsconv::pointwise_params p : problems) {
-    p.allow_tf32 = true;
-    check_pointwise<float>(p, true, true, 0,
-                           {pointwise_variant::automatic, pointwise_variant::mma_large, pointwise_variant::mma_small,
-                            pointwise_variant::split_k});
+  check_tf32(problems);
+}
+
+TEST_CASE("pointwise: with TF32 allowed, float matches the reference within TF32 accuracy on the network layers",
+          "[pointwise][tf32][network]") {
+  // Every 1x1 layer of the 32x32 tables at batch 4 (squeeze-excitation at batch 5).
+  std::vector<dsconv::pointwise_params> problems;
+  for (const layer_case& lc : layer_cases(layer_kind::pw, 0, {}, 4)) {
+    const layer_row& r = *lc.row;
+    dsconv::pointwise_params p = make_params(lc.batch, r.cin, r.cout, r.h_in, r.h_in);
+    p.data_layout = lc.data_layout;
+    p.act = r.act;
+    problems.push_back(p);
   }
+  check_tf32(problems);
 }
 
 TEMPLATE_TEST_CASE("pointwise: every variant matches the reference on every MobileNetV2 and EfficientNet-B0 1x1 layer",
