@@ -103,12 +103,16 @@ class guarded_output {
   dsconv::device_buffer<T> buffer_;
 };
 
-// Input data on the device at an optional element offset (to test misaligned pointers).
+// Input data on the device at an optional element offset (to test misaligned pointers),
+// between guard zones of NaN: a kernel that reads past either end computes NaN.
 template <class T>
 class device_input {
  public:
-  explicit device_input(const std::vector<T>& values, std::size_t misalign_elements = 0) : offset_(misalign_elements) {
-    std::vector<T> padded(values.size() + offset_ + 1, T(0.5f));
+  static constexpr std::size_t guard = 64;  // elements on each side
+
+  explicit device_input(const std::vector<T>& values, std::size_t misalign_elements = 0)
+      : offset_(guard + misalign_elements) {
+    std::vector<T> padded(values.size() + offset_ + guard, poison_value<T>());
     std::copy(values.begin(), values.end(), padded.begin() + static_cast<std::ptrdiff_t>(offset_));
     REQUIRE(buffer_.upload(padded) == dsconv::status::success);
   }
