@@ -186,6 +186,34 @@ TEMPLATE_TEST_CASE("pointwise: every variant accepts every network layer its con
       }
 }
 
+#if defined(DSCONV_PLATFORM_HOST)
+TEST_CASE("pointwise: a build without matrix-unit code never chooses the matrix-unit variants, even on a device with "
+          "a matrix unit",
+          "[pointwise]") {
+  // As a CUDA build for sm_75 alone runs on an A100: its matrix-unit kernels would trap there.
+  struct restore_matrix_code {
+    ~restore_matrix_code() { dsconv::host::set_matrix_code(true); }
+  } restore;
+  const bool device_has_unit = current_device().matrix != dsconv::platform::matrix_unit::none;
+  dsconv::host::set_matrix_code(false);
+  CHECK(current_device().matrix == dsconv::platform::matrix_unit::none);
+  for (const layout data_layout : all_layouts) {
+    dsconv::pointwise_params p = make_params(2, 96, 64, 8, 8);
+    p.data_layout = data_layout;
+    p.allow_tf32 = true;
+    for (const pointwise_variant v : {pointwise_variant::mma_large, pointwise_variant::mma_small}) {
+      CHECK(dsconv::can_implement<dsconv::half>(v, p) == status::unsupported_variant);
+      CHECK(dsconv::can_implement<float>(v, p) == status::unsupported_variant);
+    }
+    CHECK_FALSE(is_tensor_core(dsconv::select_variant<dsconv::half>(p)));
+    // Every variant, automatic and split_k included, runs without the matrix unit.
+    check_pointwise<dsconv::half>(p, true, false);
+  }
+  dsconv::host::set_matrix_code(true);
+  CHECK((current_device().matrix != dsconv::platform::matrix_unit::none) == device_has_unit);
+}
+#endif
+
 TEST_CASE("pointwise: float takes NVIDIA's tensor cores only with allow_tf32, AMD's matrix cores in fp32",
           "[pointwise][tf32]") {
   dsconv::platform::device_properties dev;

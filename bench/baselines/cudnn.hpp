@@ -154,7 +154,8 @@ class cudnn_baseline {
     if (!e.empty()) return e;
     e = choose_epilogue(b);
     if (!e.empty()) return e;
-    label_ = std::string("algo=") + algorithm_name(algo_) + ", act=" + dsconv::to_string(c.l.act) +
+    // "legacy API": these are cuDNN's classic calls; its graph API could fuse more epilogues.
+    label_ = std::string("legacy API, algo=") + algorithm_name(algo_) + ", act=" + dsconv::to_string(c.l.act) +
              (has_residual_ ? " +residual" : "") +
              (fused_ ? ", fused (cudnnConvolutionBiasActivationForward)" : ", " + why_separate_);
     return {};

@@ -66,7 +66,7 @@ class buffer_sets {
     if (s != dsconv::status::success) return s;
     const auto count_all = static_cast<dsconv::index_t>(arena_.size());
     s = dsconv::platform::launch(fill_uniform_kernel<T>,
-                                 dsconv::detail::grid_stride_launch(count_all, 256, dev, {}, "fill_uniform"),
+                                 dsconv::detail::grid_stride_launch(count_all, dsconv::detail::grid_stride_block_threads, dev, {}, "fill_uniform"),
                                  arena_.data(), count_all, seed);
     return s == dsconv::status::success ? dsconv::synchronize() : s;
   }

@@ -86,7 +86,8 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
     case depthwise_variant::automatic:
     case depthwise_variant::direct:
       return platform::launch(platform::registered<kernels::depthwise_direct<T>>(),
-                              detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "depthwise_direct"),
+                              detail::grid_stride_launch(shape.output_elements(), detail::grid_stride_block_threads, dev,
+                                                         stream, "depthwise_direct"),
                               shape, input, weight, bias, output);
   }
   return detail::invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");

@@ -14,7 +14,6 @@
 namespace dsconv {
 namespace detail {
 
-inline constexpr unsigned depthwise_block_threads = 256;
 // Up to the default per-block limit of CUDA: larger bands re-read fewer halo rows, and four
 // such blocks still fit a multiprocessor's shared memory on current GPUs.
 inline constexpr std::size_t depthwise_shared_budget = 48 * 1024;

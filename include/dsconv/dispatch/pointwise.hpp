@@ -108,7 +108,7 @@ status launch_split_k(const pointwise_params& p, const platform::device_properti
           : launch_tiled<gemm_small_tile, simt_gemm>("pointwise_split_k_gemm", plan.grid, stream, plan.g, a, b, partial);
   if (s != status::success) return s;
   return platform::launch(platform::registered<kernels::pointwise_split_k_reduce<T>>(),
-                          grid_stride_launch(plan.g.batches * plan.g.m * plan.g.n, 256, dev, stream,
+                          grid_stride_launch(plan.g.batches * plan.g.m * plan.g.n, grid_stride_block_threads, dev, stream,
                                              "pointwise_split_k_reduce"),
                           plan.g, static_cast<const float*>(options.workspace), out);
 }
@@ -201,7 +201,8 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
     case pointwise_variant::automatic:
     case pointwise_variant::direct:
       return platform::launch(platform::registered<kernels::pointwise_direct<T>>(),
-                              detail::grid_stride_launch(shape.output_elements(), 256, dev, stream, "pointwise_direct"),
+                              detail::grid_stride_launch(shape.output_elements(), detail::grid_stride_block_threads, dev,
+                                                         stream, "pointwise_direct"),
                               shape, input, weight, bias, residual, output);
   }
   return detail::invalid(status::unsupported_variant, "pointwise", "no launch plan for the chosen variant");

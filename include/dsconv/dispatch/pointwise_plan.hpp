@@ -105,8 +105,6 @@ bool plan_split_k(const pointwise_params& p, const platform::device_properties& 
   return true;
 }
 
-inline constexpr unsigned warp_dot_block_threads = 256;
-
 // Matrix-vector and skinny products only: a warp per output re-reads the wider operand once
 // per row of the narrower one, which only pays while that side has a handful of rows.
 inline constexpr long long warp_dot_max_narrow_side = 8;

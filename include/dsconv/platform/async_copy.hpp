@@ -11,7 +11,8 @@ namespace dsconv {
 namespace platform {
 
 // Copies 16 bytes from `src` (global, 16-byte aligned) to `dst` (shared, 16-byte aligned),
-// or writes 16 zero bytes when `valid` is false (then `src` is not read).
+// or writes 16 zero bytes when `valid` is false (then `src` is not read, but must still be a
+// valid global address: cp.async takes it either way).
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, bool valid) {
   static_assert(16 % sizeof(T) == 0, "async_copy_16 moves whole elements");

@@ -8,6 +8,7 @@ namespace platform {
 using stream_t = cudaStream_t;
 using gpu_error_t = cudaError_t;
 using gpu_device_prop_t = cudaDeviceProp;
+using gpu_func_attributes_t = cudaFuncAttributes;
 }  // namespace platform
 }  // namespace dsconv
 

@@ -9,6 +9,7 @@ namespace platform {
 using stream_t = hipStream_t;
 using gpu_error_t = hipError_t;
 using gpu_device_prop_t = hipDeviceProp_t;
+using gpu_func_attributes_t = hipFuncAttributes;
 }  // namespace platform
 }  // namespace dsconv
 

@@ -46,6 +46,13 @@ inline constexpr bool compiles_mma_sync = false, compiles_mfma = true;
 inline constexpr bool compiles_mma_sync = true, compiles_mfma = true;
 #endif
 
+// The matrix unit dsconv's kernels may use on a device that has `device_unit`: none where the
+// code that would run there was not compiled for it (a CUDA build for sm_75 alone runs on an
+// A100 through the PTX of compute_75, whose matrix-unit kernels trap).
+constexpr matrix_unit usable_matrix_unit(matrix_unit device_unit, bool code_has_unit) {
+  return code_has_unit ? device_unit : matrix_unit::none;
+}
+
 struct device_properties {
   char name[256] = {};  // the device's name (on the host platform: the emulated profile, e.g. "sm80")
   int multiprocessor_count = 0;

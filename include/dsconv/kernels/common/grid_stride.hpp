@@ -8,6 +8,9 @@
 namespace dsconv {
 namespace detail {
 
+// The block size of every grid-stride kernel (declared in its launch bounds).
+inline constexpr unsigned grid_stride_block_threads = 256;
+
 DSCONV_DEVICE DSCONV_FORCEINLINE index_t global_thread_index() {
   return static_cast<index_t>(platform::block_idx().x) * platform::block_dim().x + platform::thread_idx().x;
 }

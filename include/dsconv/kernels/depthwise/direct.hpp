@@ -12,8 +12,9 @@ namespace dsconv {
 namespace kernels {
 
 template <class T>
-DSCONV_KERNEL void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input,
-                                    const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output) {
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
+void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input, const T* __restrict__ weight,
+                      const T* __restrict__ bias, T* __restrict__ output) {
   const index_t total = s.output_elements();
   const bool nchw = s.data_layout == layout::nchw;
   for (index_t i = detail::global_thread_index(); i < total; i += detail::global_thread_count()) {

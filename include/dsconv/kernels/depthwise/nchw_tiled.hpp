@@ -17,9 +17,9 @@ namespace dsconv {
 namespace kernels {
 
 template <class T, int K, int S>
-DSCONV_KERNEL void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ input,
-                                        const T* __restrict__ weight, const T* __restrict__ bias,
-                                        T* __restrict__ output) {
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ input,
+                          const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output) {
   namespace pf = platform;
   const detail::window_geometry<K, S> win(s);
   const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;

@@ -18,9 +18,9 @@ namespace dsconv {
 namespace kernels {
 
 template <class T, int K, int S>
-DSCONV_KERNEL void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ input,
-                                        const T* __restrict__ weight, const T* __restrict__ bias,
-                                        T* __restrict__ output) {
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ input,
+                          const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output) {
   namespace pf = platform;
   const detail::window_geometry<K, S> win(s);
   const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;
@@ -62,8 +62,10 @@ DSCONV_KERNEL void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depth
     const T* p = image + iy * row_pitch + static_cast<index_t>(ix) * s.c + c;
     if (std::is_same<T, float>::value && v == 4) {
       // fp32 needs no conversion: copy straight into shared memory (asynchronously on
-      // sm_80+), zero-filling padding pixels and channels past C.
-      pf::async_copy_16(d, reinterpret_cast<const float*>(p), inside && c < cc_count);
+      // sm_80+), zero-filling padding pixels and channels past C (from a valid address,
+      // the input, which is not read then).
+      const bool valid = inside && c < cc_count;
+      pf::async_copy_16(d, reinterpret_cast<const float*>(valid ? p : input), valid);
     } else if (v == 4 && inside && c < cc_count) {
       const auto x = pf::load_vec<4>(p);
 DSCONV_UNROLL

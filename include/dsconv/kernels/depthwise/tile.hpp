@@ -11,6 +11,11 @@
 namespace dsconv {
 namespace detail {
 
+// The tiled kernels' block size, and how many of their blocks a multiprocessor should hold at
+// once (so that one block's loads overlap another's arithmetic): their launch bounds.
+inline constexpr unsigned depthwise_block_threads = 256;
+inline constexpr int depthwise_resident_blocks = 4;
+
 struct depthwise_tile {
   int channels;    // channels per block (NHWC: 32 bytes of them, one sector per pixel)
   int images;      // images per block: > 1 only when a band is the whole map, so that

@@ -12,9 +12,9 @@ namespace dsconv {
 namespace kernels {
 
 template <class T>
-DSCONV_KERNEL void pointwise_direct(detail::pointwise_shape s, const T* __restrict__ input,
-                                    const T* __restrict__ weight, const T* __restrict__ bias,
-                                    const T* __restrict__ residual, T* __restrict__ output) {
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
+void pointwise_direct(detail::pointwise_shape s, const T* __restrict__ input, const T* __restrict__ weight,
+                      const T* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ output) {
   const index_t total = s.output_elements();
   const index_t pixels = s.pixels();
   const bool nchw = s.data_layout == layout::nchw;

@@ -15,8 +15,8 @@ namespace dsconv {
 namespace kernels {
 
 template <class T>
-DSCONV_KERNEL void pointwise_split_k_reduce(detail::gemm_operands g, const float* __restrict__ workspace,
-                                            fused_output<T> out) {
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
+void pointwise_split_k_reduce(detail::gemm_operands g, const float* __restrict__ workspace, fused_output<T> out) {
   const index_t per_gemm = g.m * g.n, total = g.batches * per_gemm;
   for (index_t i = detail::global_thread_index(); i < total; i += detail::global_thread_count()) {
     const gemm_block blk{i / per_gemm, 0, 0, g.k};

@@ -10,11 +10,16 @@
 #include "gemm_operands.hpp"
 
 namespace dsconv {
+namespace detail {
+inline constexpr unsigned warp_dot_block_threads = 256;
+}  // namespace detail
+
 namespace kernels {
 
 template <class T>
-DSCONV_KERNEL void pointwise_warp_dot(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
-                                      fused_output<T> out) {
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::warp_dot_block_threads, 1)
+void pointwise_warp_dot(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b,
+                        fused_output<T> out) {
   namespace pf = platform;
   const int ws = pf::warp_size();
   const int lane = static_cast<int>(pf::thread_idx().x) % ws;

@@ -17,6 +17,11 @@ namespace dsconv {
 namespace platform {
 namespace gpu_detail {
 
+// An empty kernel compiled for the same targets as dsconv's kernels: what the runtime reports
+// of the code it runs for it on a device is what it runs for dsconv's matrix-unit kernels.
+template <int>
+DSCONV_KERNEL void matrix_unit_probe() {}
+
 inline status map_error(gpu_error_t e, const char* what) {
   if (e == DSCONV_GPU(Success)) return status::success;
   status s = status::platform_error;
@@ -34,10 +39,15 @@ inline status map_error(gpu_error_t e, const char* what) {
 }  // namespace gpu_detail
 
 // Queues `kernel` on cfg.stream. Errors of the launch itself come back here; faults while
-// the kernel runs come back from synchronize().
+// the kernel runs come back from synchronize(). An error some earlier call left pending is
+// reported as such, and nothing is launched: after the launch, the runtime's last error is
+// then this launch's own.
 template <class... Params, class... Args>
 status launch(void (*kernel)(Params...), const launch_config& cfg, Args&&... args) {
   static_assert(sizeof...(Params) == sizeof...(Args), "launch: argument count differs from the kernel's");
+  const gpu_error_t earlier = DSCONV_GPU(GetLastError)();
+  if (earlier != DSCONV_GPU(Success))
+    return gpu_detail::map_error(earlier, (std::string(cfg.name) + ": not launched, an earlier error was pending").c_str());
   kernel<<<::dim3(cfg.grid.x, cfg.grid.y, cfg.grid.z), ::dim3(cfg.block.x, cfg.block.y, cfg.block.z),
            cfg.shared_bytes, cfg.stream>>>(static_cast<Params>(std::forward<Args>(args))...);
   return gpu_detail::map_error(DSCONV_GPU(GetLastError)(), cfg.name);
@@ -80,13 +90,24 @@ inline status get_device_properties(device_properties& p) {
     d.max_grid_x = static_cast<unsigned>(prop.maxGridSize[0]);
     d.max_grid_y = static_cast<unsigned>(prop.maxGridSize[1]);
     d.max_grid_z = static_cast<unsigned>(prop.maxGridSize[2]);
+    // The device's matrix unit, if this build's code for the device can use it.
+    gpu_func_attributes_t probe;
+    const bool has_code =
+        DSCONV_GPU(FuncGetAttributes)(&probe, reinterpret_cast<const void*>(&gpu_detail::matrix_unit_probe<0>)) ==
+        DSCONV_GPU(Success);
+    (void)DSCONV_GPU(GetLastError)();  // a failed query must not look like the next launch's error
 #if defined(DSCONV_PLATFORM_CUDA)
-    // mma.sync with bf16 and tf32 operands: sm_80 and newer.
-    if (prop.major >= 8) d.matrix = matrix_unit::mma_sync;
+    // mma.sync with bf16 and tf32 operands: sm_80 and newer, in code compiled for sm_80 or newer
+    // (ptxVersion: the virtual architecture the device's code came from; below 80 the
+    // matrix-unit kernels are __trap()).
+    const matrix_unit unit = prop.major >= 8 ? matrix_unit::mma_sync : matrix_unit::none;
+    d.matrix = usable_matrix_unit(unit, has_code && probe.ptxVersion >= 80);
 #else
-    // MFMA with 16x16x16 f16 and bf16 operands (the bf16 "_1k" form): CDNA2 and CDNA3.
+    // MFMA with 16x16x16 f16 and bf16 operands (the bf16 "_1k" form): CDNA2 and CDNA3. AMD code
+    // objects are per target, so code for this device is code for its matrix cores.
     const std::string arch = prop.gcnArchName;
-    if (arch.rfind("gfx90a", 0) == 0 || arch.rfind("gfx94", 0) == 0) d.matrix = matrix_unit::mfma;
+    const bool cdna = arch.rfind("gfx90a", 0) == 0 || arch.rfind("gfx94", 0) == 0;
+    d.matrix = usable_matrix_unit(cdna ? matrix_unit::mfma : matrix_unit::none, has_code);
 #endif
     cached[device] = true;
   }

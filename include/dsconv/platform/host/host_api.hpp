@@ -75,6 +75,11 @@ inline status set_warp_size(int width) {
   return status::success;
 }
 
+// Whether the matrix-unit kernels count as compiled for the device's matrix unit: false
+// emulates a GPU build for targets without one (CUDA for sm_75 alone running on an sm_80),
+// where the dispatcher must not choose them.
+inline void set_matrix_code(bool compiled) { platform::host_detail::host_settings().matrix_code = compiled; }
+
 // The order of a block's threads between barriers for later launches (settings.hpp).
 inline void set_schedule(schedule s) { platform::host_detail::host_settings().thread_schedule = s; }
 inline schedule current_schedule() { return platform::host_detail::host_settings().thread_schedule.load(); }

@@ -107,6 +107,10 @@ struct settings {
 #endif
   }
 
+  // Whether the program's matrix-unit kernels count as compiled for the device's matrix unit
+  // (false emulates a GPU build for a target without one, e.g. CUDA for sm_75 alone).
+  std::atomic<bool> matrix_code{true};
+
   // The emulated device: the profile with the emulated warp width. Each emulated matrix unit
   // needs its vendor's width, so at any other width the device has none.
   device_properties device() {
@@ -114,7 +118,7 @@ struct settings {
     device_properties p = profile_;
     p.warp_size = warp_size.load();
     const int lanes = p.matrix == matrix_unit::mma_sync ? mma_warp_lanes : mfma_wave_lanes;
-    if (p.matrix != matrix_unit::none && p.warp_size != lanes) p.matrix = matrix_unit::none;
+    p.matrix = usable_matrix_unit(p.matrix, matrix_code.load() && p.warp_size == lanes);
     return p;
   }
 
