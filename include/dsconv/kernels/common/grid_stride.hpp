@@ -4,6 +4,7 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "index_walk.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -17,6 +18,13 @@ DSCONV_DEVICE DSCONV_FORCEINLINE index_t global_thread_index() {
 
 DSCONV_DEVICE DSCONV_FORCEINLINE index_t global_thread_count() {
   return static_cast<index_t>(platform::grid_dim().x) * platform::block_dim().x;
+}
+
+// The grid-stride loop over `count` elements, each given to body(at) with its coordinates
+// (index_walk: no division per element).
+template <int N, class Body>
+DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_grid_stride(index_t count, const index_t (&inner)[N - 1], Body body) {
+  for_each_strided<N>(count, inner, global_thread_index(), global_thread_count(), body);
 }
 
 }  // namespace detail

@@ -15,23 +15,11 @@ template <class T>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
 void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input, const T* __restrict__ weight,
                       const T* __restrict__ bias, T* __restrict__ output) {
-  const index_t total = s.output_elements();
+  // The output's coordinates in the layout's order (its flat index is its offset), the
+  // channel split into input channel and multiplier copy.
   const bool nchw = s.data_layout == layout::nchw;
-  for (index_t i = detail::global_thread_index(); i < total; i += detail::global_thread_count()) {
-    // The output index is the output offset, so decompose it in the layout's order.
-    index_t rest = i;
-    int ox, oy, oc;
-    if (nchw) {
-      ox = static_cast<int>(rest % s.out_w), rest /= s.out_w;
-      oy = static_cast<int>(rest % s.out_h), rest /= s.out_h;
-      oc = static_cast<int>(rest % s.out_c), rest /= s.out_c;
-    } else {
-      oc = static_cast<int>(rest % s.out_c), rest /= s.out_c;
-      ox = static_cast<int>(rest % s.out_w), rest /= s.out_w;
-      oy = static_cast<int>(rest % s.out_h), rest /= s.out_h;
-    }
-    const index_t b = rest;
-    const int ic = oc / s.multiplier;
+  auto compute = [&](index_t i, index_t b, int ic, int m, int oy, int ox) {
+    const int oc = ic * s.multiplier + m;
     float acc = 0.f;
     for (int ky = 0; ky < s.kernel_h; ++ky) {
       const int iy = oy * s.stride_h - s.pad_h + ky * s.dilation_h;
@@ -46,7 +34,16 @@ void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input, co
     }
     if (bias) acc += to_float(platform::load(bias + oc));
     platform::store(output + i, from_float<T>(detail::activate(acc, s.act)));
-  }
+  };
+  const index_t total = s.output_elements();
+  if (nchw)
+    detail::for_each_grid_stride<5>(total, {s.c, s.multiplier, s.out_h, s.out_w}, [&](const auto& at) {
+      compute(at.index(), at.outer(), int(at[0]), int(at[1]), int(at[2]), int(at[3]));
+    });
+  else
+    detail::for_each_grid_stride<5>(total, {s.out_h, s.out_w, s.c, s.multiplier}, [&](const auto& at) {
+      compute(at.index(), at.outer(), int(at[2]), int(at[3]), int(at[0]), int(at[1]));
+    });
 }
 
 }  // namespace kernels

@@ -11,6 +11,7 @@
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
+#include "../common/index_walk.hpp"
 #include "tile.hpp"
 
 namespace dsconv {
@@ -30,7 +31,7 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int b0 = static_cast<int>(pf::block_idx().x / channel_groups) * t.images;
   const int g_count = s.c - c0 < t.channels ? s.c - c0 : t.channels;
   const int i_count = s.n - b0 < t.images ? s.n - b0 : t.images;
-  const int planes = g_count * i_count;  // staged plane j is image b0 + j / g_count, channel c0 + j % g_count
+  const int planes = g_count * i_count;  // staged plane j: image b0 + j / g_count, channel c0 + j % g_count
   const int oy0 = static_cast<int>(pf::block_idx().y) * t.rows;
   const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
   const int iy0 = oy0 * sh - s.pad_h;  // input row of staged row 0 (negative in the top padding)
@@ -49,62 +50,64 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   // Zero padding: the pad columns of every staged row, and whole rows above or below the image.
   const int top = iy0 < 0 ? (-iy0 < in_rows ? -iy0 : in_rows) : 0;
   const int below = iy0 + in_rows > s.h ? iy0 + in_rows - (s.h > iy0 ? s.h : iy0) : 0;
+  // (Loops over the staged elements walk their coordinates: detail::for_each_strided.)
   const int pad_cols = rw - s.w;
-  for (int i = tid; i < planes * in_rows * pad_cols; i += threads) {
-    const int j = i / (in_rows * pad_cols), r = i / pad_cols % in_rows, x = i % pad_cols;
-    pf::shared_store(staged + j * plane_stage + r * rw + (x < s.pad_w ? x : s.w + x), 0.f);
-  }
-  for (int i = tid; i < planes * (top + below) * s.w; i += threads) {
-    const int j = i / ((top + below) * s.w), k = i / s.w % (top + below), x = i % s.w;
-    const int r = k < top ? k : in_rows - (top + below) + k;
-    pf::shared_store(staged + j * plane_stage + r * rw + s.pad_w + x, 0.f);
-  }
+  detail::for_each_strided<3>(planes * in_rows * pad_cols, {in_rows, pad_cols}, tid, threads, [&](const auto& at) {
+    const int x = at[1];  // of the plane at.outer(), row at[0]
+    pf::shared_store(staged + at.outer() * plane_stage + at[0] * rw + (x < s.pad_w ? x : s.w + x), 0.f);
+  });
+  detail::for_each_strided<3>(planes * (top + below) * s.w, {top + below, s.w}, tid, threads, [&](const auto& at) {
+    const int k = at[0], r = k < top ? k : in_rows - (top + below) + k;
+    pf::shared_store(staged + at.outer() * plane_stage + r * rw + s.pad_w + at[1], 0.f);
+  });
 
   // The image rows the band needs: per plane one contiguous range (for whole planes of
   // consecutive channels the ranges are adjacent, so an image's loads are one stream).
-  const int ry0 = iy0 + top, ry1 = iy0 + in_rows - below;
+  // Coordinates (image, channel, row, column) of the block's ranges: their source element and
+  // their staged slot.
+  const int ry0 = iy0 + top, staged_rows = in_rows - below - top;
   const index_t plane_elems = static_cast<index_t>(s.h) * s.w;
-  const int chunk = (ry1 - ry0) * s.w;  // per plane
-  auto source = [&](int e) {  // element e of the block's ranges, plane by plane
-    const int j = e / chunk;
-    return input + (static_cast<index_t>(b0 + j / g_count) * s.c + c0 + j % g_count) * plane_elems +
-           static_cast<index_t>(ry0) * s.w + e % chunk;
+  const int count = planes * staged_rows * s.w;
+  const int ranges[3] = {g_count, staged_rows, s.w};
+  auto source = [&](const auto& at) {
+    return input + (static_cast<index_t>(b0 + at.outer()) * s.c + c0 + at[0]) * plane_elems +
+           static_cast<index_t>(ry0 + at[1]) * s.w + at[2];
   };
-  auto place = [&](int e) {  // its staged slot
-    const int j = e / chunk, y = e % chunk / s.w, x = e % s.w;
-    return staged + j * plane_stage + (ry0 - iy0 + y) * rw + s.pad_w + x;
+  auto place = [&](const auto& at) {
+    return staged + (at.outer() * g_count + at[0]) * plane_stage + (ry0 - iy0 + at[1]) * rw + s.pad_w + at[2];
   };
   if (t.vector == 4) {
     // The planner checked that rows are a multiple of 4 elements and the input is 16-byte
     // aligned, so no vector crosses a row or a plane.
-    for (int e = tid * 4; e < planes * chunk; e += threads * 4) {
-      const auto v = pf::load_vec<4>(source(e));
-      float* d = place(e);
+    detail::for_each_strided<4>(count, ranges, tid * 4, threads * 4, [&](const auto& at) {
+      const auto v = pf::load_vec<4>(source(at));
+      float* d = place(at);
       DSCONV_UNROLL
       for (int k = 0; k < 4; ++k) pf::shared_store(d + k, to_float(v[k]));
-    }
+    });
   } else if (t.vector == 8) {
-    for (int e = tid * 8; e < planes * chunk; e += threads * 8) {
-      const auto v = pf::load_vec<8>(source(e));
-      float* d = place(e);
+    detail::for_each_strided<4>(count, ranges, tid * 8, threads * 8, [&](const auto& at) {
+      const auto v = pf::load_vec<8>(source(at));
+      float* d = place(at);
       DSCONV_UNROLL
       for (int k = 0; k < 8; ++k) pf::shared_store(d + k, to_float(v[k]));
-    }
+    });
   } else {
-    for (int e = tid; e < planes * chunk; e += threads) pf::shared_store(place(e), to_float(pf::load(source(e))));
+    detail::for_each_strided<4>(count, ranges, tid, threads,
+                                [&](const auto& at) { pf::shared_store(place(at), to_float(pf::load(source(at)))); });
   }
   pf::sync_threads();
 
+  // Coordinates (image, channel, row, column) of the outputs.
   const int ow = s.out_w;
   const index_t out_plane = static_cast<index_t>(s.out_h) * ow;
-  for (int i = tid; i < planes * rows * ow; i += threads) {
-    const int j = i / (rows * ow), oy = i / ow % rows, ox = i % ow;
-    const int g = j % g_count;
-    const float acc = detail::window_sum<K>(staged + j * plane_stage + oy * sh * rw + ox * sw, rw, 1, w_s + g * taps, 1, kh,
-                                            kw, dh, dw);
-    T* dst = output + (static_cast<index_t>(b0 + j / g_count) * s.c + c0 + g) * out_plane + static_cast<index_t>(oy0 + oy) * ow;
+  detail::for_each_strided<4>(planes * rows * ow, {g_count, rows, ow}, tid, threads, [&](const auto& at) {
+    const int bi = at.outer(), g = at[0], oy = at[1], ox = at[2];
+    const float acc = detail::window_sum<K>(staged + (bi * g_count + g) * plane_stage + oy * sh * rw + ox * sw, rw, 1,
+                                            w_s + g * taps, 1, kh, kw, dh, dw);
+    T* dst = output + (static_cast<index_t>(b0 + bi) * s.c + c0 + g) * out_plane + static_cast<index_t>(oy0 + oy) * ow;
     pf::store(dst + ox, from_float<T>(detail::activate(acc + pf::shared_load(b_s + g), s.act)));
-  }
+  });
 }
 
 }  // namespace kernels

@@ -12,6 +12,7 @@
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
+#include "../common/index_walk.hpp"
 #include "tile.hpp"
 
 namespace dsconv {
@@ -44,17 +45,20 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   float* b_s = w_s + taps * cs;                 // [cs]
 
   // Weights are [c][taps] in memory; staged tap-major so a thread's channel is contiguous.
-  for (int i = tid; i < cc_count * taps; i += threads)
-    pf::shared_store(w_s + i % taps * cs + i / taps, to_float(pf::load(weight + static_cast<index_t>(c0) * taps + i)));
+  // (Loops over staged elements walk their coordinates: detail::for_each_strided.)
+  const T* block_weights = weight + static_cast<index_t>(c0) * taps;
+  detail::for_each_strided<2>(cc_count * taps, {taps}, tid, threads, [&](const auto& at) {
+    pf::shared_store(w_s + at[0] * cs + at.outer(), to_float(pf::load(block_weights + at.outer() * taps + at[0])));
+  });
   for (int c = tid; c < cc_count; c += threads) pf::shared_store(b_s + c, bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
 
   // Every staged pixel of the band: loaded when inside the image, zero in the padding.
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c;
   const int v = t.vector;  // channels per load: 1, or 16 bytes' worth when C and the pointer allow
   const int per_pixel = cs / v;
-  const int per_image = in_rows * rw * per_pixel;
-  for (int i = tid; i < i_count * per_image; i += threads) {
-    const int bi = i / per_image, r = i % per_image / (rw * per_pixel), xs = i / per_pixel % rw, c = i % per_pixel * v;
+  // Coordinates (image, staged row, staged column, vector of channels).
+  detail::for_each_strided<4>(i_count * in_rows * rw * per_pixel, {in_rows, rw, per_pixel}, tid, threads, [&](const auto& at) {
+    const int bi = at.outer(), r = at[0], xs = at[1], c = at[2] * v;
     const int iy = iy0 + r, ix = xs - s.pad_w;
     const T* image = input + static_cast<index_t>(b0 + bi) * s.h * row_pitch + c0;
     float* d = staged + bi * image_stage + (r * rw + xs) * cs + c;
@@ -77,19 +81,20 @@ DSCONV_UNROLL
     } else {
       for (int j = 0; j < v; ++j) pf::shared_store(d + j, inside && c + j < cc_count ? to_float(pf::load(p + j)) : 0.f);
     }
-  }
+  });
   pf::async_copy_wait();
   pf::sync_threads();
 
+  // Coordinates (image, row, column, channel) of the outputs.
   const int ow = s.out_w;
-  for (int i = tid; i < i_count * rows * ow * cs; i += threads) {
-    const int c = i % cs, ox = i / cs % ow, oy = i / (cs * ow) % rows, bi = i / (cs * ow * rows);
-    if (c >= cc_count) continue;
+  detail::for_each_strided<4>(i_count * rows * ow * cs, {rows, ow, cs}, tid, threads, [&](const auto& at) {
+    const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
+    if (c >= cc_count) return;
     const float acc = detail::window_sum<K>(staged + bi * image_stage + ((oy * sh) * rw + ox * sw) * cs + c, rw * cs, cs,
                                             w_s + c, cs, kh, kw, dh, dw);
     T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox) * s.c + c0 + c;
     pf::store(dst, from_float<T>(detail::activate(acc + pf::shared_load(b_s + c), s.act)));
-  }
+  });
 }
 
 }  // namespace kernels

@@ -17,14 +17,13 @@ namespace kernels {
 template <class T>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
 void pointwise_split_k_reduce(detail::gemm_operands g, const float* __restrict__ workspace, fused_output<T> out) {
-  const index_t per_gemm = g.m * g.n, total = g.batches * per_gemm;
-  for (index_t i = detail::global_thread_index(); i < total; i += detail::global_thread_count()) {
-    const gemm_block blk{i / per_gemm, 0, 0, g.k};
-    const index_t mn = i % per_gemm;
+  // Coordinates (GEMM of the batch, row, column); the flat index is the offset in each slice.
+  const index_t total = g.batches * g.m * g.n;
+  detail::for_each_grid_stride<3>(total, {g.m, g.n}, [&](const auto& at) {
     float acc = 0.f;
-    for (index_t s = 0; s < g.slices; ++s) acc += platform::load(workspace + s * total + i);
-    out.store(g, blk, mn / g.n, mn % g.n, acc);
-  }
+    for (index_t s = 0; s < g.slices; ++s) acc += platform::load(workspace + s * total + at.index());
+    out.store(g, gemm_block{at.outer(), 0, 0, g.k}, at[0], at[1], acc);
+  });
 }
 
 }  // namespace kernels

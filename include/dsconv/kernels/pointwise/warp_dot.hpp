@@ -8,6 +8,7 @@
 #include "../../platform/platform.hpp"
 #include "gemm_epilogue.hpp"
 #include "gemm_operands.hpp"
+#include "../common/index_walk.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -27,14 +28,15 @@ void pointwise_warp_dot(detail::gemm_operands g, const T* __restrict__ a, const 
   const index_t first = static_cast<index_t>(pf::block_idx().x) * warps_per_block + pf::thread_idx().x / ws;
   const index_t stride = static_cast<index_t>(pf::grid_dim().x) * warps_per_block;
   const gemm_block blk = select_block(g, a, b);
-  for (index_t o = first; o < g.m * g.n; o += stride) {  // uniform per warp: no lane diverges
-    const index_t m = o / g.n, n = o % g.n;
+  // Outputs (row, column), one per warp, uniform per warp: no lane diverges.
+  detail::for_each_strided<2>(g.m * g.n, {g.n}, first, stride, [&](const auto& at) {
+    const index_t m = at.outer(), n = at[0];
     float acc = 0.f;
     for (index_t k = blk.k_begin + lane; k < blk.k_end; k += ws)
       acc += to_float(pf::load(a + m * g.a_m + k * g.a_k)) * to_float(pf::load(b + k * g.b_k + n * g.b_n));
     for (int offset = ws / 2; offset > 0; offset /= 2) acc += pf::shfl_xor(acc, offset);
     if (lane == 0) out.store(g, blk, m, n, acc);
-  }
+  });
 }
 
 }  // namespace kernels
