@@ -1,15 +1,18 @@
 #!/usr/bin/env python3
 """Compiled resources of every dsconv kernel: registers, shared memory and spills per kernel
-for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), and the matrix-unit
-instructions in each kernel: for CUDA mma.sync in the PTX and HMMA in the SASS, for HIP
-v_mfma in the device assembly.
+for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), the matrix-unit
+instructions in each kernel (for CUDA mma.sync in the PTX and HMMA in the SASS, for HIP
+v_mfma in the device assembly), its integer divisions by run-time values (PTX div/rem; HIP:
+LLVM IR udiv/sdiv/urem/srem), in all and inside loops, and its 128-bit global loads (PTX
+ld.global.v4 / .v2 of 64-bit; HIP global_load_dwordx4).
 
 Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
 resource report, prints one table and writes it to results/kernel_resources.md. Exits 1 when
 a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma) has no HMMA instruction in its
-SASS for a CUDA target or no MFMA instruction for gfx90a, when another kernel has MFMA, or
-when a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then
-be wrong); 2 when no compiler was found.
+SASS for a CUDA target or no MFMA instruction for gfx90a, when another kernel has MFMA, when
+a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then be
+wrong), when a kernel divides by a run-time value inside a loop, or when a kernel whose
+vector form moves 16-byte runs has no 128-bit global load; 2 when no compiler was found.
 Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
@@ -42,31 +45,65 @@ def short_name(demangled):
     return name
 
 
-def count_in_listing(cmd, kernel_start, kernel_end, is_instruction):
-    """Compiles with `cmd` to a text listing on stdout and counts, per kernel (mangled name),
-    the lines between a kernel_start match (group 1: the name) and a kernel_end match (or the
-    next kernel) for which is_instruction(line) holds."""
+def kernel_bodies(cmd, kernel_start, kernel_end):
+    """Compiles with `cmd` to a text listing on stdout and splits it into kernels: {mangled name:
+    lines}, a kernel's lines running from a kernel_start match (group 1: the name) to a
+    kernel_end match (or the next kernel)."""
     listing = subprocess.run(cmd, capture_output=True, text=True)
     if listing.returncode != 0:
         sys.exit(f"{' '.join(cmd[:2])} failed:\n{listing.stderr}")
-    counts, current = {}, None
+    bodies, current = {}, None
     for line in listing.stdout.splitlines():
         m = re.match(kernel_start, line)
         if m:
-            current = m.group(1)
-            counts[current] = 0
+            current = bodies.setdefault(m.group(1), [])
         elif kernel_end and re.match(kernel_end, line):
             current = None
-        elif current and is_instruction(line):
-            counts[current] += 1
-    return counts
+        elif current is not None:
+            current.append(line)
+    return bodies
 
 
-def mma_counts(arch):
-    """mma.sync instructions per kernel (mangled name) in the PTX for `arch`."""
+def in_loops(lines, label, back_branch):
+    """Indices of the lines inside a loop: from a label to a later branch back to it (a line
+    matching back_branch, whose matches are its targets; of a conditional branch, the target
+    nearest above is the loop's head, another one above may be the exit laid out earlier)."""
+    labels, inside = {}, set()
+    for i, line in enumerate(lines):
+        m = re.match(label, line)
+        if m:
+            labels[m.group(1)] = i
+        heads = [labels[t] for t in re.findall(back_branch, line) if t in labels]
+        if heads:
+            inside.update(range(max(heads), i + 1))
+    return inside
+
+
+def division_counts(body, division, label, back_branch):
+    """(all, inside loops): integer divisions by run-time values in a kernel's lines."""
+    loops = in_loops(body, label, back_branch)
+    found = [i for i, line in enumerate(body) if re.search(division, line)]
+    return len(found), sum(1 for i in found if i in loops)
+
+
+# PTX: div / rem of 32- or 64-bit integers by a register (division by constants becomes
+# multiplications before PTX); loads of 16 bytes; labels and branches.
+PTX_DIVISION = r"^\s*(?:@!?%p\d+\s+)?(?:div|rem)\.[su](?:32|64)\s+%\w+,\s*%\w+,\s*%\w+;"
+PTX_LOAD_128 = r"^\s*(?:@!?%p\d+\s+)?ld\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s"
+PTX_LABEL, PTX_BRANCH = r"^(\$L__BB\d+_\d+):", r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+)"
+
+
+def ptx_counts(arch):
+    """Per kernel (mangled name) in the PTX for `arch`: mma.sync, divisions (all, in loops) and
+    128-bit global loads."""
     cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"), SOURCE,
            "-o", "-"]
-    return count_in_listing(cmd, r".*\.entry\s+(\w+)", None, lambda line: "mma.sync" in line)
+    counts = {}
+    for name, body in kernel_bodies(cmd, r".*\.entry\s+(\w+)", None).items():
+        counts[name] = {"mma": sum("mma.sync" in line for line in body),
+                        "division": division_counts(body, PTX_DIVISION, PTX_LABEL, PTX_BRANCH),
+                        "load128": sum(bool(re.search(PTX_LOAD_128, line)) for line in body)}
+    return counts
 
 
 # SASS opcode of HMMA (the tensor-core matrix multiply-accumulate) on sm_75 through sm_90:
@@ -122,18 +159,31 @@ def cuda_rows(arch):
             current["registers"] = m.group(1)
             s = re.search(r"(\d+) bytes smem", line)
             current["smem"] = int(s.group(1)) if s else 0
-    mma = mma_counts(arch)
+    ptx = ptx_counts(arch)
     for r in rows:
-        r["mma"] = mma.get(r["mangled"], 0)
+        r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0}))
         r["hmma"] = hmma.get(r["mangled"], 0)
     return rows
 
 
-def mfma_counts(arch):
-    """MFMA instructions (v_mfma_*) per kernel (mangled name) in the device assembly for `arch`."""
-    cmd = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-S",
-           "-I", os.path.join(ROOT, "include"), SOURCE, "-o", "-"]
-    return count_in_listing(cmd, r"^(_Z\w+):", r"^\.Lfunc_end", lambda line: line.strip().startswith("v_mfma"))
+def hip_counts(arch):
+    """Per kernel (mangled name) for `arch`: MFMA instructions (v_mfma_*) and 128-bit global loads
+    in the device assembly, and divisions (all, in loops) in the LLVM IR (the assembly expands
+    each into a long sequence)."""
+    base = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-S",
+            "-I", os.path.join(ROOT, "include"), SOURCE, "-o", "-"]
+    counts = {}
+    for name, body in kernel_bodies(base, r"^(_Z\w+):", r"^\.Lfunc_end").items():
+        counts[name] = {"mfma": sum(line.strip().startswith("v_mfma") for line in body),
+                        "load128": sum(line.strip().startswith("global_load_dwordx4") for line in body),
+                        "division": (0, 0)}
+    ir = kernel_bodies(base[:-3] + ["-emit-llvm"] + base[-3:], r"^define .*@(_Z\w+)\(", r"^}")
+    for name, body in ir.items():
+        if name in counts:
+            counts[name]["division"] = division_counts(
+                body, r"= (?:udiv|sdiv|urem|srem)(?: exact)? i(?:32|64) %[\w.]+, %[\w.]+", r"^([\w.]+):",
+                r"label %([\w.]+)(?=[^!]*!llvm\.loop)")  # loop back edges carry !llvm.loop
+    return counts
 
 
 def hip_rows(arch):
@@ -157,11 +207,11 @@ def hip_rows(arch):
             m = re.search(r"remark:\s+" + pattern, line)
             if m:
                 current[key] = int(m.group(1))
-    mfma = mfma_counts(arch)
+    counts = hip_counts(arch)
     for r in rows:
         r["registers"] = f"{r.get('vgpr', '?')} v + {r.get('sgpr', '?')} s"
         r["spill"] = r.get("sgpr_spill", 0) + r.get("vgpr_spill", 0) + r.get("scratch", 0)
-        r["mfma"] = mfma.get(r["mangled"], 0)
+        r.update(counts.get(r["mangled"], {"mfma": 0, "load128": 0, "division": (0, 0)}))
     return rows
 
 
@@ -187,13 +237,16 @@ def main():
         return 2
     for r, name in zip(rows, demangle([r["mangled"] for r in rows])):
         r["kernel"] = short_name(name)
+    # The runtime's probe kernel (platform/gpu/runtime.hpp) is empty and never launched.
+    rows = [r for r in rows if not r["kernel"].startswith("platform::")]
     rows.sort(key=lambda r: (r["kernel"], r["target"]))
     header = ("| kernel | target | registers | static shared memory (bytes) | spill bytes | mma.sync (PTX) | "
-              "HMMA (SASS) | MFMA |")
-    lines = [header, "|---|---|---|---|---|---|---|---|"]
+              "HMMA (SASS) | MFMA | integer divisions (in loops) | 128-bit global loads |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} | "
-                     f"{r.get('mma', '-')} | {r.get('hmma', '-')} | {r.get('mfma', '-')} |")
+                     f"{r.get('mma', '-')} | {r.get('hmma', '-')} | {r.get('mfma', '-')} | "
+                     f"{r['division'][0]} ({r['division'][1]}) | {r['load128']} |")
     spilling = [r for r in rows if r["spill"]]
     # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (sm_80
     # and newer), matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
@@ -204,10 +257,21 @@ def main():
     # sm_80 and sm_90 run each m16n8k16 / m16n8k8 mma.sync as one HMMA: a mismatch means the
     # SASS reader is wrong.
     mismatched = [r for r in rows if r.get("hmma") != r.get("mma")]
+    # Divisions are long instruction sequences on GPUs: once per thread at most, never per
+    # element of a loop.
+    dividing = [r for r in rows if r["division"][1]]
+    # Kernels whose vector form moves 16-byte runs must load them as 128-bit accesses: the
+    # depthwise tiled kernels, the 128x128 matrix-unit tiles, and the 128x128 SIMT tile for
+    # float (in the 64x64 tiles and the 16-bit SIMT ones a thread's runs are 8 bytes).
+    expects_128 = lambda k: (k.startswith("depthwise_n") or re.search(r"mma_tile<128, 128, .*, true>", k) or
+                             re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", k))
+    narrow = [r for r in rows if expects_128(r["kernel"]) and not r["load128"]]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
                f"{len(no_hmma)} tensor-core builds without HMMA; {len(no_mfma)} gfx90a matrix-core builds without MFMA; "
-               f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count")
+               f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count; "
+               f"{len(dividing)} builds dividing inside a loop; "
+               f"{len(narrow)} builds without the 128-bit loads of their 16-byte runs")
     text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
         f"\n\n{summary}\n"
     print("\n".join(lines))
@@ -215,7 +279,11 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
         f.write(text)
-    return 1 if spilling or no_hmma or no_mfma or stray_mfma or mismatched else 0
+    for r in dividing:
+        print(f"divides inside a loop: {r['kernel']} on {r['target']} ({r['division'][1]} divisions)", file=sys.stderr)
+    for r in narrow:
+        print(f"no 128-bit global load: {r['kernel']} on {r['target']}", file=sys.stderr)
+    return 1 if spilling or no_hmma or no_mfma or stray_mfma or mismatched or dividing or narrow else 0
 
 
 if __name__ == "__main__":

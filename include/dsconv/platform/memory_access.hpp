@@ -4,6 +4,9 @@
 // access is also recorded for the traffic counters and the shared-memory bank model. Kernels
 // read and write memory only through these, so the counters see every byte.
 
+#include <cstddef>
+#include <type_traits>
+
 #include "../config.hpp"
 
 #if defined(DSCONV_PLATFORM_HOST)
@@ -38,15 +41,54 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store(T* p, const T& v) {
   *p = v;
 }
 
+#if defined(DSCONV_DEVICE_PASS)
+namespace gpu_detail {
+// The runtimes' 4- and 2-word vector types for accesses of 16 and 8 bytes: a vector of
+// 16-bit class-type elements accessed as itself may be split into narrower loads (hipcc did
+// so inside the GEMM staging); as machine words it stays one access (LDG.128,
+// global_load_dwordx4).
+template <std::size_t Bytes>
+struct machine_vector {
+  using type = void;
+};
+template <>
+struct machine_vector<16> {
+  using type = uint4;
+};
+template <>
+struct machine_vector<8> {
+  using type = uint2;
+};
+}  // namespace gpu_detail
+#endif
+
 // Vector access to p[0..N); p must be aligned to sizeof(T) * N (kernels check before
 // choosing a vector path).
 template <int N, class T>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE vec<T, N> load_vec(const T* p) {
+#if defined(DSCONV_DEVICE_PASS)
+  using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
+  if constexpr (!std::is_void<words>::value) {
+    const words w = *reinterpret_cast<const words*>(p);
+    vec<T, N> v;
+    __builtin_memcpy(&v, &w, sizeof v);
+    return v;
+  }
+#endif
   return load(reinterpret_cast<const vec<T, N>*>(p));
 }
 
 template <int N, class T>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
+#if defined(DSCONV_DEVICE_PASS)
+  using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
+  if constexpr (!std::is_void<words>::value) {
+    words w;
+    __builtin_memcpy(&w, &v, sizeof w);
+    *reinterpret_cast<words*>(p) = w;
+    return;
+  }
+#endif
   store(reinterpret_cast<vec<T, N>*>(p), v);
 }
 

@@ -86,6 +86,21 @@ struct operand_tile {
         put(t.r, t.c, regs[j * V + e]);
       }
   }
+
+  // Hands each run to put(row, col, run): the V values that follow (row, col) along the
+  // contiguous dimension, for a shared-memory arrangement contiguous along it too (one vector
+  // store a run).
+  template <class Stage, class Put>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void stash_runs(const Stage (&regs)[per_thread], int tid, Put put) {
+    DSCONV_UNROLL
+    for (int j = 0; j < runs; ++j) {
+      platform::vec<Stage, V> run;
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) run[e] = regs[j * V + e];
+      const tile_position t = position(run_start(tid, j));
+      put(t.r, t.c, run);
+    }
+  }
 };
 
 }  // namespace kernels

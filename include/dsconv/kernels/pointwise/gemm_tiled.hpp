@@ -10,6 +10,8 @@
 // tile (RUN = 1) serves buffers not aligned for vectors; a warp's element stores are
 // contiguous there.
 
+#include <type_traits>
+
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "gemm_epilogue.hpp"
@@ -51,8 +53,12 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   using a_tile = operand_tile<BM, BK, Tile::threads, true, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, Tile::template b_run<T>>;
   using run_t = pf::vec<float, RUN>;
-  DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM]);  // A tile, k-major: a thread's m values are a row
-  DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN]);
+  // The A tile k-major (a thread's m values are a row), the B tile n-contiguous, each row
+  // padded by 4 floats: the staging writes columns of them (A always; B in the NHWC form,
+  // where it arrives k-contiguous), and rows 4 banks apart keep those writes conflict-free.
+  constexpr int PAD = 4;
+  DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM + PAD]);
+  DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN + PAD / RUN]);
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % TX, ty = tid / TX;
@@ -67,7 +73,14 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   };
   auto stash = [&](int buf) {
     a_tile::stash(a_next, tid, [&](int m, int k, float v) { pf::shared_store(&a_s[buf][k][m], v); });
-    b_tile::stash(b_next, tid, [&](int k, int n, float v) { pf::shared_store(&b_s[buf][k][n / RUN][n % RUN], v); });
+    float* b_row = &b_s[buf][0][0][0];  // row k at b_row + k * b_pitch
+    constexpr int b_pitch = BN + PAD;
+    if constexpr (KMajorB)
+      b_tile::stash(b_next, tid, [&](int k, int n, float v) { pf::shared_store(b_row + k * b_pitch + n, v); });
+    else  // runs along n, as the rows: one vector store each
+      b_tile::stash_runs(b_next, tid, [&](int k, int n, const auto& run) {
+        pf::shared_store(reinterpret_cast<std::decay_t<decltype(run)>*>(b_row + k * b_pitch + n), run);
+      });
   };
 
   float acc[TM][TN];
