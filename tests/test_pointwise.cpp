@@ -389,6 +389,51 @@ TEMPLATE_TEST_CASE("pointwise: split_k needs its own workspace, and automatic ta
   }
 }
 
+#if defined(DSCONV_PLATFORM_HOST)
+TEMPLATE_TEST_CASE("pointwise: the GEMM kernels' shared-memory stores and loads are free of bank conflicts",
+                   "[pointwise][banks]", float, dsconv::half, dsconv::bfloat16) {
+  // Every tiled variant in both layouts, on operands aligned for the vector forms and
+  // misaligned (the element forms), float also on TF32; the device's matrix unit (or the SIMT
+  // kernels where it has none).
+  const bool tf32_device = current_device().matrix == dsconv::platform::matrix_unit::mma_sync;
+  for (const bool tf32 : {false, true}) {
+    if (tf32 && !(std::is_same<TestType, float>::value && tf32_device)) continue;
+    for (const layout data_layout : all_layouts)
+      for (const std::size_t misalign : {std::size_t{0}, std::size_t{1}}) {
+        dsconv::pointwise_params p = make_params(2, 96, 80, 12, 12);
+        p.data_layout = data_layout;
+        p.allow_tf32 = tf32;
+        const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
+        const device_input<TestType> x(random_tensor<TestType>(pixels * p.c_in), misalign);
+        const device_input<TestType> w(random_tensor<TestType>(static_cast<std::size_t>(p.c_out) * p.c_in), misalign);
+        guarded_output<TestType> y(pixels * p.c_out, misalign);
+        dsconv::device_buffer<float> workspace;
+        REQUIRE(workspace.allocate(dsconv::pointwise_workspace_size<TestType>(p) / sizeof(float)) == status::success);
+        for (const pointwise_variant v : {pointwise_variant::gemm_large, pointwise_variant::gemm_small,
+                                          pointwise_variant::mma_large, pointwise_variant::mma_small,
+                                          pointwise_variant::split_k}) {
+          if (!supports<TestType>(v, p, current_device())) continue;
+          INFO(describe(p) << (tf32 ? ", TF32" : "") << ", misaligned by " << misalign << ", variant "
+                           << dsconv::to_string(v));
+          dsconv::pointwise_options options;
+          options.variant = v;
+          options.workspace = workspace.data();
+          options.workspace_bytes = dsconv::pointwise_workspace_size<TestType>(p);
+          dsconv::host::traffic_recorder recorder;
+          REQUIRE(dsconv::pointwise_forward(p, options, x.data(), w.data(), static_cast<const TestType*>(nullptr),
+                                            static_cast<const TestType*>(nullptr), y.data()) == status::success);
+          for (const auto& launch : recorder.launches()) {
+            INFO(launch.kernel);
+            if (launch.traffic.shared_loads.requests == 0) continue;  // split_k's reduction
+            CHECK(launch.traffic.shared_loads.conflict_factor() <= 1.1);
+            CHECK(launch.traffic.shared_stores.conflict_factor() <= 1.1);
+          }
+        }
+      }
+  }
+}
+#endif
+
 namespace {
 
 // Runs `launch` (which fills `out`) several times, on the host platform once per combination

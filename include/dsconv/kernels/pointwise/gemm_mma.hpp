@@ -8,9 +8,11 @@
 // K step; two for float on AMD) through two shared-memory buffers: the next step is staged
 // into one before the current one is multiplied out of the other, so each step needs a
 // single barrier.
-// Shared memory holds both operands k-contiguous (A as [m][k], B as [n][k]) with rows padded
-// to 48 bytes (12 banks), so the eight rows that one mma.sync fragment load touches, four
-// words each, fall into distinct banks.
+// Shared memory holds A k-contiguous and B as it arrives (k-contiguous in the NHWC form,
+// n-contiguous in the NCHW form), in the layouts of mma_shared_tiles.hpp, where neither the
+// staging stores nor the fragment loads meet bank conflicts.
+
+#include <type_traits>
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -18,6 +20,7 @@
 #include "gemm_operands.hpp"
 #include "gemm_staging.hpp"
 #include "matrix_units.hpp"
+#include "mma_shared_tiles.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -56,13 +59,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   using op = typename unit::template op<T>;
   using S = typename op::stage;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::template bk<T>, threads = Tile::threads;
-  constexpr int MI = Tile::warp_m / unit::tile_m, NI = Tile::warp_n / unit::tile_n, KSTEP = op::k_step;
-  constexpr int LD = BK + 16 / static_cast<int>(sizeof(S));  // padded row: 48 bytes
+  constexpr int MI = Tile::warp_m / unit::tile_m, NI = Tile::warp_n / unit::tile_n;
   // rows m, columns k / rows k, columns n
   using a_tile = operand_tile<BM, BK, threads, true, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, threads, !KMajorB, Tile::template b_run<T>>;
-  DSCONV_SHARED_ARRAY(S, a_s, [2][BM][LD]);
-  DSCONV_SHARED_ARRAY(S, b_s, [2][BN][LD]);
+  using a_layout = k_rows<S, BM, unit>;
+  using b_layout = std::conditional_t<KMajorB, k_rows<S, BN, unit>, n_rows<S, BK, BN>>;
+  static_assert(a_layout::row_elements == BK, "a shared row is one K stage");
+  DSCONV_SHARED_ARRAY(S, a_s, [2][a_layout::elements]);
+  DSCONV_SHARED_ARRAY(S, b_s, [2][b_layout::elements]);
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int warp = tid / unit::lanes, lane = tid % unit::lanes;
@@ -78,8 +83,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     S a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
     a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
     b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
-    a_tile::stash(a_regs, tid, [&](int m, int k, S v) { pf::shared_store(&a_s[buf][m][k], v); });
-    b_tile::stash(b_regs, tid, [&](int k, int n, S v) { pf::shared_store(&b_s[buf][n][k], v); });
+    // Runs go along k for A and a k-contiguous B (stored along a k_rows row), along n for an
+    // n-contiguous B (along an n_rows row).
+    a_tile::stash_runs(a_regs, tid, [&](int m, int k, const auto& run) { a_layout{a_s[buf]}.store_run(m, k, run); });
+    b_tile::stash_runs(b_regs, tid, [&](int k, int n, const auto& run) {
+      if constexpr (KMajorB)
+        b_layout{b_s[buf]}.store_run(n, k, run);
+      else
+        b_layout{b_s[buf]}.store_run(k, n, run);
+    });
   };
 
   float acc[MI][NI][unit::accumulators];
@@ -97,18 +109,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     const int buf = static_cast<int>(step & 1);
     // The other buffer was last read before the previous barrier: safe to refill now.
     if (step + 1 < steps) stage(blk.k_begin + (step + 1) * BK, buf ^ 1);
+    unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
     DSCONV_UNROLL
-    for (int k0 = 0; k0 < BK; k0 += KSTEP) {
-      unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
+    for (int i = 0; i < MI; ++i) op::load_a(af[i], a_layout{a_s[buf]}, wm0 + i * unit::tile_m, lane);
+    DSCONV_UNROLL
+    for (int j = 0; j < NI; ++j) op::load_b(bf[j], b_layout{b_s[buf]}, wn0 + j * unit::tile_n, lane);
+    DSCONV_UNROLL
+    for (int i = 0; i < MI; ++i)
       DSCONV_UNROLL
-      for (int i = 0; i < MI; ++i) op::template load_a<LD>(af[i], a_s[buf][wm0 + i * unit::tile_m], lane, k0);
-      DSCONV_UNROLL
-      for (int j = 0; j < NI; ++j) op::template load_b<LD>(bf[j], b_s[buf][wn0 + j * unit::tile_n], lane, k0);
-      DSCONV_UNROLL
-      for (int i = 0; i < MI; ++i)
-        DSCONV_UNROLL
-        for (int j = 0; j < NI; ++j) op::mma(acc[i][j], af[i], bf[j]);
-    }
+      for (int j = 0; j < NI; ++j) op::mma(acc[i][j], af[i], bf[j]);
     pf::sync_threads();
   }
 

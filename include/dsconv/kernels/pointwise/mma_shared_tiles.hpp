@@ -1,0 +1,77 @@
+#pragma once
+// How the matrix-unit GEMM (gemm_mma.hpp) lays out one K stage (32 bytes of operand per row)
+// of its operand tiles in shared memory, so that neither the staging stores nor the fragment
+// loads meet a bank conflict (the host platform's bank model checks it on every layer):
+//
+//   k_rows    rows of 32 bytes, k-contiguous: A always, B where it arrives k-contiguous (the
+//             NHWC form). No padding: instead the four 8-byte units of row r are permuted,
+//             unit u stored at u ^ Unit::swizzle(r). mma.sync reads 8 rows x 16 bytes per
+//             fragment load, MFMA 16 rows x 8 bytes; the swizzle spreads either over all 32
+//             banks, and keeps the staging's 8- and 16-byte stores (4 or 8 rows a phase)
+//             conflict-free. (Padding rows to 48 bytes, as before, left 2-way conflicts on the
+//             stores and on every MFMA fragment load.)
+//   n_rows    rows of BN elements, n-contiguous: B where it arrives n-contiguous (the NCHW
+//             form), staged as it comes instead of transposed (each transposed 2-byte store
+//             was a 16-way conflict). Rows padded by 8 elements, which puts the k rows a
+//             fragment reads (4 or 8 of them, one element per lane) in distinct banks.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+
+namespace dsconv {
+namespace kernels {
+
+template <class S, int ROWS, class Unit>
+struct k_rows {
+  static constexpr int row_elements = 32 / static_cast<int>(sizeof(S));  // one K stage
+  static constexpr int unit_elements = 8 / static_cast<int>(sizeof(S));
+  static constexpr int elements = ROWS * row_elements;
+  S* base;
+
+  // Element k of row r.
+  DSCONV_DEVICE DSCONV_FORCEINLINE S* at(int r, int k) const {
+    const int unit = (k / unit_elements) ^ Unit::swizzle(r);
+    return base + r * row_elements + unit * unit_elements + k % unit_elements;
+  }
+
+  // Stores the V elements k .. k + V - 1 of row r (k a multiple of V): 16 bytes as one store
+  // (its two 8-byte units swapped where the swizzle swaps them), 8 bytes as one, less
+  // element by element.
+  template <int V>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(int r, int k, const platform::vec<S, V>& run) const {
+    constexpr int bytes = V * static_cast<int>(sizeof(S));
+    if constexpr (bytes == 16) {
+      const int swizzle = Unit::swizzle(r);
+      platform::vec<S, V> placed;
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) placed[e] = run[(e + (swizzle & 1) * unit_elements) % V];
+      const int first_unit = (k / unit_elements) ^ (swizzle & ~1);
+      platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(base + r * row_elements + first_unit * unit_elements),
+                             placed);
+    } else if constexpr (bytes == 8) {
+      platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(at(r, k)), run);
+    } else {
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) platform::shared_store(at(r, k + e), run[e]);
+    }
+  }
+};
+
+template <class S, int K_ROWS, int N>
+struct n_rows {
+  static constexpr int pitch = N + 8;
+  static constexpr int elements = K_ROWS * pitch;
+  S* base;
+
+  // Element n of row k.
+  DSCONV_DEVICE DSCONV_FORCEINLINE S* at(int k, int n) const { return base + k * pitch + n; }
+
+  // Stores the V elements n .. n + V - 1 of row k (n a multiple of V) as one store.
+  template <int V>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(int k, int n, const platform::vec<S, V>& run) const {
+    platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(at(k, n)), run);
+  }
+};
+
+}  // namespace kernels
+}  // namespace dsconv
