@@ -42,9 +42,12 @@ struct k_rows {
     constexpr int bytes = V * static_cast<int>(sizeof(S));
     if constexpr (bytes == 16) {
       const int swizzle = Unit::swizzle(r);
+      const bool swap = swizzle & 1;
       platform::vec<S, V> placed;
+      // (indices known at compile time: indexing `run` by a run-time value put it in scratch
+      // memory on AMD)
       DSCONV_UNROLL
-      for (int e = 0; e < V; ++e) placed[e] = run[(e + (swizzle & 1) * unit_elements) % V];
+      for (int e = 0; e < V; ++e) placed[e] = swap ? run[(e + unit_elements) % V] : run[e];
       const int first_unit = (k / unit_elements) ^ (swizzle & ~1);
       platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(base + r * row_elements + first_unit * unit_elements),
                              placed);
