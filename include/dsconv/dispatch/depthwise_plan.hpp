@@ -14,9 +14,9 @@
 namespace dsconv {
 namespace detail {
 
-// Up to the default per-block limit of CUDA: larger bands re-read fewer halo rows, and four
-// such blocks still fit a multiprocessor's shared memory on current GPUs.
-inline constexpr std::size_t depthwise_shared_budget = 48 * 1024;
+// Never more than the default per-block limit of CUDA: larger bands re-read fewer halo rows,
+// but several blocks per multiprocessor keep memory busy (plan_for_occupancy).
+inline constexpr std::size_t depthwise_shared_cap = 48 * 1024;
 // Outputs per block worth grouping small planes for.
 inline constexpr long long depthwise_outputs_per_block = 1024;
 
@@ -27,6 +27,13 @@ struct depthwise_plan {
 };
 
 inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }
+
+// Whether the tiled kernels have a specialisation (compile-time filter size and stride) for
+// the filter: 3x3, 5x5 and 7x7, stride 1 or 2, no dilation.
+inline bool specialised_filter(const depthwise_params& p) {
+  return p.kernel_h == p.kernel_w && p.stride_h == p.stride_w && p.dilation_h == 1 && p.dilation_w == 1 &&
+         (p.kernel_h == 3 || p.kernel_h == 5 || p.kernel_h == 7) && (p.stride_h == 1 || p.stride_h == 2);
+}
 
 // Input rows a band of `rows` output rows needs.
 inline int band_input_rows(const depthwise_params& p, int rows) {
@@ -58,8 +65,80 @@ int vector_width(const void* ptr, long long contiguous_elements) {
   return aligned && contiguous_elements % v == 0 ? v : 1;
 }
 
-inline std::size_t budget(const platform::device_properties& dev) {
-  return dev.shared_memory_per_block < depthwise_shared_budget ? dev.shared_memory_per_block : depthwise_shared_budget;
+// Shared memory a block may fill when `resident` of its blocks are to share a multiprocessor
+// (less what the runtime reserves per block), never more than the per-block limit.
+inline std::size_t budget(const platform::device_properties& dev, int resident) {
+  std::size_t b = dev.shared_memory_per_block < depthwise_shared_cap ? dev.shared_memory_per_block : depthwise_shared_cap;
+  const std::size_t share = dev.shared_memory_per_multiprocessor / static_cast<std::size_t>(resident);
+  if (share > dev.shared_memory_reserved_per_block && share - dev.shared_memory_reserved_per_block < b)
+    b = share - dev.shared_memory_reserved_per_block;
+  return b;
+}
+
+// Shared memory all blocks of a plan stage: what they read from global memory, but for padding.
+inline long long staged_total(const depthwise_plan& plan) {
+  return static_cast<long long>(plan.grid.x) * plan.grid.y * static_cast<long long>(plan.shared_bytes);
+}
+
+// A plan (plan(floats, out): a block fills at most `floats` of shared memory) that lets the
+// grid's blocks be resident depthwise_resident_blocks to a multiprocessor, as far as the grid
+// has blocks for them: a block loads, waits at one barrier, then computes, so with one
+// resident block memory would idle while it computes. Planned first with the largest budget
+// (bands re-read the fewest halo rows); again with a multiprocessor's share for 4, 3 or 2
+// blocks when that grid has blocks for them, taking the first whose blocks read at most
+// `depthwise_occupancy_traffic` more (shorter bands re-read more halo rows; small maps read
+// their weights once per image group).
+inline constexpr double depthwise_occupancy_traffic = 1.02;
+template <class Plan>
+bool plan_for_occupancy(const platform::device_properties& dev, Plan plan, depthwise_plan& out) {
+  const std::size_t largest = budget(dev, 1);
+  if (!plan(static_cast<long long>(largest / sizeof(float)), out)) return false;
+  const long long blocks = static_cast<long long>(out.grid.x) * out.grid.y;
+  const long long per_multiprocessor = ceil_div(blocks, dev.multiprocessor_count > 0 ? dev.multiprocessor_count : 1);
+  for (int resident = depthwise_resident_blocks; resident > 1; --resident) {
+    const std::size_t share = budget(dev, resident);
+    depthwise_plan smaller;
+    if (resident > per_multiprocessor || share >= largest) continue;
+    if (plan(static_cast<long long>(share / sizeof(float)), smaller) &&
+        staged_total(smaller) <= depthwise_occupancy_traffic * staged_total(out)) {
+      out = smaller;
+      break;
+    }
+  }
+  return true;
+}
+
+// Column phases of the staged rows: the specialised strided kernels stage each row's columns
+// by stride phase (all x % S == 0 first, then x % S == 1, ...), so that neighbouring outputs
+// read neighbouring words at every tap instead of words S apart (an S-way bank conflict).
+inline int staged_phases(const depthwise_params& p) { return specialised_filter(p) ? p.stride_w : 1; }
+
+// Staged row pitch: the padded row, rounded up to whole phases.
+inline long long staged_row_pitch(const depthwise_params& p) {
+  const long long rw = static_cast<long long>(p.w) + 2LL * p.pad_w;
+  const int phases = staged_phases(p);
+  return ceil_div(rw, phases) * phases;
+}
+
+inline long long round_up(long long a, long long b) { return ceil_div(a, b) * b; }
+
+// `floats` rounded up to the next value congruent to `residue` modulo the bank count; when
+// not `required`, only if that costs at most an eighth more.
+inline long long padded(long long floats, long long residue, bool required = false) {
+  const long long banks = shared_banks;
+  const long long aligned = floats + ((residue - floats) % banks + banks) % banks;
+  return required || aligned - floats <= floats / 8 ? aligned : floats;
+}
+
+// NCHW threads taking outputs in order read, at a tap, the staged rows of `ow` consecutive
+// outputs and then the next output row's, S staged rows further: conflict-free when those
+// S rows are as many banks apart as the `ow` outputs. The smallest such pitch (whole column
+// phases) within an eighth more than `pitch`, else `pitch`.
+inline long long padded_row_pitch(const depthwise_params& p, long long pitch, int ow) {
+  const int phases = staged_phases(p);
+  for (long long r = pitch; r - pitch <= pitch / 8; r += phases)
+    if ((r * p.stride_h - ow) % shared_banks == 0) return r;
+  return pitch;
 }
 
 // Stores a plan whose grid the device can launch; false otherwise.
@@ -83,17 +162,37 @@ long long shrink_for_parallelism(long long count, const platform::device_propert
 
 // NCHW: whole planes when they fit, grouped as channels x images (channels first in whole
 // sectors, images next so weights are reused); else bands of full rows of one plane.
+// A block fills at most `floats` of shared memory.
 template <class T>
-bool plan_nchw_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {
+bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
+                            long long floats, depthwise_plan& out) {
   if (p.multiplier != 1 || p.data_layout != layout::nchw) return false;
-  const long long floats = static_cast<long long>(budget(dev) / sizeof(float));
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
-  const long long rw = static_cast<long long>(p.w) + 2LL * p.pad_w;
-  const int oh = p.out_h();
-  const long long out_plane = static_cast<long long>(oh) * p.out_w();
+  long long pitch = staged_row_pitch(p);
+  const int oh = p.out_h(), ow = p.out_w();
+  const long long out_plane = static_cast<long long>(oh) * ow;
   depthwise_tile t{};
-  t.row_stride = static_cast<int>(rw);
-  const long long whole = band_input_rows(p, oh) * rw;  // staged floats of one whole plane
+  // Threads to outputs (tile.hpp). Row slots make every tap free of bank conflicts: a row per
+  // whole group of 32 threads, or rows of 16 or fewer side by side with the next channels'.
+  // But a row that does not end on a 32-byte boundary would then leave a partial sector per
+  // row in each store request; there, threads take the outputs in order (store requests of
+  // whole sectors), with the staged rows and planes padded, where that costs at most an
+  // eighth more shared memory, so that 32 consecutive outputs still read 32 banks.
+  const bool sector_rows = ow * static_cast<long long>(sizeof(T)) % 32 == 0;
+  long long slots = ow, channel_slots = 1;
+  if (sector_rows && ow <= shared_banks / 2) {
+    for (slots = 1; slots < ow;) slots *= 2;
+    channel_slots = shared_banks / slots;
+  } else if (sector_rows) {
+    slots = round_up(ow, shared_banks);
+  } else {
+    pitch = padded_row_pitch(p, pitch, ow);
+  }
+  t.row_stride = static_cast<int>(pitch);
+  // A whole staged plane; planes side by side in a group start `slots` banks apart, planes
+  // whose outputs follow each other start as many banks apart as the outputs.
+  long long whole = band_input_rows(p, oh) * pitch;
+  whole = padded(whole, channel_slots > 1 ? slots : out_plane, channel_slots > 1);
   if (whole + taps + 1 <= floats) {
     const long long fit = floats / (whole + taps + 1);
     long long planes = ceil_div(depthwise_outputs_per_block, out_plane);
@@ -107,38 +206,48 @@ bool plan_nchw_tiled(const depthwise_params& p, const platform::device_propertie
     if (nb == p.n && planes / nb > g) g = planes / nb < p.c ? planes / nb : p.c;
     nb = shrink_for_parallelism(nb, dev, [&](long long x) { return ceil_div(p.c, g) * ceil_div(p.n, x); });
     g = shrink_for_parallelism(g, dev, [&](long long x) { return ceil_div(p.c, x) * ceil_div(p.n, nb); });
+    // Whole groups of side-by-side channels, so no thread idles for a missing channel.
+    if (g > channel_slots) g -= g % channel_slots;
     t.channels = static_cast<int>(g);
     t.images = static_cast<int>(nb);
     t.rows = oh;
+    t.plane_stride = static_cast<int>(whole);
   } else {
+    if (channel_slots > 1) slots = round_up(ow, shared_banks), channel_slots = 1;  // one plane per block
     t.channels = t.images = 1;
-    t.rows = rows_fitting(p, rw, taps + 1, floats);
+    t.rows = rows_fitting(p, pitch, taps + 1, floats);
     if (t.rows < 1) return false;
     t.rows = rows_for_parallelism(t.rows, oh, static_cast<long long>(p.n) * p.c, dev);
+    t.plane_stride = static_cast<int>(band_input_rows(p, t.rows) * pitch);
   }
   t.in_rows = band_input_rows(p, t.rows);
+  t.row_slots = static_cast<int>(slots);
+  t.channel_slots = static_cast<int>(channel_slots);
   t.vector = vector_width<T>(input, p.w);
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(oh, t.rows),
-                     t.channels * (t.images * static_cast<long long>(t.in_rows) * rw + taps + 1), dev, out);
+                     t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }
 
 // NHWC: 32 bytes of channels per block; whole maps of several images when they fit, else
 // bands of full rows of one image.
 template <class T>
-bool plan_nhwc_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {
+bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
+                            long long floats, depthwise_plan& out) {
   if (p.multiplier != 1 || p.data_layout != layout::nhwc) return false;
-  const long long floats = static_cast<long long>(budget(dev) / sizeof(float));
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
-  const long long rw = static_cast<long long>(p.w) + 2LL * p.pad_w;
-  const int oh = p.out_h();
+  const long long pitch = staged_row_pitch(p);
+  const int oh = p.out_h(), ow = p.out_w();
   depthwise_tile t{};
   t.channels = static_cast<int>(32 / sizeof(T));
-  t.row_stride = static_cast<int>(rw);
+  t.row_stride = static_cast<int>(pitch);
+  // Pixels per row: whole groups of 32 threads (a thread per staged channel).
+  t.row_slots = static_cast<int>(round_up(ow, shared_banks / t.channels));
+  t.channel_slots = 1;
   const long long groups = ceil_div(p.c, t.channels);
   const long long fixed = (taps + 1) * t.channels;
-  const long long whole = band_input_rows(p, oh) * rw * t.channels;  // staged floats of one whole map
+  const long long whole = band_input_rows(p, oh) * pitch * t.channels;  // staged floats of one whole map
   if (whole + fixed <= floats) {
-    long long nb = ceil_div(depthwise_outputs_per_block, static_cast<long long>(oh) * p.out_w() * t.channels);
+    long long nb = ceil_div(depthwise_outputs_per_block, static_cast<long long>(oh) * ow * t.channels);
     const long long fit = (floats - fixed) / whole;
     nb = nb < fit ? nb : fit;
     nb = nb < p.n ? nb : p.n;
@@ -147,22 +256,33 @@ bool plan_nhwc_tiled(const depthwise_params& p, const platform::device_propertie
     t.rows = oh;
   } else {
     t.images = 1;
-    t.rows = rows_fitting(p, rw * t.channels, fixed, floats);
+    t.rows = rows_fitting(p, pitch * t.channels, fixed, floats);
     if (t.rows < 1) return false;
     t.rows = rows_for_parallelism(t.rows, oh, p.n * groups, dev);
   }
   t.in_rows = band_input_rows(p, t.rows);
+  t.plane_stride = static_cast<int>(t.in_rows * pitch * t.channels);
   t.vector = vector_width<T>(input, p.c);
-  return finish_plan(t, ceil_div(p.n, t.images) * groups, ceil_div(oh, t.rows), t.images * t.in_rows * rw * t.channels + fixed,
-                     dev, out);
+  return finish_plan(t, ceil_div(p.n, t.images) * groups, ceil_div(oh, t.rows),
+                     t.images * static_cast<long long>(t.plane_stride) + fixed, dev, out);
+}
+
+template <class T>
+bool plan_nchw_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {
+  return plan_for_occupancy(
+      dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_tiled_within(p, dev, input, floats, o); }, out);
+}
+template <class T>
+bool plan_nhwc_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {
+  return plan_for_occupancy(
+      dev, [&](long long floats, depthwise_plan& o) { return plan_nhwc_tiled_within(p, dev, input, floats, o); }, out);
 }
 
 // The kernel of a tiled family for the problem: compile-time filter size and stride for
 // 3x3, 5x5 and 7x7 with stride 1 or 2 and no dilation, the run-time sizes otherwise.
 template <template <class, int, int> class Family, class T>
 auto tiled_kernel(const depthwise_params& p) {
-  const bool specialisable = p.kernel_h == p.kernel_w && p.stride_h == p.stride_w && p.dilation_h == 1 && p.dilation_w == 1;
-  switch (specialisable ? p.kernel_h * 10 + p.stride_h : 0) {
+  switch (specialised_filter(p) ? p.kernel_h * 10 + p.stride_h : 0) {
     case 31: return platform::registered<Family<T, 3, 1>::kernel>();
     case 32: return platform::registered<Family<T, 3, 2>::kernel>();
     case 51: return platform::registered<Family<T, 5, 1>::kernel>();

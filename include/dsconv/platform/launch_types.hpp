@@ -62,6 +62,7 @@ struct device_properties {
   int registers_per_multiprocessor = 0;            // 32-bit registers (AMD: VGPRs of all SIMDs of a CU)
   std::size_t shared_memory_per_block = 0;         // usable without opting in to more
   std::size_t shared_memory_per_multiprocessor = 0;
+  std::size_t shared_memory_reserved_per_block = 0;  // taken by the runtime from a multiprocessor per resident block
   unsigned max_grid_x = 0, max_grid_y = 0, max_grid_z = 0;
   matrix_unit matrix = matrix_unit::none;
 };

@@ -36,8 +36,9 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
   const int iy0 = oy0 * sh - s.pad_h;  // input row of staged row 0 (negative in the top padding)
   const int in_rows = (rows - 1) * sh + (kh - 1) * dh + 1;
-  const int rw = t.row_stride;
-  const int plane_stage = t.in_rows * rw;
+  const int pitch = t.row_stride, plane_stage = t.plane_stride;
+  constexpr int phases = S > 1 ? S : 1;  // column phases of a staged row (tile.hpp)
+  const int phase_pitch = pitch / phases;
 
   float* staged = pf::dynamic_shared<float>();
   float* w_s = staged + t.channels * t.images * plane_stage;
@@ -51,14 +52,17 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int top = iy0 < 0 ? (-iy0 < in_rows ? -iy0 : in_rows) : 0;
   const int below = iy0 + in_rows > s.h ? iy0 + in_rows - (s.h > iy0 ? s.h : iy0) : 0;
   // (Loops over the staged elements walk their coordinates: detail::for_each_strided.)
-  const int pad_cols = rw - s.w;
+  const int pad_cols = 2 * s.pad_w;
   detail::for_each_strided<3>(planes * in_rows * pad_cols, {in_rows, pad_cols}, tid, threads, [&](const auto& at) {
     const int x = at[1];  // of the plane at.outer(), row at[0]
-    pf::shared_store(staged + at.outer() * plane_stage + at[0] * rw + (x < s.pad_w ? x : s.w + x), 0.f);
+    pf::shared_store(staged + at.outer() * plane_stage + at[0] * pitch +
+                         detail::staged_column<phases>(x < s.pad_w ? x : s.w + x, phase_pitch),
+                     0.f);
   });
   detail::for_each_strided<3>(planes * (top + below) * s.w, {top + below, s.w}, tid, threads, [&](const auto& at) {
     const int k = at[0], r = k < top ? k : in_rows - (top + below) + k;
-    pf::shared_store(staged + at.outer() * plane_stage + r * rw + s.pad_w + at[1], 0.f);
+    pf::shared_store(staged + at.outer() * plane_stage + r * pitch + detail::staged_column<phases>(s.pad_w + at[1], phase_pitch),
+                     0.f);
   });
 
   // The image rows the band needs: per plane one contiguous range (for whole planes of
@@ -73,38 +77,40 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
     return input + (static_cast<index_t>(b0 + at.outer()) * s.c + c0 + at[0]) * plane_elems +
            static_cast<index_t>(ry0 + at[1]) * s.w + at[2];
   };
-  auto place = [&](const auto& at) {
-    return staged + (at.outer() * g_count + at[0]) * plane_stage + (ry0 - iy0 + at[1]) * rw + s.pad_w + at[2];
+  auto place = [&](const auto& at, int k) {
+    return staged + (at.outer() * g_count + at[0]) * plane_stage + (ry0 - iy0 + at[1]) * pitch +
+           detail::staged_column<phases>(s.pad_w + at[2] + k, phase_pitch);
   };
   if (t.vector == 4) {
     // The planner checked that rows are a multiple of 4 elements and the input is 16-byte
     // aligned, so no vector crosses a row or a plane.
     detail::for_each_strided<4>(count, ranges, tid * 4, threads * 4, [&](const auto& at) {
       const auto v = pf::load_vec<4>(source(at));
-      float* d = place(at);
       DSCONV_UNROLL
-      for (int k = 0; k < 4; ++k) pf::shared_store(d + k, to_float(v[k]));
+      for (int k = 0; k < 4; ++k) pf::shared_store(place(at, k), to_float(v[k]));
     });
   } else if (t.vector == 8) {
     detail::for_each_strided<4>(count, ranges, tid * 8, threads * 8, [&](const auto& at) {
       const auto v = pf::load_vec<8>(source(at));
-      float* d = place(at);
       DSCONV_UNROLL
-      for (int k = 0; k < 8; ++k) pf::shared_store(d + k, to_float(v[k]));
+      for (int k = 0; k < 8; ++k) pf::shared_store(place(at, k), to_float(v[k]));
     });
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads,
-                                [&](const auto& at) { pf::shared_store(place(at), to_float(pf::load(source(at)))); });
+                                [&](const auto& at) { pf::shared_store(place(at, 0), to_float(pf::load(source(at)))); });
   }
   pf::sync_threads();
 
-  // Coordinates (image, channel, row, column) of the outputs.
-  const int ow = s.out_w;
+  // Outputs by (image, channel group, row, channel in the group, column), threads in row slots
+  // (tile.hpp): channel g = group * channel_slots + slot, column ox below row_slots.
+  const int ow = s.out_w, ks = t.channel_slots;
   const index_t out_plane = static_cast<index_t>(s.out_h) * ow;
-  detail::for_each_strided<4>(planes * rows * ow, {g_count, rows, ow}, tid, threads, [&](const auto& at) {
-    const int bi = at.outer(), g = at[0], oy = at[1], ox = at[2];
-    const float acc = detail::window_sum<K>(staged + (bi * g_count + g) * plane_stage + oy * sh * rw + ox * sw, rw, 1,
-                                            w_s + g * taps, 1, kh, kw, dh, dw);
+  detail::for_each_strided<5>(i_count * ((g_count + ks - 1) / ks) * rows * ks * t.row_slots,
+                              {(g_count + ks - 1) / ks, rows, ks, t.row_slots}, tid, threads, [&](const auto& at) {
+    const int bi = at.outer(), g = at[0] * ks + at[2], oy = at[1], ox = at[3];
+    if (g >= g_count || ox >= ow) return;
+    const float* window = staged + (bi * g_count + g) * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
+    const float acc = detail::window_sum<K, phases>(window, pitch, 1, phase_pitch, w_s + g * taps, 1, kh, kw, dh, dw);
     T* dst = output + (static_cast<index_t>(b0 + bi) * s.c + c0 + g) * out_plane + static_cast<index_t>(oy0 + oy) * ow;
     pf::store(dst + ox, from_float<T>(detail::activate(acc + pf::shared_load(b_s + g), s.act)));
   });

@@ -37,10 +37,13 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
   const int iy0 = oy0 * sh - s.pad_h;
   const int in_rows = (rows - 1) * sh + (kh - 1) * dh + 1;
-  const int rw = t.row_stride;
+  const int rw = s.w + 2 * s.pad_w;  // padded row: staged columns 0 .. rw - 1
+  const int pitch = t.row_stride;
+  constexpr int phases = S > 1 ? S : 1;  // column phases of a staged row (tile.hpp)
+  const int phase_pitch = pitch / phases;
 
-  const int image_stage = t.in_rows * rw * cs;
-  float* staged = pf::dynamic_shared<float>();    // [images][in_rows][rw][cs]
+  const int image_stage = t.plane_stride;
+  float* staged = pf::dynamic_shared<float>();    // [images][in_rows][pitch][cs]
   float* w_s = staged + t.images * image_stage;   // [taps][cs]
   float* b_s = w_s + taps * cs;                 // [cs]
 
@@ -61,7 +64,7 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
     const int bi = at.outer(), r = at[0], xs = at[1], c = at[2] * v;
     const int iy = iy0 + r, ix = xs - s.pad_w;
     const T* image = input + static_cast<index_t>(b0 + bi) * s.h * row_pitch + c0;
-    float* d = staged + bi * image_stage + (r * rw + xs) * cs + c;
+    float* d = staged + bi * image_stage + (r * pitch + detail::staged_column<phases>(xs, phase_pitch)) * cs + c;
     const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
     const T* p = image + iy * row_pitch + static_cast<index_t>(ix) * s.c + c;
     if (std::is_same<T, float>::value && v == 4) {
@@ -85,13 +88,13 @@ DSCONV_UNROLL
   pf::async_copy_wait();
   pf::sync_threads();
 
-  // Coordinates (image, row, column, channel) of the outputs.
+  // Coordinates (image, row, column, channel) of the outputs; rows of row_slots pixels (tile.hpp).
   const int ow = s.out_w;
-  detail::for_each_strided<4>(i_count * rows * ow * cs, {rows, ow, cs}, tid, threads, [&](const auto& at) {
+  detail::for_each_strided<4>(i_count * rows * t.row_slots * cs, {rows, t.row_slots, cs}, tid, threads, [&](const auto& at) {
     const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
-    if (c >= cc_count) return;
-    const float acc = detail::window_sum<K>(staged + bi * image_stage + ((oy * sh) * rw + ox * sw) * cs + c, rw * cs, cs,
-                                            w_s + c, cs, kh, kw, dh, dw);
+    if (c >= cc_count || ox >= ow) return;
+    const float* window = staged + bi * image_stage + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
+    const float acc = detail::window_sum<K, phases>(window, pitch * cs, cs, phase_pitch * cs, w_s + c, cs, kh, kw, dh, dw);
     T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox) * s.c + c0 + c;
     pf::store(dst, from_float<T>(detail::activate(acc + pf::shared_load(b_s + c), s.act)));
   });

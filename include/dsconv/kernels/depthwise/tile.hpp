@@ -16,15 +16,36 @@ namespace detail {
 inline constexpr unsigned depthwise_block_threads = 256;
 inline constexpr int depthwise_resident_blocks = 4;
 
+// Shared-memory banks (4 bytes wide) on both vendors: a warp's (NVIDIA) or half-wave's (AMD)
+// 4-byte accesses are free of conflicts when their 32 lanes read 32 different banks.
+inline constexpr int shared_banks = 32;
+
 struct depthwise_tile {
-  int channels;    // channels per block (NHWC: 32 bytes of them, one sector per pixel)
-  int images;      // images per block: > 1 only when a band is the whole map, so that
-                   // small maps give a block enough work and weights are read fewer times
-  int rows;        // output rows per block (a band of full-width rows)
-  int in_rows;     // staged input rows of a full band: (rows - 1) * stride + (kernel - 1) * dilation + 1
-  int row_stride;  // staged row length in pixels: w + 2 * pad_w (the padding is staged as zeros)
-  int vector;      // elements per global load: 16 bytes' worth when alignment allows, else 1
+  int channels;       // channels per block (NHWC: 32 bytes of them, one sector per pixel)
+  int images;         // images per block: > 1 only when a band is the whole map, so that
+                      // small maps give a block enough work and weights are read fewer times
+  int rows;           // output rows per block (a band of full-width rows)
+  int in_rows;        // staged input rows of a full band: (rows - 1) * stride + (kernel - 1) * dilation + 1
+  int row_stride;     // staged row pitch in pixels: w + 2 * pad_w (the padding is staged as
+                      // zeros), rounded up to whole column phases (see staged_column)
+  int plane_stride;   // floats from one staged plane (NCHW) or image (NHWC) to the next
+  int row_slots;      // threads (NCHW) or pixels (NHWC) per output row: the row's width rounded
+                      // up so that no 32 consecutive threads straddle two rows (see below)
+  int channel_slots;  // NCHW: channels side by side in 32 threads (rows of 16 or fewer outputs)
+  int vector;         // elements per global load: 16 bytes' worth when alignment allows, else 1
 };
+// Threads map to outputs so that the 32 threads of a bank-conflict group read 32 consecutive
+// words at every tap: consecutive output columns of one row, whose staged inputs are
+// consecutive words (strided filters read by column phase); a row ends at a group boundary
+// (row_slots), and NCHW rows of 16 or fewer share a group with the same row of the next
+// channels, whose staged planes start row_slots banks apart (plane_stride).
+
+// Staged column of padded input column `x`: phase by phase for the specialised strided
+// kernels (Phases = S > 1), in order otherwise. `phase_pitch` = row_stride / Phases.
+template <int Phases>
+DSCONV_DEVICE DSCONV_FORCEINLINE int staged_column(int x, int phase_pitch) {
+  return Phases > 1 ? (x % Phases) * phase_pitch + x / Phases : x;
+}
 
 // Filter geometry of a tiled kernel: compile-time where the variant is specialised (K and
 // S non-zero, no dilation), from the shape otherwise.
@@ -41,19 +62,21 @@ struct window_geometry {
         taps(kh * kw) {}
 };
 
-// The window sum of one output: `in` points at the window's top-left staged element, `w` at
-// the first tap's weight (both in shared memory). K (and S) are compile-time where the variant is specialised;
-// K == 0 takes the sizes from the arguments.
-template <int K>
-DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const float* in, int row_step, int col_step, const float* w,
-                                                  int w_step, int kh, int kw, int dh, int dw) {
+// The window sum of one output: `in` points at the window's top-left staged element (its
+// column phase 0 for a phased row), `w` at the first tap's weight (both in shared memory). K
+// (and Phases) are compile-time where the variant is specialised, tap kx then lies at column
+// kx / Phases of phase kx % Phases; K == 0 takes the sizes from the arguments (unphased rows).
+template <int K, int Phases>
+DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const float* in, int row_step, int col_step, int phase_step,
+                                                  const float* w, int w_step, int kh, int kw, int dh, int dw) {
   float acc = 0.f;
   if (K) {
 DSCONV_UNROLL
     for (int ky = 0; ky < (K ? K : 1); ++ky)
 DSCONV_UNROLL
       for (int kx = 0; kx < (K ? K : 1); ++kx)
-        acc += platform::shared_load(in + ky * row_step + kx * col_step) * platform::shared_load(w + (ky * K + kx) * w_step);
+        acc += platform::shared_load(in + ky * row_step + (kx / Phases) * col_step + (kx % Phases) * phase_step) *
+               platform::shared_load(w + (ky * K + kx) * w_step);
   } else {
     for (int ky = 0; ky < kh; ++ky)
       for (int kx = 0; kx < kw; ++kx)

@@ -82,6 +82,7 @@ inline status get_device_properties(device_properties& p) {
 #if defined(DSCONV_PLATFORM_CUDA)
     d.registers_per_multiprocessor = prop.regsPerMultiprocessor;
     d.shared_memory_per_multiprocessor = prop.sharedMemPerMultiprocessor;
+    d.shared_memory_reserved_per_block = prop.reservedSharedMemPerBlock;
 #else
     // HIP 5.2 reports the registers one block may use, not a CU's.
     d.registers_per_multiprocessor = prop.regsPerBlock;

@@ -15,7 +15,8 @@ namespace platform {
 namespace host_detail {
 
 inline device_properties make_profile(const char* name, int sms, int warp, int max_threads_per_sm, int registers,
-                                      std::size_t shared_per_block, std::size_t shared_per_sm, matrix_unit unit) {
+                                      std::size_t shared_per_block, std::size_t shared_per_sm, std::size_t reserved_per_block,
+                                      matrix_unit unit) {
   device_properties p;
   std::strncpy(p.name, name, sizeof p.name - 1);
   p.multiprocessor_count = sms;
@@ -25,22 +26,24 @@ inline device_properties make_profile(const char* name, int sms, int warp, int m
   p.registers_per_multiprocessor = registers;
   p.shared_memory_per_block = shared_per_block;
   p.shared_memory_per_multiprocessor = shared_per_sm;
+  p.shared_memory_reserved_per_block = reserved_per_block;
   p.max_grid_x = 2147483647u;
   p.max_grid_y = p.max_grid_z = 65535u;
   p.matrix = unit;
   return p;
 }
 
-// sm75: Tesla T4 (no mma.sync with bf16/tf32: no matrix unit for dsconv). sm80: A100. sm90:
+// Since sm_80 the CUDA runtime reserves 1 KiB of a multiprocessor's shared memory per resident
+// block. sm75: Tesla T4 (no mma.sync with bf16/tf32: no matrix unit for dsconv). sm80: A100. sm90:
 // H100 SXM. gfx906: MI50 (the class of Hygon's DCUs; no matrix cores). gfx90a: MI210.
 inline const device_properties* device_profiles(std::size_t& count) {
   constexpr std::size_t kib = 1024;
   static const device_properties profiles[] = {
-      make_profile("sm80", 108, 32, 2048, 65536, 48 * kib, 164 * kib, matrix_unit::mma_sync),
-      make_profile("sm90", 132, 32, 2048, 65536, 48 * kib, 228 * kib, matrix_unit::mma_sync),
-      make_profile("sm75", 40, 32, 1024, 65536, 48 * kib, 64 * kib, matrix_unit::none),
-      make_profile("gfx906", 60, 64, 2560, 65536, 64 * kib, 64 * kib, matrix_unit::none),
-      make_profile("gfx90a", 104, 64, 2048, 131072, 64 * kib, 64 * kib, matrix_unit::mfma),
+      make_profile("sm80", 108, 32, 2048, 65536, 48 * kib, 164 * kib, kib, matrix_unit::mma_sync),
+      make_profile("sm90", 132, 32, 2048, 65536, 48 * kib, 228 * kib, kib, matrix_unit::mma_sync),
+      make_profile("sm75", 40, 32, 1024, 65536, 48 * kib, 64 * kib, 0, matrix_unit::none),
+      make_profile("gfx906", 60, 64, 2560, 65536, 64 * kib, 64 * kib, 0, matrix_unit::none),
+      make_profile("gfx90a", 104, 64, 2048, 131072, 64 * kib, 64 * kib, 0, matrix_unit::mfma),
   };
   count = sizeof profiles / sizeof profiles[0];
   return profiles;
