@@ -63,20 +63,24 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
   std::ofstream csv(dir + "/layers.csv");
   csv << "layer,shape,batch,type,layout,variant,status,relative_error,max_abs_error,bad_elements,wall_ms,minimum_bytes,"
          "traffic_bytes,traffic_ratio,load_sectors_per_request,store_sectors_per_request,shared_load_conflicts,"
-         "shared_store_conflicts,pass\n";
+         "shared_store_conflicts,resident_blocks,occupancy,grid_blocks_per_multiprocessor,pass\n";
   for (const auto& w : rows)
     csv << w.l.name() << ',' << shape_of(w.l) << ',' << w.batch << ',' << w.type << ',' << w.layout << ',' << w.r.variant
         << ',' << dsconv::to_string(w.r.status) << ',' << w.r.relative_error << ',' << w.r.max_abs_error << ','
         << w.r.bad_elements << ',' << w.r.wall_ms << ',' << w.r.minimum_bytes << ',' << w.r.traffic_bytes << ','
         << w.traffic_ratio() << ',' << w.r.load_sectors_per_request << ',' << w.r.store_sectors_per_request << ','
-        << w.r.shared_load_conflicts << ',' << w.r.shared_store_conflicts << ',' << (w.pass() ? 1 : 0) << '\n';
+        << w.r.shared_load_conflicts << ',' << w.r.shared_store_conflicts << ',' << w.r.resident_blocks << ',' << w.r.occupancy << ','
+        << w.r.grid_blocks_per_multiprocessor << ','
+        << (w.pass() ? 1 : 0) << '\n';
   std::ofstream md(dir + "/layers.md");
   md << "# dsconv layer check\n\nDevice: " << device << "\n\n"
      << "Bank conflicts: shared-memory wavefronts over the conflict-free ideal, for the shared loads / stores of "
-        "the layer's kernels (1.00 = none; - = no shared memory).\n\n"
+        "the layer's kernels (1.00 = none; - = no shared memory). Resident blocks: of a depthwise tiled launch that "
+        "fit one multiprocessor by their shared memory and threads, with the warps they keep resident (theoretical "
+        "occupancy), and the grid's blocks per multiprocessor.\n\n"
      << "| layer | shape | batch | type | layout | variant | rel. error | traffic / minimum | sectors per load / store "
-        "request | bank conflicts, load / store | result |\n"
-     << "|---|---|---|---|---|---|---|---|---|---|---|\n";
+        "request | bank conflicts, load / store | resident blocks (occupancy) / grid blocks per SM | result |\n"
+     << "|---|---|---|---|---|---|---|---|---|---|---|---|\n";
   const auto factor = [](double f) {
     char text[16] = "-";
     if (f > 0) std::snprintf(text, sizeof text, "%.2f", f);
@@ -84,7 +88,10 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
   };
   for (const auto& w : rows) {
     char err[32], ratio[32] = "-", spr[48] = "-";
-    std::string banks = "-";
+    std::string banks = "-", resident = "-";
+    if (w.r.resident_blocks > 0)
+      resident = std::to_string(w.r.resident_blocks) + " (" + std::to_string(static_cast<int>(w.r.occupancy * 100 + 0.5)) +
+                 " %) / " + std::to_string(w.r.grid_blocks_per_multiprocessor);
     std::snprintf(err, sizeof err, "%.2e", w.r.relative_error);
     if (w.traffic_ratio() >= 0) {
       std::snprintf(ratio, sizeof ratio, "%.3f", w.traffic_ratio());
@@ -92,7 +99,7 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
       banks = factor(w.r.shared_load_conflicts) + " / " + factor(w.r.shared_store_conflicts);
     }
     md << "| " << w.l.name() << " | " << shape_of(w.l) << " | " << w.batch << " | " << w.type << " | " << w.layout << " | "
-       << w.r.variant << " | " << err << " | " << ratio << " | " << spr << " | " << banks << " | "
+       << w.r.variant << " | " << err << " | " << ratio << " | " << spr << " | " << banks << " | " << resident << " | "
        << (w.pass() ? "pass" : "FAIL") << " |\n";
   }
 }

@@ -31,6 +31,15 @@ struct layer_result {
   // conflicts), for the kernel's shared loads and stores; 0 where it uses no shared memory.
   double shared_load_conflicts = 0;
   double shared_store_conflicts = 0;
+  // Host platform, kernels with dynamic shared memory only (the depthwise tiled ones; the
+  // GEMMs' is static): blocks of the launch that fit one multiprocessor of the emulated device
+  // by its shared memory and threads (registers: results/kernel_resources.md), the warps they
+  // keep resident against the multiprocessor's maximum, and the grid's blocks per
+  // multiprocessor (fewer leave room unused whatever the plan); 0 where no launch uses
+  // dynamic shared memory.
+  int resident_blocks = 0;
+  double occupancy = 0;
+  int grid_blocks_per_multiprocessor = 0;
 };
 
 template <class T>
@@ -85,6 +94,22 @@ dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
     r.store_sectors_per_request = t.store_sectors_per_request();
     r.shared_load_conflicts = t.shared_loads.conflict_factor();
     r.shared_store_conflicts = t.shared_stores.conflict_factor();
+    const dsconv::platform::device_properties dev = dsconv::host::device();
+    for (const auto& launch : rec->launches()) {
+      if (launch.shared_bytes == 0) continue;
+      const long long threads = static_cast<long long>(launch.block.x) * launch.block.y * launch.block.z;
+      const long long blocks = static_cast<long long>(launch.grid.x) * launch.grid.y * launch.grid.z;
+      long long resident = dev.max_threads_per_multiprocessor / threads;
+      const long long by_shared = static_cast<long long>(dev.shared_memory_per_multiprocessor /
+                                                         (launch.shared_bytes + dev.shared_memory_reserved_per_block));
+      const long long in_grid = (blocks + dev.multiprocessor_count - 1) / dev.multiprocessor_count;
+      resident = std::min(resident, by_shared);
+      if (r.resident_blocks == 0 || resident < r.resident_blocks) {
+        r.resident_blocks = static_cast<int>(resident);
+        r.occupancy = static_cast<double>(resident * threads) / dev.max_threads_per_multiprocessor;
+        r.grid_blocks_per_multiprocessor = static_cast<int>(in_grid);
+      }
+    }
   }
 #endif
   if (s != dsconv::status::success) r.detail = dsconv::last_error_detail();
