@@ -97,8 +97,8 @@ bool plan_for_occupancy(const platform::device_properties& dev, Plan plan, depth
   const long long per_multiprocessor = ceil_div(blocks, dev.multiprocessor_count > 0 ? dev.multiprocessor_count : 1);
   for (int resident = depthwise_resident_blocks; resident > 1; --resident) {
     const std::size_t share = budget(dev, resident);
-    depthwise_plan smaller;
     if (resident > per_multiprocessor || share >= largest) continue;
+    depthwise_plan smaller;
     if (plan(static_cast<long long>(share / sizeof(float)), smaller) &&
         staged_total(smaller) <= depthwise_occupancy_traffic * staged_total(out)) {
       out = smaller;
@@ -113,14 +113,12 @@ bool plan_for_occupancy(const platform::device_properties& dev, Plan plan, depth
 // read neighbouring words at every tap instead of words S apart (an S-way bank conflict).
 inline int staged_phases(const depthwise_params& p) { return specialised_filter(p) ? p.stride_w : 1; }
 
+inline long long round_up(long long a, long long b) { return ceil_div(a, b) * b; }
+
 // Staged row pitch: the padded row, rounded up to whole phases.
 inline long long staged_row_pitch(const depthwise_params& p) {
-  const long long rw = static_cast<long long>(p.w) + 2LL * p.pad_w;
-  const int phases = staged_phases(p);
-  return ceil_div(rw, phases) * phases;
+  return round_up(static_cast<long long>(p.w) + 2LL * p.pad_w, staged_phases(p));
 }
-
-inline long long round_up(long long a, long long b) { return ceil_div(a, b) * b; }
 
 // `floats` rounded up to the next value congruent to `residue` modulo the bank count; when
 // not `required`, only if that costs at most an eighth more.
