@@ -1,15 +1,25 @@
 #!/usr/bin/env python3
 """Compiled resources of every dsconv kernel: registers, shared memory and spills per kernel
-for CUDA (ptxas, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), the matrix-unit
+for CUDA (ptxas, sm_75, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), the matrix-unit
 instructions in each kernel (for CUDA mma.sync in the PTX and HMMA in the SASS, for HIP
 v_mfma in the device assembly), its integer divisions by run-time values (PTX div/rem; HIP:
 LLVM IR udiv/sdiv/urem/srem), in all and inside loops, and its 128-bit global loads (PTX
-ld.global.v4 / .v2 of 64-bit; HIP global_load_dwordx4).
+ld.global.v4 / .v2 of 64-bit, or cp.async of 16 bytes; HIP global_load_dwordx4).
 
 Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
-resource report, prints one table and writes it to results/kernel_resources.md. Exits 1 when
+resource report, prints one table and writes it to results/kernel_resources.md.
+
+With --plan-tool (the host build's bench/dsconv_plan_launches; found in build-ci/ or build/
+when not given), it also lists how each kernel is launched for every layer of both networks
+(batches 1, 8, 32, 128; every type and layout) on sm_75, sm_80, sm_90, gfx906 and gfx90a,
+and from its registers, static and dynamic shared memory and threads the blocks and warps
+that stay resident per multiprocessor (theoretical occupancy): a summary per kernel and
+device in kernel_resources.md, every launch in occupancy.csv. The depthwise kernels' target
+is 50 % occupancy or 4 resident blocks, where the grid has that many blocks per
+multiprocessor; launches below it are counted (reported, not a failure). Exits 1 when
 a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma) has no HMMA instruction in its
-SASS for a CUDA target or no MFMA instruction for gfx90a, when another kernel has MFMA, when
+SASS for a CUDA target (on sm_75: its half kernels; bf16 and tf32 need sm_80) or no MFMA
+instruction for gfx90a, when another kernel has MFMA, when
 a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then be
 wrong), when a kernel divides by a run-time value inside a loop, or when a kernel whose
 vector form moves 16-byte runs has no 128-bit global load; 2 when no compiler was found.
@@ -18,6 +28,8 @@ Usage: scripts/kernel_resources.py [--out DIR]
 import argparse
 import collections
 import concurrent.futures
+import csv
+import io
 import os
 import re
 import shutil
@@ -87,9 +99,11 @@ def division_counts(body, division, label, back_branch):
 
 
 # PTX: div / rem of 32- or 64-bit integers by a register (division by constants becomes
-# multiplications before PTX); loads of 16 bytes; labels and branches.
+# multiplications before PTX); loads of 16 bytes (into registers, or into shared memory by
+# cp.async); labels and branches.
 PTX_DIVISION = r"^\s*(?:@!?%p\d+\s+)?(?:div|rem)\.[su](?:32|64)\s+%\w+,\s*%\w+,\s*%\w+;"
-PTX_LOAD_128 = r"^\s*(?:@!?%p\d+\s+)?ld\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s"
+PTX_LOAD_128 = (r"^\s*(?:@!?%p\d+\s+)?(?:ld\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s|"
+                r"cp\.async\.c[ag]\.shared\.global\s+\[[^\]]+\],\s*\[[^\]]+\],\s*16\s*[,;])")
 PTX_LABEL, PTX_BRANCH = r"^(\$L__BB\d+_\d+):", r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+)"
 
 
@@ -201,7 +215,8 @@ def hip_rows(arch):
             continue
         if current is None:
             continue
-        for key, pattern in (("sgpr", r"SGPRs: (\d+)"), ("vgpr", r"VGPRs: (\d+)"), ("sgpr_spill", r"SGPRs Spill: (\d+)"),
+        for key, pattern in (("sgpr", r"SGPRs: (\d+)"), ("vgpr", r"VGPRs: (\d+)"), ("agpr", r"AGPRs: (\d+)"),
+                             ("sgpr_spill", r"SGPRs Spill: (\d+)"),
                              ("vgpr_spill", r"VGPRs Spill: (\d+)"), ("smem", r"LDS Size \[bytes/block\]: (\d+)"),
                              ("scratch", r"ScratchSize \[bytes/lane\]: (\d+)")):
             m = re.search(r"remark:\s+" + pattern, line)
@@ -215,13 +230,112 @@ def hip_rows(arch):
     return rows
 
 
+# Per target: the device profile the planners use (bench/plan_launches.cpp), the most blocks a
+# multiprocessor holds, and how registers are allocated: NVIDIA per warp in units of 256
+# (CUDA occupancy calculator); AMD per wave and SIMD, VGPRs (with AGPRs on gfx90a) in units of
+# 4 (gfx906) or 8 (gfx90a) out of 256 or 512 per lane, at most 10 or 8 waves per SIMD, 4 SIMDs
+# a CU.
+TARGETS = {
+    "sm_75": {"profile": "sm75", "max_blocks": 16},
+    "sm_80": {"profile": "sm80", "max_blocks": 32},
+    "sm_90": {"profile": "sm90", "max_blocks": 32},
+    "gfx906": {"profile": "gfx906", "max_blocks": 40, "vgpr_unit": 4, "vgprs": 256, "waves_per_simd": 10},
+    "gfx90a": {"profile": "gfx90a", "max_blocks": 32, "vgpr_unit": 8, "vgprs": 512, "waves_per_simd": 8},
+}
+
+
+def round_up(x, unit):
+    return (x + unit - 1) // unit * unit
+
+
+def resident_blocks(row, launch):
+    """Blocks of `launch` (a plan_launches CSV row) that one multiprocessor of its device holds
+    at once, and what limits them."""
+    target = TARGETS[row["target"]]
+    threads = int(launch["block_threads"])
+    warp = int(launch["warp_size"])
+    warps = (threads + warp - 1) // warp
+    limits = {"threads": int(launch["max_threads_per_multiprocessor"]) // threads, "blocks": target["max_blocks"]}
+    if "vgprs" in target:
+        vgprs = round_up(max(row.get("vgpr", 1) + row.get("agpr", 0), 1), target["vgpr_unit"])
+        waves_per_simd = min(target["waves_per_simd"], target["vgprs"] // vgprs)
+        limits["registers"] = 4 * waves_per_simd // warps
+    else:
+        per_warp = round_up(int(row["registers"]) * warp, 256)
+        limits["registers"] = int(launch["registers_per_multiprocessor"]) // per_warp // warps
+    shared = int(row["smem"]) + int(launch["dynamic_shared_bytes"])
+    if shared:
+        limits["shared memory"] = int(launch["shared_per_multiprocessor"]) // (shared + int(launch["shared_reserved_per_block"]))
+    blocks = min(limits.values())
+    return blocks, min(limits, key=limits.get), warps
+
+
+def occupancy_tables(rows, plan_tool, out_dir):
+    """The occupancy summary (markdown lines) and occupancy.csv from the planner's launches."""
+    listing = subprocess.run([plan_tool], capture_output=True, text=True)
+    if listing.returncode != 0:
+        sys.exit(f"{plan_tool} failed:\n{listing.stderr}")
+    # (the registry's names omit default template arguments: Vectors = true of the tiles)
+    key = lambda name: name.replace(" ", "").replace(",true>", ">")
+    by_build = {(key(r["kernel"]), TARGETS[r["target"]]["profile"]): r for r in rows if r["target"] in TARGETS}
+    summary, unknown = collections.OrderedDict(), set()
+    with open(os.path.join(out_dir, "occupancy.csv"), "w") as out:
+        out.write("device,layer,type,layout,batch,kernel,block_threads,dynamic_shared_bytes,grid_blocks,"
+                  "resident_blocks,limited_by,occupancy,grid_blocks_per_multiprocessor,meets_target\n")
+        for launch in csv.DictReader(io.StringIO(listing.stdout)):
+            name = launch["kernel"].replace("kernels::", "")
+            row = by_build.get((key(name), launch["device"]))
+            if row is None:
+                unknown.add(name)
+                continue
+            blocks, limit, warps = resident_blocks(row, launch)
+            max_warps = int(launch["max_threads_per_multiprocessor"]) // int(launch["warp_size"])
+            occupancy = blocks * warps / max_warps
+            in_grid = -(-int(launch["grid_blocks"]) // int(launch["multiprocessors"]))
+            # The target asks for 50 % or 4 blocks, where the grid has them.
+            meets = occupancy >= 0.5 or blocks >= min(4, in_grid)
+            out.write(f"{launch['device']},{launch['layer']},{launch['type']},{launch['layout']},{launch['batch']},"
+                      f"\"{name}\",{launch['block_threads']},{launch['dynamic_shared_bytes']},{launch['grid_blocks']},"
+                      f"{blocks},{limit},{occupancy:.3f},{in_grid},{int(meets)}\n")
+            s = summary.setdefault((name, row["target"]), {"launches": 0, "min_blocks": blocks, "min_occ": occupancy,
+                                                          "limits": collections.Counter(), "below": 0})
+            s["launches"] += 1
+            s["min_blocks"] = min(s["min_blocks"], blocks)
+            s["min_occ"] = min(s["min_occ"], occupancy)
+            s["limits"][limit] += 1
+            s["below"] += not meets
+    for name in sorted(unknown):
+        print(f"launched but not in the resource table: {name}", file=sys.stderr)
+    lines = ["| kernel | target | launches | resident blocks (min) | occupancy (min) | limited by | below target |",
+             "|---|---|---|---|---|---|---|"]
+    for (name, target), s in sorted(summary.items()):
+        limits = ", ".join(f"{k} {v}" for k, v in s["limits"].most_common())
+        lines.append(f"| {name} | {target} | {s['launches']} | {s['min_blocks']} | {100 * s['min_occ']:.0f} % | {limits} | "
+                     f"{s['below'] if name.startswith('depthwise_n') else '-'} |")
+    below = sum(s["below"] for (name, _), s in summary.items() if name.startswith("depthwise_n"))
+    launches = sum(s["launches"] for s in summary.values())
+    note = (f"{launches} launches of {len(summary)} kernel builds as planned for every layer; "
+            f"{below} depthwise tiled launches below 50 % occupancy and 4 resident blocks (where the grid has them); "
+            f"{len(unknown)} launched kernels missing from the resource table")
+    return lines, note, bool(unknown)
+
+
+def find_plan_tool():
+    for build in ("build-ci", "build"):
+        path = os.path.join(ROOT, build, "bench", "dsconv_plan_launches")
+        if os.access(path, os.X_OK):
+            return path
+    return None
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "results"))
+    parser.add_argument("--plan-tool", default=None, help="the host build's bench/dsconv_plan_launches")
     args = parser.parse_args()
     builds = []  # (function, target): one compiler process each, run side by side on the cores
     if os.path.exists(NVCC):
-        builds += [(cuda_rows, arch) for arch in ("sm_80", "sm_90")]
+        builds += [(cuda_rows, arch) for arch in ("sm_75", "sm_80", "sm_90")]
     else:
         print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
     if shutil.which("hipcc"):
@@ -248,14 +362,16 @@ def main():
                      f"{r.get('mma', '-')} | {r.get('hmma', '-')} | {r.get('mfma', '-')} | "
                      f"{r['division'][0]} ({r['division'][1]}) | {r['load128']} |")
     spilling = [r for r in rows if r["spill"]]
-    # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (sm_80
-    # and newer), matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
+    # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (on sm_75
+    # only for half: Turing has no bf16 or tf32 mma.sync, and those kernels only trap there),
+    # matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
     matrix_kernel = lambda r: r["kernel"].startswith("pointwise_gemm_mma")
-    no_hmma = [r for r in rows if matrix_kernel(r) and r.get("hmma") == 0]
+    traps_on_turing = lambda r: r["target"] == "sm_75" and not r["kernel"].startswith("pointwise_gemm_mma<half,")
+    no_hmma = [r for r in rows if matrix_kernel(r) and r.get("hmma") == 0 and not traps_on_turing(r)]
     no_mfma = [r for r in rows if matrix_kernel(r) and r["target"] == "gfx90a" and r.get("mfma") == 0]
     stray_mfma = [r for r in rows if not matrix_kernel(r) and r.get("mfma")]
-    # sm_80 and sm_90 run each m16n8k16 / m16n8k8 mma.sync as one HMMA: a mismatch means the
-    # SASS reader is wrong.
+    # Each m16n8k16 / m16n8k8 mma.sync is one HMMA (sm_75 runs a half m16n8k16 as two m16n8k8):
+    # a mismatch means the SASS reader is wrong.
     mismatched = [r for r in rows if r.get("hmma") != r.get("mma")]
     # Divisions are long instruction sequences on GPUs: once per thread at most, never per
     # element of a loop.
@@ -277,13 +393,28 @@ def main():
     print("\n".join(lines))
     print(summary)
     os.makedirs(args.out, exist_ok=True)
+    plan_tool = args.plan_tool or find_plan_tool()
+    missing = False
+    if plan_tool:
+        occupancy, note, missing = occupancy_tables(rows, plan_tool, args.out)
+        text += ("\n## Occupancy as launched\n\nPer kernel and target, over its launches for every layer of both "
+                 "networks (batch 1, 8, 32, 128; every type and layout) as the planners make them: the fewest "
+                 "blocks a multiprocessor keeps resident (by threads, registers, static + dynamic shared memory "
+                 "and the block limit), the lowest theoretical occupancy, what limits it, and for the depthwise "
+                 "tiled kernels the launches below 50 % and 4 resident blocks where the grid has 4 blocks per "
+                 "multiprocessor. Every launch: occupancy.csv.\n\n" + "\n".join(occupancy) + f"\n\n{note}\n")
+        print("\n".join(occupancy))
+        print(note)
+    else:
+        print("no dsconv_plan_launches (build the host project first, or pass --plan-tool): occupancy skipped",
+              file=sys.stderr)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
         f.write(text)
     for r in dividing:
         print(f"divides inside a loop: {r['kernel']} on {r['target']} ({r['division'][1]} divisions)", file=sys.stderr)
     for r in narrow:
         print(f"no 128-bit global load: {r['kernel']} on {r['target']}", file=sys.stderr)
-    return 1 if spilling or no_hmma or no_mfma or stray_mfma or mismatched or dividing or narrow else 0
+    return 1 if spilling or no_hmma or no_mfma or stray_mfma or mismatched or dividing or narrow or missing else 0
 
 
 if __name__ == "__main__":

@@ -461,7 +461,7 @@ TEST_CASE("device profiles: the planners see the chosen GPU, launches are held t
   };
   CHECK(unit_of("sm80") == pf::matrix_unit::mma_sync);
   CHECK(unit_of("sm90") == pf::matrix_unit::mma_sync);
-  CHECK(unit_of("sm75") == pf::matrix_unit::none);
+  CHECK(unit_of("sm75") == pf::matrix_unit::mma_sync_f16);
   CHECK(unit_of("gfx906") == pf::matrix_unit::none);
   CHECK(unit_of("gfx90a") == pf::matrix_unit::mfma);
   // At another warp width the emulated matrix unit is gone.

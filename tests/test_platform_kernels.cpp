@@ -89,11 +89,53 @@ DSCONV_KERNEL void shuffles(shuffle_results* out) {
 DSCONV_KERNEL void async_copy_round_trip(const float* in, float* out) {
   DSCONV_SHARED_ARRAY(float, tile, [64 * 4]);
   const unsigned t = pf::thread_idx().x;
-  pf::async_copy_16(tile + 4 * t, in + 4 * t, t % 3 != 0);
+  pf::async_copy_16(tile + 4 * t, in + 4 * t, t % 3 != 0 ? 16 : 0);
   pf::async_copy_wait();
   pf::sync_threads();
   const unsigned src = 63 - t;
   for (int i = 0; i < 4; ++i) pf::store(out + 4 * t + i, tile[4 * src + i]);
+}
+
+// Each of 32 threads copies 16 bytes in each of three commit groups (the last copies 8 bytes
+// and zero-fills the rest), waits until at most one group is pending and reads back its
+// copies into `early`, then waits for all and reads them into `late`. Only the first two
+// groups are certain in `early`.
+DSCONV_KERNEL void async_copy_groups(const float* in, float* early, float* late) {
+  DSCONV_SHARED_ARRAY(float, tile, [3 * 32 * 4]);
+  const unsigned t = pf::thread_idx().x;
+  for (int g = 0; g < 3; ++g)
+    for (int i = 0; i < 4; ++i) pf::shared_store(tile + (g * 32 + t) * 4 + i, -1.f);
+  for (int g = 0; g < 3; ++g) {
+    const unsigned at = (g * 32 + t) * 4;
+    pf::async_copy_16(tile + at, in + at, g == 2 ? 8 : 16);
+    pf::async_copy_commit();
+  }
+  pf::async_copy_wait_pending<1>();
+  for (unsigned i = 0; i < 3 * 4; ++i) {
+    const unsigned at = (i / 4 * 32 + t) * 4 + i % 4;
+    pf::store(early + at, pf::shared_load(tile + at));
+  }
+  pf::async_copy_wait();
+  for (unsigned i = 0; i < 3 * 4; ++i) {
+    const unsigned at = (i / 4 * 32 + t) * 4 + i % 4;
+    pf::store(late + at, pf::shared_load(tile + at));
+  }
+}
+
+// One warp loads four 8x8 matrices of 16-bit values with ldmatrix (transposed if Trans). Lane
+// l owns row l % 8 of matrix l / 8, element c of it holding 8 * l + c, and stores it at a
+// scattered shared row (3l mod 32), whose address it passes; it writes the four registers it
+// receives to out[4l ...].
+template <bool Trans>
+DSCONV_KERNEL void ldmatrix_rows(unsigned* out) {
+  constexpr int N = 4;
+  DSCONV_SHARED_ARRAY(unsigned short, rows, [32 * 8]);
+  const unsigned l = pf::thread_idx().x, stored = l * 3 % 32;
+  for (unsigned c = 0; c < 8; ++c) pf::shared_store(&rows[stored * 8 + c], static_cast<unsigned short>(8 * l + c));
+  pf::sync_threads();
+  unsigned r[N];
+  pf::ldmatrix_x4<Trans>(r, &rows[stored * 8]);
+  for (int i = 0; i < N; ++i) pf::store(out + N * l + i, r[i]);
 }
 
 
@@ -119,6 +161,20 @@ DSCONV_KERNEL void warp_mma_product(const T* a, const T* b, float* d) {
     bf[0] = bits(b[t * 8 + g]), bf[1] = bits(b[(t + 4) * 8 + g]);
     pf::mma_16x8x8_tf32(acc, af, bf);
   }
+  d[g * 8 + 2 * t] = acc[0], d[g * 8 + 2 * t + 1] = acc[1];
+  d[(g + 8) * 8 + 2 * t] = acc[2], d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+// The same with Turing's instruction, m16n8k8 with half operands (K = 8): a[0] = A[g][2t, 2t+1],
+// a[1] = A[g+8][2t, 2t+1], b[0] = B[2t, 2t+1][g].
+DSCONV_KERNEL void turing_mma_product(const dsconv::half* a, const dsconv::half* b, float* d) {
+  const int lane = static_cast<int>(pf::thread_idx().x), g = lane / 4, t = lane % 4;
+  const auto bits = [](dsconv::half v) { return static_cast<unsigned>(v.bits); };
+  float acc[4] = {0.f, 0.f, 0.f, 0.f};
+  const unsigned af[2] = {bits(a[g * 8 + 2 * t]) | bits(a[g * 8 + 2 * t + 1]) << 16,
+                          bits(a[(g + 8) * 8 + 2 * t]) | bits(a[(g + 8) * 8 + 2 * t + 1]) << 16};
+  const unsigned bf[1] = {bits(b[2 * t * 8 + g]) | bits(b[(2 * t + 1) * 8 + g]) << 16};
+  pf::mma_16x8x8_f16(acc, af, bf);
   d[g * 8 + 2 * t] = acc[0], d[g * 8 + 2 * t + 1] = acc[1];
   d[(g + 8) * 8 + 2 * t] = acc[2], d[(g + 8) * 8 + 2 * t + 1] = acc[3];
 }
@@ -273,19 +329,53 @@ TEST_CASE("asynchronous copies to shared memory copy or zero-fill 16 bytes", "[p
   }
 }
 
-// Whether the device can execute `unit`'s instructions: a GPU where it has that unit; the host
-// platform wherever the emulated warp has the unit's width, whatever device profile it plans
-// for.
-bool has_matrix_instruction(pf::matrix_unit unit, int lanes) {
+TEST_CASE("asynchronous copies complete by commit group", "[platform]") {
+  const auto input = iota_floats(3 * 32 * 4);
+  dsconv::device_buffer<float> in, early, late;
+  REQUIRE(in.upload(input) == dsconv::status::success);
+  REQUIRE(early.allocate(input.size()) == dsconv::status::success);
+  REQUIRE(late.allocate(input.size()) == dsconv::status::success);
+  REQUIRE(pf::launch(async_copy_groups, config({1}, {32}), in.data(), early.data(), late.data()) ==
+          dsconv::status::success);
+  std::vector<float> e, l;
+  REQUIRE(early.download(e) == dsconv::status::success);
+  REQUIRE(late.download(l) == dsconv::status::success);
+  for (std::size_t i = 0; i < input.size(); ++i) {
+    INFO("element " << i);
+    const bool third_group = i >= 2 * 32 * 4, zero_filled = third_group && i % 4 >= 2;
+    const float copied = zero_filled ? 0.f : input[i];
+    CHECK(l[i] == copied);
+    if (!third_group) CHECK(e[i] == copied);
+#if defined(DSCONV_PLATFORM_HOST)
+    // The host lands a copy only when a wait requires it (a GPU may land it earlier), so a
+    // kernel that reads a stage it has not waited for reads stale data here.
+    if (third_group) CHECK(e[i] == -1.f);
+#endif
+  }
+}
+
+template <bool Trans>
+void check_ldmatrix() {
+  constexpr int N = 4;
+  const auto out = run_and_download<unsigned>(32 * N, config({1}, {32}), ldmatrix_rows<Trans>);
+  // Element (row, column) of matrix i is 8 * (8i + row) + column.
+  const auto element = [](int i, int row, int col) { return static_cast<unsigned>(8 * (8 * i + row) + col); };
+  for (int l = 0; l < 32; ++l)
+    for (int i = 0; i < N; ++i) {
+      const int g = l / 4, t = l % 4;
+      const unsigned lo = Trans ? element(i, 2 * t, g) : element(i, g, 2 * t);
+      const unsigned hi = Trans ? element(i, 2 * t + 1, g) : element(i, g, 2 * t + 1);
+      INFO("lane " << l << ", register " << i);
+      CHECK(out[N * l + i] == (lo | hi << 16));
+    }
+}
+
+// Whether the device (on the host platform: the emulated profile at its warp width) executes
+// instructions that need `unit`.
+bool has_matrix_instruction(pf::matrix_unit unit) {
   pf::device_properties dev;
   REQUIRE(pf::get_device_properties(dev) == dsconv::status::success);
-#if defined(DSCONV_PLATFORM_HOST)
-  (void)unit;
-  return dev.warp_size == lanes;
-#else
-  (void)lanes;
-  return dev.matrix == unit;
-#endif
+  return pf::provides(dev.matrix, unit);
 }
 
 // Runs `product` (one warp of `lanes` computing D = A * B, A 16 x k and B k x n, both
@@ -317,16 +407,56 @@ void check_matrix_product(void (*product)(const T*, const T*, float*), unsigned 
 
 TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the documented fragment layout", "[platform]",
                    dsconv::half, dsconv::bfloat16, float) {
-  // NVIDIA sm_80+ have it, and the host platform at warp width 32 whatever GPU it emulates;
+  // NVIDIA sm_80+ have it (sm_75 the half form), and the host platform emulating them;
   // elsewhere the pointwise tests check that the tensor-core variants decline or use the
   // other unit.
-  if (!has_matrix_instruction(pf::matrix_unit::mma_sync, pf::mma_warp_lanes)) return;
+  if (!has_matrix_instruction(std::is_same<TestType, dsconv::half>::value ? pf::matrix_unit::mma_sync_f16
+                                                                          : pf::matrix_unit::mma_sync))
+    return;
   check_matrix_product<TestType>(warp_mma_product<TestType>, 32, sizeof(TestType) == 2 ? 16 : 8, 8);
 }
+
+TEST_CASE("Turing's warp matrix multiply-accumulate (m16n8k8, half) computes A * B with the documented fragment layout",
+          "[platform]") {
+  if (!has_matrix_instruction(pf::matrix_unit::mma_sync_f16)) return;
+  check_matrix_product<dsconv::half>(turing_mma_product, 32, 8, 8);
+}
+
+TEST_CASE("ldmatrix gives each lane the documented elements of 8x8 matrices, transposed or not", "[platform]") {
+  // sm_75+ have it, and the host platform emulating them.
+  if (!has_matrix_instruction(pf::matrix_unit::mma_sync_f16)) return;
+  check_ldmatrix<false>();
+  check_ldmatrix<true>();
+}
+
+#if defined(DSCONV_PLATFORM_HOST)
+TEST_CASE("a matrix instruction the emulated device lacks faults, where a GPU traps", "[platform]") {
+  const pf::device_properties before = dsconv::host::device();
+  REQUIRE(dsconv::host::set_device("sm75") == dsconv::status::success);
+  std::vector<dsconv::bfloat16> ab(16 * 16, dsconv::bfloat16(1.f));
+  dsconv::device_buffer<dsconv::bfloat16> d_ab;
+  dsconv::device_buffer<float> d_d;
+  REQUIRE(d_ab.upload(ab) == dsconv::status::success);
+  REQUIRE(d_d.allocate(16 * 8) == dsconv::status::success);
+  // bf16 mma.sync is sm_80's; Turing has only the half form.
+  const dsconv::status bf16 =
+      pf::launch(warp_mma_product<dsconv::bfloat16>, config({1}, {32}), d_ab.data(), d_ab.data(), d_d.data());
+  const std::string bf16_detail = dsconv::last_error_detail();
+  REQUIRE(dsconv::host::set_device("gfx90a") == dsconv::status::success);
+  const dsconv::status on_amd = pf::launch(turing_mma_product, config({1}, {32}),
+                                           reinterpret_cast<const dsconv::half*>(d_ab.data()),
+                                           reinterpret_cast<const dsconv::half*>(d_ab.data()), d_d.data());
+  REQUIRE(dsconv::host::set_device(before) == dsconv::status::success);
+  CHECK(bf16 == dsconv::status::kernel_fault);
+  CHECK(on_amd == dsconv::status::kernel_fault);
+  CHECK(bf16_detail.find("a GPU traps") != std::string::npos);
+  CHECK(std::string(dsconv::last_error_detail()).find("a GPU traps") != std::string::npos);
+}
+#endif
 
 TEMPLATE_TEST_CASE("a wave matrix multiply-accumulate computes A * B with the documented MFMA layout", "[platform]",
                    dsconv::half, dsconv::bfloat16, float) {
   // AMD gfx90a/gfx94x have it, and the host platform at warp width 64.
-  if (!has_matrix_instruction(pf::matrix_unit::mfma, pf::mfma_wave_lanes)) return;
+  if (!has_matrix_instruction(pf::matrix_unit::mfma)) return;
   check_matrix_product<TestType>(wave_mfma_product<TestType>, 64, sizeof(TestType) == 2 ? 16 : 4, 16);
 }

@@ -45,11 +45,8 @@ std::vector<dsconv::host::kernel_run> read_kernel_runs(const std::string& dir) {
 }
 
 std::vector<int> warp_widths_for(dsconv::platform::matrix_unit unit) {
-  switch (unit) {
-    case dsconv::platform::matrix_unit::mma_sync: return {dsconv::platform::mma_warp_lanes};
-    case dsconv::platform::matrix_unit::mfma: return {dsconv::platform::mfma_wave_lanes};
-    default: return {32, 64};
-  }
+  if (unit == dsconv::platform::matrix_unit::none) return {32, 64};
+  return {dsconv::platform::matrix_unit_lanes(unit)};
 }
 
 std::vector<std::string> coverage_gaps(const std::vector<dsconv::host::compiled_kernel>& compiled,

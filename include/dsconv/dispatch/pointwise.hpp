@@ -22,7 +22,9 @@ std::string why_unsupported(pointwise_variant variant, const pointwise_params& p
   if (variant == pointwise_variant::warp_dot) return "both GEMM sides exceed 8, or the grid exceeds the device's limits";
   if (variant == pointwise_variant::mma_large || variant == pointwise_variant::mma_small) {
     if (dev.matrix == platform::matrix_unit::none)
-      return "the device has no matrix unit (NVIDIA sm_80+, AMD gfx90a/gfx94x, or the host at warp width 32 or 64)";
+      return "the device has no matrix unit (NVIDIA sm_75+, AMD gfx90a/gfx94x, or the host at warp width 32 or 64)";
+    if (dev.matrix == platform::matrix_unit::mma_sync_f16 && !std::is_same<T, half>::value)
+      return "Turing's tensor cores (sm_75, or code compiled for it) multiply half only";
     if (!mma_usable<T>(p, dev)) return "float runs on NVIDIA tensor cores only with pointwise_params::allow_tf32";
   }
   if (variant == pointwise_variant::split_k) return "K has fewer than two slices of 32 channels";
@@ -57,8 +59,8 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
   cfg.grid = grid;
   cfg.block = platform::dims{Tile::threads, 1, 1};
   cfg.name = name;
-  if (g.weight_is_a) return platform::launch(platform::registered<Kernel<T, Tile, false, Out>::kernel, Tile::needs>(), cfg, g, a, b, out);
-  return platform::launch(platform::registered<Kernel<T, Tile, true, Out>::kernel, Tile::needs>(), cfg, g, a, b, out);
+  if (g.weight_is_a) return platform::launch(platform::registered<Kernel<T, Tile, false, Out>::kernel, Tile::template needs<T>>(), cfg, g, a, b, out);
+  return platform::launch(platform::registered<Kernel<T, Tile, true, Out>::kernel, Tile::template needs<T>>(), cfg, g, a, b, out);
 }
 
 // Calls launch(Unit{}) with the matrix unit of `dev` when this build has kernels for it: only
@@ -67,7 +69,8 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
 template <class Launch>
 status with_matrix_unit(const platform::device_properties& dev, Launch launch) {
   if constexpr (platform::compiles_mma_sync)
-    if (dev.matrix == platform::matrix_unit::mma_sync) return launch(kernels::mma_sync_unit{});
+    if (dev.matrix == platform::matrix_unit::mma_sync || dev.matrix == platform::matrix_unit::mma_sync_f16)
+      return launch(kernels::mma_sync_unit{});
   if constexpr (platform::compiles_mfma)
     if (dev.matrix == platform::matrix_unit::mfma) return launch(kernels::mfma_unit{});
   return invalid(status::unsupported_variant, "pointwise", "this build has no kernels for the device's matrix unit");

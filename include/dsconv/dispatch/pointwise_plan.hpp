@@ -55,13 +55,14 @@ bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev
 }
 
 // Whether the matrix-unit variants can multiply elements of type T for `p` on `dev`: 16-bit
-// types on either unit; float on AMD's in fp32, on NVIDIA's only where the caller allowed TF32
-// rounding.
+// types on either unit (half only on Turing's); float on AMD's in fp32, on NVIDIA's (sm_80+)
+// only where the caller allowed TF32 rounding.
 template <class T>
 bool mma_usable(const pointwise_params& p, const platform::device_properties& dev) {
   constexpr bool is_float = std::is_same<T, float>::value;
   switch (dev.matrix) {
     case platform::matrix_unit::mma_sync: return !is_float || p.allow_tf32;
+    case platform::matrix_unit::mma_sync_f16: return std::is_same<T, half>::value;
     case platform::matrix_unit::mfma: return true;
     default: return false;
   }

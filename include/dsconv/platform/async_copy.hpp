@@ -1,42 +1,84 @@
 #pragma once
 // Copies from global to shared memory that bypass registers where the target can: cp.async
-// on NVIDIA sm_80 and newer, with hardware zero-fill for padding. Elsewhere (older NVIDIA
-// GPUs, AMD, and the host platform) the same calls are a plain load and store, so a kernel
-// is written once and runs everywhere. After the copies: async_copy_wait(), then a barrier.
+// on NVIDIA sm_80 and newer, with hardware zero-fill. Elsewhere on a GPU (older NVIDIA GPUs,
+// AMD) the same calls are a plain load and store, so a kernel is written once and runs
+// everywhere; the host platform lands each copy as late as a GPU may (host/async_copy.hpp).
+// Copies may be gathered into commit groups, so that a multi-stage pipeline waits only for
+// the oldest: issue the copies of a stage, async_copy_commit(); async_copy_wait_pending<N>()
+// then waits until at most the N newest groups are outstanding, async_copy_wait() for all;
+// either way a barrier must follow before other threads read what this thread copied.
 
 #include "../config.hpp"
 #include "memory_access.hpp"
 
+#if defined(DSCONV_PLATFORM_HOST)
+#include "host/async_copy.hpp"
+#endif
+
 namespace dsconv {
 namespace platform {
 
-// Copies 16 bytes from `src` (global, 16-byte aligned) to `dst` (shared, 16-byte aligned),
-// or writes 16 zero bytes when `valid` is false (then `src` is not read, but must still be a
-// valid global address: cp.async takes it either way).
-template <class T>
-DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, bool valid) {
-  static_assert(16 % sizeof(T) == 0, "async_copy_16 moves whole elements");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#define DSCONV_HAS_CP_ASYNC 1
+#endif
+
+// Copies the first `src_bytes` (0 to 16, whole elements) of the 16 bytes at `src` (global,
+// 16-byte aligned) to `dst` (shared, 16-byte aligned) and zero-fills the rest; `src` must be
+// a valid global address even when src_bytes is 0 (cp.async takes it either way).
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, int src_bytes) {
+  static_assert(16 % sizeof(T) == 0, "async_copy_16 moves whole elements");
+#if defined(DSCONV_HAS_CP_ASYNC)
   const unsigned shared_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_addr), "l"(src), "r"(valid ? 16 : 0));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_addr), "l"(src), "r"(src_bytes));
+#elif defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) {
+    if (src_bytes > 0) host_detail::record_access(src, static_cast<std::size_t>(src_bytes), false);
+    host_detail::record_shared(dst, 16, true);
+  }
+  host_detail::async_copy(dst, src, src_bytes);
 #else
   constexpr int n = static_cast<int>(16 / sizeof(T));
   vec<T, n> v;
-  if (valid) {
+  if (src_bytes == 16) {
     v = load_vec<n>(src);
   } else {
     DSCONV_UNROLL
-    for (int i = 0; i < n; ++i) v[i] = T(0.f);
+    for (int i = 0; i < n; ++i) v[i] = i * static_cast<int>(sizeof(T)) < src_bytes ? load(src + i) : T(0.f);
   }
   shared_store(reinterpret_cast<vec<T, n>*>(dst), v);  // one 16-byte store, as cp.async writes
 #endif
 }
 
-// Waits for this thread's outstanding async copies; a barrier must follow before other
-// threads read what they wrote.
+// (A bool would convert to 1 byte.)
+template <class T>
+void async_copy_16(T* dst, const T* src, bool valid) = delete;
+
+// Closes the group of this thread's copies issued since the last commit.
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_commit() {
+#if defined(DSCONV_HAS_CP_ASYNC)
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+#elif defined(DSCONV_PLATFORM_HOST)
+  host_detail::async_copy_commit();
+#endif
+}
+
+// Waits until at most the N newest of this thread's committed groups are outstanding.
+template <int N>
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_wait_pending() {
+#if defined(DSCONV_HAS_CP_ASYNC)
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(N) : "memory");
+#elif defined(DSCONV_PLATFORM_HOST)
+  host_detail::async_copy_land(N, false);
+#endif
+}
+
+// Waits for all of this thread's copies.
 DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_wait() {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+#if defined(DSCONV_HAS_CP_ASYNC)
   asm volatile("cp.async.wait_all;\n" ::: "memory");
+#elif defined(DSCONV_PLATFORM_HOST)
+  host_detail::async_copy_land(0, true);
 #endif
 }
 

@@ -28,13 +28,31 @@ struct launch_config {
 // The matrix multiply-accumulate unit a device offers kernels.
 enum class matrix_unit {
   none,
-  mma_sync,  // NVIDIA tensor cores through mma.sync (warp_mma.hpp): sm_80 and newer; the host at warp width 32
-  mfma,      // AMD matrix cores through MFMA (wave_mfma.hpp): gfx90a and gfx94x; the host at warp width 64
+  mma_sync_f16,  // NVIDIA Turing tensor cores (sm_75): mma.sync m16n8k8 with f16 operands only (warp_mma.hpp)
+  mma_sync,      // NVIDIA tensor cores through mma.sync (warp_mma.hpp): sm_80 and newer, f16, bf16 and tf32
+  mfma,          // AMD matrix cores through MFMA (wave_mfma.hpp): gfx90a and gfx94x
 };
+
+// Whether a device whose unit is `device_unit` executes instructions that need `needs`: sm_80's
+// mma.sync includes Turing's f16 form.
+constexpr bool provides(matrix_unit device_unit, matrix_unit needs) {
+  return needs == matrix_unit::none || device_unit == needs ||
+         (needs == matrix_unit::mma_sync_f16 && device_unit == matrix_unit::mma_sync);
+}
+
+// NVIDIA's tensor cores as dsconv uses them at compute capability (or PTX version) `arch`,
+// e.g. 75 for sm_75.
+constexpr matrix_unit nvidia_matrix_unit(int arch) {
+  return arch >= 80 ? matrix_unit::mma_sync : arch >= 75 ? matrix_unit::mma_sync_f16 : matrix_unit::none;
+}
 
 // Lanes a matrix operation involves: a warp of NVIDIA's width, a wave of AMD's.
 inline constexpr int mma_warp_lanes = 32;
 inline constexpr int mfma_wave_lanes = 64;
+// The lanes a unit's operations involve (0 for none).
+constexpr int matrix_unit_lanes(matrix_unit unit) {
+  return unit == matrix_unit::none ? 0 : unit == matrix_unit::mfma ? mfma_wave_lanes : mma_warp_lanes;
+}
 
 // The matrix units this build has kernels for: each GPU compiler its vendor's, the host
 // platform (which emulates both) both.
@@ -47,8 +65,10 @@ inline constexpr bool compiles_mma_sync = true, compiles_mfma = true;
 #endif
 
 // The matrix unit dsconv's kernels may use on a device that has `device_unit`: none where the
-// code that would run there was not compiled for it (a CUDA build for sm_75 alone runs on an
-// A100 through the PTX of compute_75, whose matrix-unit kernels trap).
+// code that would run there was not compiled for it (AMD code objects are per target; the
+// CUDA runtime takes the lesser of the device's and the code's architecture instead, since a
+// build for sm_75 alone runs on an A100 through the PTX of compute_75, which has Turing's f16
+// mma.sync and traps in the others).
 constexpr matrix_unit usable_matrix_unit(matrix_unit device_unit, bool code_has_unit) {
   return code_has_unit ? device_unit : matrix_unit::none;
 }

@@ -10,12 +10,23 @@
 //   mma_16x8x8_tf32                A 16x8, B 8x8, operands already rounded to tf32 (round_to_tf32)
 //     a[0] = A[g][t]   a[1] = A[g+8][t]   a[2] = A[g][t+4]   a[3] = A[g+8][t+4]
 //     b[0] = B[t][g]   b[1] = B[t+4][g]
-//   D (both)   d[0] = D[g][2t]   d[1] = D[g][2t+1]   d[2] = D[g+8][2t]   d[3] = D[g+8][2t+1]
+//   mma_16x8x8_f16                 A 16x8, B 8x8, half operands (Turing's form)
+//     a[0] = A[g][2t, 2t+1]    a[1] = A[g+8][2t, 2t+1]    b[0] = B[2t, 2t+1][g]
+//   D (all)    d[0] = D[g][2t]   d[1] = D[g][2t+1]   d[2] = D[g+8][2t]   d[3] = D[g+8][2t+1]
+//
+// ldmatrix_x4<Trans>(r, row): loads the fragments of four 8x8 matrices of 16-bit elements
+// (rows of 16 bytes, 16-byte aligned, in shared memory) in one warp-collective load: lanes
+// 8i .. 8i + 7 pass the addresses of rows 0..7 of matrix i, and lane l receives in r[i]
+// elements (g, 2t) and (g, 2t + 1) of matrix i, or with Trans (2t, g) and (2t + 1, g), the
+// first in the low half: an A or B fragment of the products above (of tf32 too, whose
+// elements are pairs of 16-bit halves, untransposed) without a load per register.
 //
 // Every lane of the warp must call it (it is warp-collective). Available where
-// device_properties::matrix is matrix_unit::mma_sync: NVIDIA compute capability 8.0 and
-// newer, and the host platform at warp width 32, which performs it as a warp-collective
-// operation with the same operand rounding. AMD GPUs do not have it (their matrix cores use
+// device_properties::matrix provides() the form: matrix_unit::mma_sync (NVIDIA compute
+// capability 8.0 and newer) all of them, matrix_unit::mma_sync_f16 (sm_75) the half ones, which
+// it runs as m16n8k8 (mma_16x8x16<half> as two of them); the host platform emulates each
+// device profile's unit at warp width 32 as a warp-collective operation with the same operand
+// rounding, and faults where a GPU would trap. AMD GPUs do not have it (their matrix cores use
 // other shapes and layouts: wave_mfma.hpp); there the call traps, and the dispatcher never
 // chooses a kernel that makes it.
 

@@ -72,7 +72,7 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
       // sm_80+), zero-filling padding pixels and channels past C (from a valid address,
       // the input, which is not read then).
       const bool valid = inside && c < cc_count;
-      pf::async_copy_16(d, reinterpret_cast<const float*>(valid ? p : input), valid);
+      pf::async_copy_16(d, reinterpret_cast<const float*>(valid ? p : input), valid ? 16 : 0);
     } else if (v == 4 && inside && c < cc_count) {
       const auto x = pf::load_vec<4>(p);
 DSCONV_UNROLL

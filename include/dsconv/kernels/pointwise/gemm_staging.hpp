@@ -75,6 +75,25 @@ struct operand_tile {
     }
   }
 
+  // The same share copied straight to shared memory, asynchronously where the target can
+  // (platform/async_copy.hpp): run j to place(row, col), its 16 bytes zero past the matrix.
+  template <class T, class Place>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void copy_runs(const T* base, index_t row0, index_t col0, index_t rows,
+                                                         index_t cols, index_t stride, int tid, Place place) {
+    static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
+    DSCONV_UNROLL
+    for (int j = 0; j < runs; ++j) {
+      const tile_position t = position(run_start(tid, j));
+      const index_t r = row0 + t.r, c = col0 + t.c;
+      const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
+      const bool line_inside = ColsContiguous ? r < rows : c < cols;
+      const index_t inside = line_inside && along < extent ? (extent - along < V ? extent - along : V) : 0;
+      // (a valid address where nothing is read: the matrix itself)
+      const T* p = inside ? base + (ColsContiguous ? r * stride + c : r + c * stride) : base;
+      platform::async_copy_16(place(t.r, t.c), p, static_cast<int>(inside * static_cast<index_t>(sizeof(T))));
+    }
+  }
+
   // Hands each staged value to put(row, col, value), rows and columns relative to the tile.
   template <class Stage, class Put>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void stash(const Stage (&regs)[per_thread], int tid, Put put) {

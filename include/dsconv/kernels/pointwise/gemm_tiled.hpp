@@ -27,6 +27,7 @@ namespace kernels {
 // aligned to them, or single elements (its element_form, for any buffers).
 template <int BM, int BN, int BK, int TM, int TN, int MinBlocks, bool Vectors = true>
 struct gemm_tile {
+  template <class T>
   static constexpr platform::matrix_unit needs = platform::matrix_unit::none;  // SIMT: runs anywhere
   static constexpr int bm = BM, bn = BN, bk = BK, tm = TM, tn = TN, min_blocks = MinBlocks;
   static constexpr int threads = (BM / TM) * (BN / TN), run = Vectors ? 4 : 1;

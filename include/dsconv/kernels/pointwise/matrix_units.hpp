@@ -15,12 +15,7 @@ namespace dsconv {
 namespace kernels {
 
 namespace detail_units {
-// Two 16-bit elements of shared memory as one fragment register, the first in the low half:
-// one 32-bit load where they are adjacent (lo + 1 == hi), two loads otherwise.
-template <class S>
-DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* lo) {
-  return platform::shared_load_as<unsigned>(lo);
-}
+// Two 16-bit elements of shared memory as one fragment register, the first in the low half.
 template <class S>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned pair(const S* lo, const S* hi) {
   return static_cast<unsigned>(platform::shared_load(lo).bits) |
@@ -37,81 +32,105 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void two_words(unsigned (&f)[2], const S* p) {
 }
 }  // namespace detail_units
 
-// A unit's op<T> loads the fragments of one K stage (32 bytes of operand per row, BK elements)
-// from the shared tiles of mma_shared_tiles.hpp: load_a from A's k_rows, load_b from B's
-// k_rows or n_rows, starting at tile row (A: m, B: n) row0; mma multiplies them.
+// A unit's op<T> loads a warp's fragments of one K stage (32 bytes of operand per row, BK
+// elements) from the shared tiles of mma_shared_tiles.hpp: load_a those of its MI tiles of A
+// from A's k_rows, load_b those of its NI tiles of B from B's k_rows or n_rows, the first at
+// tile row (A: m, B: n) row0; mma multiplies one pair. async_stages: how many K stages the
+// GEMM keeps in flight where it copies them asynchronously (2: it stages through registers).
 
 // NVIDIA tensor cores, mma.sync (platform/warp_mma.hpp): 16x8 tiles; half and bfloat16 with
-// k = 16, float rounded to tf32 with k = 8 (either is one stage).
+// k = 16 (on sm_75, half only, as two k = 8 instructions), float rounded to tf32 with k = 8
+// (either is one stage). Fragments come from shared memory by ldmatrix, four 8x8 matrices of
+// 16-byte rows a load (for tf32, an 8x8 matrix of 16-bit halves is 8 rows x 4 floats), except
+// tf32 B from n_rows, which would need a 32-bit transposition.
 struct mma_sync_unit {
-  static constexpr platform::matrix_unit kind = platform::matrix_unit::mma_sync;
+  // Turing's tensor cores (mma_sync_f16) run the half products; bf16 and tf32 need sm_80's.
+  template <class T>
+  static constexpr platform::matrix_unit needs =
+      std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
   static constexpr int lanes = platform::mma_warp_lanes;
   static constexpr int tile_m = 16, tile_n = 8, accumulators = 4, run = 2;
+  static constexpr int async_stages = 4;
   // Accumulator r of a lane: D[g + 8 * (r / 2)][2t + r % 2] with g = lane / 4, t = lane % 4.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int r) { return lane / 4 + (r >= 2 ? 8 : 0); }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 2 * (lane % 4) + (r & 1); }
-  // k_rows: rows 4..7 of every 8 swap their 16-byte halves (a fragment load reads 16 bytes of
-  // 8 consecutive rows).
+  // k_rows: rows 4..7 of every 8 swap their 16-byte halves (an 8x8 matrix of ldmatrix is 16
+  // bytes of 8 consecutive rows). 16-byte runs stay whole, as asynchronous copies need.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) { return ((r >> 2) & 1) << 1; }
 
+  // half and bfloat16: m16n8k16. float: tf32 m16n8k8, rounded to tf32 as it leaves shared
+  // memory (staged as it arrives, so that copies need not pass through registers); ldmatrix
+  // reads its 8x8 matrix of 16-bit halves as 8 rows x 4 floats, so the A and k_rows B
+  // fragments load as for 16-bit types: a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4],
+  // a[3] = A[g+8][t+4], b[0] = B[t][g], b[1] = B[t+4][g].
   template <class T>
-  struct op {  // half, bfloat16: m16n8k16
-    using stage = T;
+  struct op {
     static constexpr int a_regs = 4, b_regs = 2;
-    static DSCONV_DEVICE DSCONV_FORCEINLINE T convert(T v) { return v; }
-    // a[0] = A[g][2t, 2t+1], a[1] = A[g+8][..], a[2] = A[g][2t+8, 2t+9], a[3] = A[g+8][..]
-    template <class Tile>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[4], const Tile& a, int row0, int lane) {
-      const int g = row0 + lane / 4, k = 2 * (lane % 4);
-      f[0] = detail_units::pair(a.at(g, k)), f[1] = detail_units::pair(a.at(g + 8, k));
-      f[2] = detail_units::pair(a.at(g, k + 8)), f[3] = detail_units::pair(a.at(g + 8, k + 8));
+    static constexpr int half_stage = 16 / static_cast<int>(sizeof(T));  // elements in 16 bytes: one k-half of a stage
+    // A: matrices (rows 0-7, k-half 0), (rows 8-15, k-half 0), (rows 0-7, k-half 1), (rows
+    // 8-15, k-half 1) of each 16-row tile are a[0..3]: lane l names row l % 8 + 8 * (l / 8 % 2)
+    // of k-half l / 16.
+    template <int MI, class Tile>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][4], const Tile& a, int row0, int lane) {
+      DSCONV_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        platform::ldmatrix_x4<false>(f[i], a.at(row0 + 16 * i + lane % 8 + 8 * (lane / 8 % 2), half_stage * (lane / 16)));
+        round(f[i]);
+      }
     }
-    // b[0] = B[2t, 2t+1][g], b[1] = B[2t+8, 2t+9][g]: from row g of k_rows, or from column g of
-    // n_rows.
-    template <int ROWS>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const k_rows<T, ROWS, mma_sync_unit>& b,
+    // B from k_rows (rows n): matrices (n 0-7, k-half 0), (n 0-7, k-half 1) are b[0..1] of one
+    // 8-column tile, the next two those of the next tile: lane l names row l % 8 + 8 * (l / 16)
+    // of k-half l / 8 % 2.
+    template <int NI, int ROWS>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const k_rows<T, ROWS, mma_sync_unit>& b,
                                                         int row0, int lane) {
-      const int n = row0 + lane / 4, k = 2 * (lane % 4);
-      f[0] = detail_units::pair(b.at(n, k)), f[1] = detail_units::pair(b.at(n, k + 8));
+      static_assert(NI % 2 == 0, "B tiles load in pairs");
+      DSCONV_UNROLL
+      for (int j = 0; j < NI; j += 2) {
+        unsigned r[4];
+        platform::ldmatrix_x4<false>(r, b.at(row0 + 8 * j + lane % 8 + 8 * (lane / 16), half_stage * (lane / 8 % 2)));
+        round(r);
+        f[j][0] = r[0], f[j][1] = r[1], f[j + 1][0] = r[2], f[j + 1][1] = r[3];
+      }
     }
-    template <int K, int N>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const n_rows<T, K, N>& b, int row0, int lane) {
-      const int n = row0 + lane / 4, k = 2 * (lane % 4);
-      f[0] = detail_units::pair(b.at(k, n), b.at(k + 1, n)), f[1] = detail_units::pair(b.at(k + 8, n), b.at(k + 9, n));
+    // B from n_rows (rows k). 16-bit types: the same matrices transposed, k rows 0-7 / 8-15 of
+    // 8 columns each: lane l names k row l % 8 + 8 * (l / 8 % 2) at column 8 * (l / 16). float
+    // (which would need a 32-bit transposition): a float per register.
+    template <int NI, int K, int N>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const n_rows<T, K, N>& b, int row0, int lane) {
+      static_assert(NI % 2 == 0, "B tiles load in pairs");
+      DSCONV_UNROLL
+      for (int j = 0; j < NI; j += 2) {
+        if constexpr (sizeof(T) == 2) {
+          unsigned r[4];
+          platform::ldmatrix_x4<true>(r, b.at(lane % 8 + 8 * (lane / 8 % 2), row0 + 8 * j + 8 * (lane / 16)));
+          f[j][0] = r[0], f[j][1] = r[1], f[j + 1][0] = r[2], f[j + 1][1] = r[3];
+        } else {
+          DSCONV_UNROLL
+          for (int jj = j; jj < j + 2; ++jj) {
+            const int n = row0 + 8 * jj + lane / 4, k = lane % 4;
+            f[jj][0] = detail_units::word(b.at(k, n)), f[jj][1] = detail_units::word(b.at(k + 4, n));
+            round(f[jj]);
+          }
+        }
+      }
     }
     static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-      platform::mma_16x8x16<T>(d, a, b);
+      if constexpr (std::is_same<T, float>::value)
+        platform::mma_16x8x8_tf32(d, a, b);
+      else
+        platform::mma_16x8x16<T>(d, a, b);
+    }
+    // Fragment registers as the instruction takes them: 16-bit operands as stored, floats
+    // rounded to tf32.
+    template <int N>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void round(unsigned (&r)[N]) {
+      if constexpr (std::is_same<T, float>::value) {
+        DSCONV_UNROLL
+        for (int i = 0; i < N; ++i) r[i] = detail::float_bits(platform::round_to_tf32(detail::bits_float(r[i])));
+      }
     }
   };
-};
-
-template <>
-struct mma_sync_unit::op<float> {  // tf32: m16n8k8, operands rounded once when staged
-  using stage = float;
-  static constexpr int a_regs = 4, b_regs = 2;
-  static DSCONV_DEVICE DSCONV_FORCEINLINE float convert(float v) { return platform::round_to_tf32(v); }
-  // a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4]
-  template <class Tile>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[4], const Tile& a, int row0, int lane) {
-    const int g = row0 + lane / 4, k = lane % 4;
-    f[0] = detail_units::word(a.at(g, k)), f[1] = detail_units::word(a.at(g + 8, k));
-    f[2] = detail_units::word(a.at(g, k + 4)), f[3] = detail_units::word(a.at(g + 8, k + 4));
-  }
-  // b[0] = B[t][g], b[1] = B[t+4][g]
-  template <int ROWS>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const k_rows<float, ROWS, mma_sync_unit>& b,
-                                                      int row0, int lane) {
-    const int n = row0 + lane / 4, k = lane % 4;
-    f[0] = detail_units::word(b.at(n, k)), f[1] = detail_units::word(b.at(n, k + 4));
-  }
-  template <int K, int N>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const n_rows<float, K, N>& b, int row0, int lane) {
-    const int n = row0 + lane / 4, k = lane % 4;
-    f[0] = detail_units::word(b.at(k, n)), f[1] = detail_units::word(b.at(k + 4, n));
-  }
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-    platform::mma_16x8x8_tf32(d, a, b);
-  }
 };
 
 // AMD matrix cores, MFMA (platform/wave_mfma.hpp): 16x16 tiles; half and bfloat16 with
@@ -120,11 +139,14 @@ struct mma_sync_unit::op<float> {  // tf32: m16n8k8, operands rounded once when 
 // four consecutive columns of one row of C (one vector store) rather than four rows; the
 // instructions' layouts then make both fragments the same: row lane % 16 of the tile, 8 bytes
 // from k = 4q (16-bit types) or k = 2q (float, whose two instructions take k = 2q and
-// 2q + 1: each sums every k of the stage once) with q = lane / 16.
+// 2q + 1: each sums every k of the stage once) with q = lane / 16. AMD has no asynchronous
+// copy to LDS here: stages go through registers.
 struct mfma_unit {
-  static constexpr platform::matrix_unit kind = platform::matrix_unit::mfma;
+  template <class T>
+  static constexpr platform::matrix_unit needs = platform::matrix_unit::mfma;
   static constexpr int lanes = platform::mfma_wave_lanes;
   static constexpr int tile_m = 16, tile_n = 16, accumulators = 4, run = 4;
+  static constexpr int async_stages = 2;
   // Accumulator r of a lane: C[lane % 16][4q + r].
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int) { return lane % 16; }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 4 * (lane / 16) + r; }
@@ -134,53 +156,41 @@ struct mfma_unit {
 
   template <class T>
   struct op {
-    using stage = T;
     static constexpr int a_regs = 2, b_regs = 2;
-    static DSCONV_DEVICE DSCONV_FORCEINLINE T convert(T v) { return v; }
-    template <class Tile>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[2], const Tile& a, int row0, int lane) {
-      detail_units::two_words(f, a.at(row0 + lane % 16, 4 * (lane / 16)));
+    // k of a lane's first element: 4q for 16-bit types (four per 8 bytes), 2q for float.
+    static constexpr int k_per_lane_group = 8 / static_cast<int>(sizeof(T));
+    template <int MI, class Tile>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][2], const Tile& a, int row0, int lane) {
+      DSCONV_UNROLL
+      for (int i = 0; i < MI; ++i)
+        detail_units::two_words(f[i], a.at(row0 + 16 * i + lane % 16, k_per_lane_group * (lane / 16)));
     }
-    template <int ROWS>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const k_rows<T, ROWS, mfma_unit>& b, int row0,
+    template <int NI, int ROWS>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const k_rows<T, ROWS, mfma_unit>& b, int row0,
                                                         int lane) {
       load_a(f, b, row0, lane);
     }
-    template <int K, int N>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const n_rows<T, K, N>& b, int row0, int lane) {
-      const int n = row0 + lane % 16, k = 4 * (lane / 16);
-      f[0] = detail_units::pair(b.at(k, n), b.at(k + 1, n)), f[1] = detail_units::pair(b.at(k + 2, n), b.at(k + 3, n));
+    template <int NI, int K, int N>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const n_rows<T, K, N>& b, int row0, int lane) {
+      DSCONV_UNROLL
+      for (int j = 0; j < NI; ++j) {
+        const int n = row0 + 16 * j + lane % 16, k = k_per_lane_group * (lane / 16);
+        if constexpr (sizeof(T) == 2)
+          f[j][0] = detail_units::pair(b.at(k, n), b.at(k + 1, n)), f[j][1] = detail_units::pair(b.at(k + 2, n), b.at(k + 3, n));
+        else
+          f[j][0] = detail_units::word(b.at(k, n)), f[j][1] = detail_units::word(b.at(k + 1, n));
+      }
     }
     // B^T is the instruction's A operand, A^T its B.
     static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
-      platform::mfma_16x16x16<T>(d, b, a);
+      if constexpr (sizeof(T) == 2) {
+        platform::mfma_16x16x16<T>(d, b, a);
+      } else {
+        platform::mfma_16x16x4_f32(d, detail::bits_float(b[0]), detail::bits_float(a[0]));
+        platform::mfma_16x16x4_f32(d, detail::bits_float(b[1]), detail::bits_float(a[1]));
+      }
     }
   };
-};
-
-template <>
-struct mfma_unit::op<float> {
-  using stage = float;
-  static constexpr int a_regs = 2, b_regs = 2;
-  static DSCONV_DEVICE DSCONV_FORCEINLINE float convert(float v) { return v; }
-  template <class Tile>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[2], const Tile& a, int row0, int lane) {
-    detail_units::two_words(f, a.at(row0 + lane % 16, 2 * (lane / 16)));
-  }
-  template <int ROWS>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const k_rows<float, ROWS, mfma_unit>& b,
-                                                      int row0, int lane) {
-    load_a(f, b, row0, lane);
-  }
-  template <int K, int N>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[2], const n_rows<float, K, N>& b, int row0, int lane) {
-    const int n = row0 + lane % 16, k = 2 * (lane / 16);
-    f[0] = detail_units::word(b.at(k, n)), f[1] = detail_units::word(b.at(k + 1, n));
-  }
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
-    platform::mfma_16x16x4_f32(d, detail::bits_float(b[0]), detail::bits_float(a[0]));
-    platform::mfma_16x16x4_f32(d, detail::bits_float(b[1]), detail::bits_float(a[1]));
-  }
 };
 
 }  // namespace kernels

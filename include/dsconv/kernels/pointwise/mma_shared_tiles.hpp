@@ -6,14 +6,15 @@
 //   k_rows    rows of 32 bytes, k-contiguous: A always, B where it arrives k-contiguous (the
 //             NHWC form). No padding: instead the four 8-byte units of row r are permuted,
 //             unit u stored at u ^ Unit::swizzle(r). mma.sync reads 8 rows x 16 bytes per
-//             fragment load, MFMA 16 rows x 8 bytes; the swizzle spreads either over all 32
+//             8x8 matrix of ldmatrix, MFMA 16 rows x 8 bytes per fragment load; the swizzle spreads either over all 32
 //             banks, and keeps the staging's 8- and 16-byte stores (4 or 8 rows a phase)
 //             conflict-free. (Padding rows to 48 bytes, as before, left 2-way conflicts on the
 //             stores and on every MFMA fragment load.)
 //   n_rows    rows of BN elements, n-contiguous: B where it arrives n-contiguous (the NCHW
 //             form), staged as it comes instead of transposed (each transposed 2-byte store
 //             was a 16-way conflict). Rows padded by 8 elements, which puts the k rows a
-//             fragment reads (4 or 8 of them, one element per lane) in distinct banks.
+//             fragment reads (4 or 8 of them, one element per lane, or 8 rows of 16 bytes
+//             for ldmatrix) in distinct banks and keeps 16-byte runs aligned.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -28,7 +29,8 @@ struct k_rows {
   static constexpr int elements = ROWS * row_elements;
   S* base;
 
-  // Element k of row r.
+  // Element k of row r. Where the swizzle keeps 16-byte runs whole (mma.sync's), the run
+  // k .. k + 16 bytes (k a multiple of it) starts there: an asynchronous copy's destination.
   DSCONV_DEVICE DSCONV_FORCEINLINE S* at(int r, int k) const {
     const int unit = (k / unit_elements) ^ Unit::swizzle(r);
     return base + r * row_elements + unit * unit_elements + k % unit_elements;

@@ -98,11 +98,12 @@ inline status get_device_properties(device_properties& p) {
         DSCONV_GPU(Success);
     (void)DSCONV_GPU(GetLastError)();  // a failed query must not look like the next launch's error
 #if defined(DSCONV_PLATFORM_CUDA)
-    // mma.sync with bf16 and tf32 operands: sm_80 and newer, in code compiled for sm_80 or newer
-    // (ptxVersion: the virtual architecture the device's code came from; below 80 the
-    // matrix-unit kernels are __trap()).
-    const matrix_unit unit = prop.major >= 8 ? matrix_unit::mma_sync : matrix_unit::none;
-    d.matrix = usable_matrix_unit(unit, has_code && probe.ptxVersion >= 80);
+    // mma.sync with f16, bf16 and tf32 operands on sm_80 and newer, f16 alone (m16n8k8) on
+    // sm_75: whichever the lesser of the device and the code the device runs offers
+    // (ptxVersion: the virtual architecture that code came from; the forms it lacks __trap()).
+    const int device_arch = 10 * prop.major + prop.minor;
+    const int arch = has_code && probe.ptxVersion < device_arch ? probe.ptxVersion : device_arch;
+    d.matrix = usable_matrix_unit(nvidia_matrix_unit(arch), has_code);
 #else
     // MFMA with 16x16x16 f16 and bf16 operands (the bf16 "_1k" form): CDNA2 and CDNA3. AMD code
     // objects are per target, so code for this device is code for its matrix cores.

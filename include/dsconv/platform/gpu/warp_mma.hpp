@@ -1,7 +1,8 @@
 #pragma once
 // The warp matrix multiply-accumulate of ../warp_mma.hpp on a GPU: mma.sync on NVIDIA
-// sm_80 and newer; a trap elsewhere (older NVIDIA targets, AMD), where the dispatcher never
-// launches a kernel that calls it.
+// sm_80 and newer; on sm_75 its f16 form (m16n8k8); a trap elsewhere (bf16 and tf32 on
+// sm_75, older NVIDIA targets, AMD), where the dispatcher never launches a kernel that calls
+// it.
 
 #include <type_traits>
 
@@ -13,6 +14,9 @@ namespace platform {
 
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
 #define DSCONV_HAS_WARP_MMA 1
+#endif
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 750
+#define DSCONV_HAS_WARP_MMA_F16 1
 #endif
 
 namespace gpu_detail {
@@ -44,6 +48,17 @@ DSCONV_DEVICE DSCONV_FORCEINLINE float round_to_tf32(float x) {
 #endif
 }
 
+DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_f16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[1]) {
+#if defined(DSCONV_HAS_WARP_MMA_F16)
+  asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5}, {%6}, {%0,%1,%2,%3};\n"
+               : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+               : "r"(a[0]), "r"(a[1]), "r"(b[0]));
+#else
+  (void)d, (void)a, (void)b;
+  gpu_detail::no_matrix_unit();
+#endif
+}
+
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   static_assert(sizeof(T) == 2, "mma_16x8x16 takes half or bfloat16 operands");
@@ -52,6 +67,15 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x16(float (&d)[4], const unsigned 
     DSCONV_MMA_SYNC("m16n8k16", "f16");
   else
     DSCONV_MMA_SYNC("m16n8k16", "bf16");
+#elif defined(DSCONV_HAS_WARP_MMA_F16)
+  if constexpr (std::is_same<T, half>::value) {  // Turing: k = 0..7, then k = 8..15
+    const unsigned lo[2] = {a[0], a[1]}, hi[2] = {a[2], a[3]}, b_lo[1] = {b[0]}, b_hi[1] = {b[1]};
+    mma_16x8x8_f16(d, lo, b_lo);
+    mma_16x8x8_f16(d, hi, b_hi);
+  } else {
+    (void)d, (void)a, (void)b;
+    gpu_detail::no_matrix_unit();
+  }
 #else
   (void)d, (void)a, (void)b;
   gpu_detail::no_matrix_unit();
@@ -68,6 +92,24 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_tf32(float (&d)[4], const unsig
 }
 
 #undef DSCONV_MMA_SYNC
+
+template <bool Trans>
+DSCONV_DEVICE DSCONV_FORCEINLINE void ldmatrix_x4(unsigned (&r)[4], const void* row) {
+#if defined(DSCONV_HAS_WARP_MMA_F16)
+  const unsigned address = static_cast<unsigned>(__cvta_generic_to_shared(row));
+  if constexpr (Trans)
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+  else
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+                 : "r"(address));
+#else
+  (void)r, (void)row;
+  gpu_detail::no_matrix_unit();
+#endif
+}
 
 }  // namespace platform
 }  // namespace dsconv

@@ -60,6 +60,14 @@ struct block_abort {};
 
 enum class fiber_state : unsigned char { runnable, at_block_barrier, at_warp_barrier, finished };
 
+// An asynchronous copy to shared memory (async_copy.hpp) not yet landed: its 16 bytes, read
+// when it was issued, and the commit group it belongs to.
+struct pending_copy {
+  unsigned char* dst;
+  unsigned group;
+  unsigned char bytes[16];
+};
+
 struct fiber {
   context ctx;
   void* asan_fake_stack = nullptr;
@@ -71,6 +79,8 @@ struct fiber {
   unsigned exchange_parity = 0;
   site_counters sites;
   std::vector<shared_access> shared_log;  // since the last block barrier, while counting
+  std::vector<pending_copy> pending_copies;  // issued, landing only when a wait requires it
+  unsigned copy_groups = 0;                  // commit groups closed
 
   explicit fiber(std::size_t stack_bytes) : stack(stack_bytes) {}
   stack_bounds bounds() const { return {stack.bottom(), stack.size()}; }
@@ -93,6 +103,7 @@ class block_runner {
     kernel_body body;
     dims grid_dim, block_dim, block_idx;
     unsigned warp_size;
+    matrix_unit matrix;        // what the device and its code offer: what the matrix operations may execute
     std::size_t shared_bytes;  // dynamic
     std::size_t shared_limit;  // static and dynamic, per block: the device's
     std::size_t stack_bytes;
@@ -122,6 +133,8 @@ class block_runner {
       f.exchange_parity = 0;
       f.sites.clear();
       f.shared_log.clear();
+      f.pending_copies.clear();
+      f.copy_groups = 0;
       start_context(f.ctx, f.stack, &fiber_entry);
     }
     threads_ = n;
@@ -162,10 +175,15 @@ class block_runner {
   }
   block_traffic& traffic() { return traffic_; }
 
-  // Logs a shared-memory access of the calling thread for the bank model.
-  void record_shared(const void* site, const void* addr, std::size_t bytes, bool store) {
+  // Faults unless [addr, addr + bytes) is the block's shared memory.
+  void check_shared(const void* addr, std::size_t bytes) const {
     if (!shared_.contains(addr, bytes))
       throw std::logic_error("a shared-memory access (shared_load / shared_store) outside the block's shared memory");
+  }
+
+  // Logs a shared-memory access of the calling thread for the bank model.
+  void record_shared(const void* site, const void* addr, std::size_t bytes, bool store) {
+    check_shared(addr, bytes);
     current_->shared_log.push_back(
         shared_access{site, shared_.offset_of(addr), static_cast<std::uint16_t>(bytes), store});
   }

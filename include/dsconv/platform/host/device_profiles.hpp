@@ -34,14 +34,14 @@ inline device_properties make_profile(const char* name, int sms, int warp, int m
 }
 
 // Since sm_80 the CUDA runtime reserves 1 KiB of a multiprocessor's shared memory per resident
-// block. sm75: Tesla T4 (no mma.sync with bf16/tf32: no matrix unit for dsconv). sm80: A100. sm90:
+// block. sm75: Tesla T4 (Turing's tensor cores: mma.sync m16n8k8 for f16 only). sm80: A100. sm90:
 // H100 SXM. gfx906: MI50 (the class of Hygon's DCUs; no matrix cores). gfx90a: MI210.
 inline const device_properties* device_profiles(std::size_t& count) {
   constexpr std::size_t kib = 1024;
   static const device_properties profiles[] = {
       make_profile("sm80", 108, 32, 2048, 65536, 48 * kib, 164 * kib, kib, matrix_unit::mma_sync),
       make_profile("sm90", 132, 32, 2048, 65536, 48 * kib, 228 * kib, kib, matrix_unit::mma_sync),
-      make_profile("sm75", 40, 32, 1024, 65536, 48 * kib, 64 * kib, 0, matrix_unit::none),
+      make_profile("sm75", 40, 32, 1024, 65536, 48 * kib, 64 * kib, 0, matrix_unit::mma_sync_f16),
       make_profile("gfx906", 60, 64, 2560, 65536, 64 * kib, 64 * kib, 0, matrix_unit::none),
       make_profile("gfx90a", 104, 64, 2048, 131072, 64 * kib, 64 * kib, 0, matrix_unit::mfma),
   };

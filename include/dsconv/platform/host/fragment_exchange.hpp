@@ -21,19 +21,31 @@ struct fragments {
   unsigned a[NA], b[NB];
 };
 
+// Faults unless the device and the code it runs offer matrix unit NEEDS (elsewhere a GPU
+// traps) and the calling thread's warp is full and of that unit's width.
+template <matrix_unit NEEDS>
+inline block_runner* matrix_warp() {
+  constexpr int lanes = matrix_unit_lanes(NEEDS);
+  block_runner* runner = current_runner();
+  if (!provides(runner->launch().matrix, NEEDS))
+    throw std::logic_error("a matrix instruction the device (or the code compiled for it) does not have: "
+                           "a GPU traps here");
+  if (runner->launch().warp_size != lanes || runner->lanes_in_warp(runner->current().warp) != lanes)
+    throw std::logic_error("this matrix operation needs a full warp of " + std::to_string(lanes) +
+                           " lanes (run at warp width " + std::to_string(lanes) + ")");
+  return runner;
+}
+
 // Publishes this lane's NA registers of A and NB of B; after the warp barrier, fragments(l)
-// reads lane l's. The warp must be exactly LANES wide and full.
-template <int LANES, int NA, int NB>
+// reads lane l's. The instruction needs matrix unit NEEDS (matrix_warp).
+template <matrix_unit NEEDS, int NA, int NB>
 class fragment_exchange {
  public:
   using lane_fragments = fragments<NA, NB>;
   static_assert(sizeof(lane_fragments) <= warp_gather_stride, "fragments must fit a lane's slot");
 
   fragment_exchange(const unsigned (&a)[NA], const unsigned (&b)[NB]) {
-    block_runner* runner = current_runner();
-    if (runner->launch().warp_size != LANES || runner->lanes_in_warp(runner->current().warp) != LANES)
-      throw std::logic_error("this matrix operation needs a full warp of " + std::to_string(LANES) +
-                             " lanes (run at warp width " + std::to_string(LANES) + ")");
+    block_runner* runner = matrix_warp<NEEDS>();
     lane_fragments mine;
     std::memcpy(mine.a, a, sizeof mine.a);
     std::memcpy(mine.b, b, sizeof mine.b);

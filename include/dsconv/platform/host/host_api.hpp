@@ -80,6 +80,11 @@ inline status set_warp_size(int width) {
 // where the dispatcher must not choose them.
 inline void set_matrix_code(bool compiled) { platform::host_detail::host_settings().matrix_code = compiled; }
 
+// With true, later launches are checked and recorded (traffic_recorder::launches, with no
+// traffic) but run no block and write nothing: for tools that list what the planners launch
+// (tools/plan_launches.cpp) without the time of emulating it.
+inline void set_plan_only(bool plan_only) { platform::host_detail::host_settings().plan_only = plan_only; }
+
 // The order of a block's threads between barriers for later launches (settings.hpp).
 inline void set_schedule(schedule s) { platform::host_detail::host_settings().thread_schedule = s; }
 inline schedule current_schedule() { return platform::host_detail::host_settings().thread_schedule.load(); }

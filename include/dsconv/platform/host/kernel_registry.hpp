@@ -62,6 +62,13 @@ class kernel_registry {
     ++r.launches;
   }
 
+  // The registered name of the kernel at `address`; empty if it is not registered.
+  std::string name_of(const void* address) {
+    std::lock_guard<std::mutex> lock(mutex_);
+    const auto it = index_.find(address);
+    return it == index_.end() ? std::string() : kernels_[it->second].name;
+  }
+
   std::vector<compiled_kernel> kernels() {
     std::lock_guard<std::mutex> lock(mutex_);
     return kernels_;

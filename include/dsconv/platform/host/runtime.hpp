@@ -105,7 +105,7 @@ class worker_pool {
 };
 
 struct launch_record {
-  std::string kernel;
+  std::string kernel;  // its registered name (with template arguments), else the launch's name
   dims grid, block;
   std::size_t shared_bytes = 0;
   traffic_counters traffic;
@@ -207,6 +207,17 @@ inline status run_grid(const launch_config& cfg, kernel_body body, const void* k
     state.pool = std::make_unique<worker_pool>(workers);
   }
   const bool counting = traffic_enabled();
+  const auto record = [&](const traffic_counters& traffic) {
+    if (!counting) return;
+    const std::string registered = registry().name_of(kernel);
+    std::lock_guard<std::mutex> lock(state.recorders_mutex);
+    for (auto* r : state.recorders)
+      r->push_back(launch_record{registered.empty() ? cfg.name : registered, cfg.grid, cfg.block, cfg.shared_bytes, traffic});
+  };
+  if (s.plan_only.load()) {
+    record(traffic_counters{});
+    return status::success;
+  }
 
   const dims grid = cfg.grid;
   const unsigned long long total = grid.volume();
@@ -229,6 +240,7 @@ inline status run_grid(const launch_config& cfg, kernel_body body, const void* k
     block.grid_dim = grid;
     block.block_dim = cfg.block;
     block.warp_size = warp;
+    block.matrix = dev.matrix;
     block.shared_bytes = cfg.shared_bytes;
     block.shared_limit = dev.shared_memory_per_block;
     block.stack_bytes = stack_bytes;
@@ -259,10 +271,7 @@ inline status run_grid(const launch_config& cfg, kernel_body body, const void* k
   state.pool->run(work, static_cast<int>(std::min<unsigned long long>(total - 1, static_cast<unsigned long long>(workers))));
   registry().ran(kernel, dev.warp_size, dev.name, schedules_of_grid(thread_schedule, launch_index, total));
 
-  if (counting) {
-    std::lock_guard<std::mutex> lock(state.recorders_mutex);
-    for (auto* r : state.recorders) r->push_back(launch_record{cfg.name, cfg.grid, cfg.block, cfg.shared_bytes, traffic});
-  }
+  record(traffic);
   if (result != status::success) return fail(result, std::string(cfg.name) + ": " + message);
   return status::success;
 }

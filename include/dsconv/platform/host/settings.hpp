@@ -111,14 +111,16 @@ struct settings {
   // (false emulates a GPU build for a target without one, e.g. CUDA for sm_75 alone).
   std::atomic<bool> matrix_code{true};
 
+  // Whether launches only plan: checked and recorded, no block run (host_api.hpp).
+  std::atomic<bool> plan_only{false};
+
   // The emulated device: the profile with the emulated warp width. Each emulated matrix unit
   // needs its vendor's width, so at any other width the device has none.
   device_properties device() {
     std::lock_guard<std::mutex> lock(mutex_);
     device_properties p = profile_;
     p.warp_size = warp_size.load();
-    const int lanes = p.matrix == matrix_unit::mma_sync ? mma_warp_lanes : mfma_wave_lanes;
-    p.matrix = usable_matrix_unit(p.matrix, matrix_code.load() && p.warp_size == lanes);
+    p.matrix = usable_matrix_unit(p.matrix, matrix_code.load() && p.warp_size == matrix_unit_lanes(p.matrix));
     return p;
   }
 

@@ -2,10 +2,12 @@
 // The warp matrix multiply-accumulate of ../warp_mma.hpp on the host platform, a
 // warp-collective operation (fragment_exchange.hpp).
 
+#include <cstring>
 #include <type_traits>
 
 #include "../../config.hpp"
 #include "../float16.hpp"
+#include "../memory_access.hpp"
 #include "fragment_exchange.hpp"
 
 namespace dsconv {
@@ -15,7 +17,7 @@ inline float round_to_tf32(float x) { return detail::round_to_tf32_soft(x); }
 
 namespace host_detail {
 
-using mma_exchange = fragment_exchange<mma_warp_lanes, 4, 2>;
+using mma_exchange = fragment_exchange<matrix_unit::mma_sync, 4, 2>;
 
 inline float tf32_bits_of(float x) { return detail::bits_float(detail::float_bits(x) & 0xffffe000u); }
 
@@ -30,10 +32,31 @@ inline void accumulate(float (&d)[4], const float (&a_rows)[2][K], const float (
 
 // Each lane rebuilds only what its outputs need: rows g and g+8 of A, which lanes 4g..4g+3
 // hold, and columns 2t and 2t+1 of B, which lanes 4 * column + 0..3 hold.
+inline void mma_16x8x8_f16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[1]) {
+  const host_detail::fragment_exchange<matrix_unit::mma_sync_f16, 2, 1> x(a, b);
+  const int g = x.lane() / 4, t = x.lane() % 4;
+  const half* type = nullptr;
+  float a_rows[2][8], b_cols[2][8];
+  for (int q = 0; q < 4; ++q)
+    for (int h = 0; h < 2; ++h) {
+      const auto fa = x.of(4 * g + q);
+      a_rows[0][2 * q + h] = host_detail::element_of(fa.a[0], h, type);
+      a_rows[1][2 * q + h] = host_detail::element_of(fa.a[1], h, type);
+      for (int col = 0; col < 2; ++col) b_cols[col][2 * q + h] = host_detail::element_of(x.of(4 * (2 * t + col) + q).b[0], h, type);
+    }
+  host_detail::accumulate(d, a_rows, b_cols);
+}
+
 template <class T>
 inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
                 "mma_16x8x16 takes half or bfloat16 operands");
+  if (std::is_same<T, half>::value && host_detail::current_runner()->launch().matrix == matrix_unit::mma_sync_f16) {
+    // What code compiled for sm_75 executes: k = 0..7, then k = 8..15.
+    mma_16x8x8_f16(d, {a[0], a[1]}, {b[0]});
+    mma_16x8x8_f16(d, {a[2], a[3]}, {b[1]});
+    return;
+  }
   const host_detail::mma_exchange x(a, b);
   const int g = x.lane() / 4, t = x.lane() % 4;
   const T* type = nullptr;
@@ -73,6 +96,25 @@ inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigne
     }
   }
   host_detail::accumulate(d, a_rows, b_cols);
+}
+
+// Each lane loads the 16-byte row its address names (lanes 8i .. 8i + 7: rows 0..7 of matrix
+// i; one request of four 8-lane phases in the bank model, as on the GPU); after the warp
+// barrier each takes its elements from the rows the others loaded.
+template <bool Trans>
+inline void ldmatrix_x4(unsigned (&r)[4], const void* row) {
+  host_detail::block_runner* runner = host_detail::matrix_warp<matrix_unit::mma_sync_f16>();
+  const auto mine = shared_load(static_cast<const vec<unsigned, 4>*>(row));
+  const unsigned char* rows = runner->warp_gather(&mine, sizeof mine);
+  const unsigned lane = runner->current().lane, g = lane / 4, t = lane % 4;
+  // 16-bit element `column` of row `row` of matrix i
+  const auto element = [rows](unsigned i, unsigned row_of, unsigned column) {
+    unsigned short e;
+    std::memcpy(&e, rows + (8 * i + row_of) * host_detail::warp_gather_stride + 2 * column, sizeof e);
+    return static_cast<unsigned>(e);
+  };
+  for (unsigned i = 0; i < 4; ++i)
+    r[i] = Trans ? element(i, 2 * t, g) | element(i, 2 * t + 1, g) << 16 : element(i, g, 2 * t) | element(i, g, 2 * t + 1) << 16;
 }
 
 }  // namespace platform

@@ -32,7 +32,7 @@ template <class T>
 inline void mfma_16x16x16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
   static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
                 "mfma_16x16x16 takes half or bfloat16 operands");
-  const host_detail::fragment_exchange<mfma_wave_lanes, 2, 2> x(a, b);
+  const host_detail::fragment_exchange<matrix_unit::mfma, 2, 2> x(a, b);
   const int i = x.lane() % 16, q = x.lane() / 16;
   const T* type = nullptr;
   // The four 16-bit elements k = 4p..4p+3 that a lane's two registers hold.
@@ -53,7 +53,7 @@ inline void mfma_16x16x16(float (&d)[4], const unsigned (&a)[2], const unsigned 
 // The same with K = 4 and one fp32 operand a lane: lanes i + 16p hold A[i][p] and B[p][i].
 inline void mfma_16x16x4_f32(float (&d)[4], float a, float b) {
   const unsigned a_reg[1] = {detail::float_bits(a)}, b_reg[1] = {detail::float_bits(b)};
-  const host_detail::fragment_exchange<mfma_wave_lanes, 1, 1> x(a_reg, b_reg);
+  const host_detail::fragment_exchange<matrix_unit::mfma, 1, 1> x(a_reg, b_reg);
   const int i = x.lane() % 16, q = x.lane() / 16;
   float b_col[4], a_rows[4][4];
   for (int p = 0; p < 4; ++p) {

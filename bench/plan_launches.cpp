@@ -1,0 +1,85 @@
+// What the planners launch for every depthwise and 1x1 layer of MobileNetV2 and
+// EfficientNet-B0 on each device profile, without running it (host platform, plan-only
+// launches): one CSV row per launch on stdout, with the profile's limits, from which
+// scripts/kernel_resources.py computes each launch's occupancy with the kernel's compiled
+// registers and static shared memory.
+//
+// Options: --device sm75,sm80,sm90,gfx906,gfx90a  --batch 1,8,32,128  --type float,half,bfloat16
+// --layout nchw,nhwc
+#include <cstdio>
+#include <stdexcept>
+#include <string>
+
+#include "support/layers.hpp"
+#include "support/options.hpp"
+
+namespace {
+
+// Buffers that stand for a layer's tensors, each as large as the largest tensor of both
+// networks at batch 128 (the dispatcher checks that they do not overlap). Plan-only launches
+// read and write none of them, so their pages are never touched.
+struct stand_ins {
+  static constexpr std::size_t floats = std::size_t(1) << 28;  // 1 GiB: 128 x 96 x 112 x 112 floats is 616 MB
+  dsconv::device_buffer<float> input, weight, bias, residual, output, workspace;
+  stand_ins() {
+    for (auto* b : {&input, &weight, &bias, &residual, &output, &workspace})
+      if (b->allocate(floats) != dsconv::status::success) throw std::runtime_error("allocation failed");
+  }
+};
+
+template <class T>
+dsconv::status plan(const dsconv_bench::layer& l, int batch, dsconv::layout lay, stand_ins& b) {
+  const auto as = [](dsconv::device_buffer<float>& buf) { return reinterpret_cast<T*>(buf.data()); };
+  if (l.depthwise())
+    return dsconv::depthwise_forward(l.depthwise_params(batch, lay), as(b.input), as(b.weight), as(b.bias), as(b.output));
+  const dsconv::pointwise_params p = l.pointwise_params(batch, lay);
+  // The workspace split_k may use, so that the heuristic chooses as it would for a user.
+  dsconv::pointwise_options options;
+  options.workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
+  options.workspace = b.workspace.data();
+  return dsconv::pointwise_forward(p, options, as(b.input), as(b.weight), as(b.bias), l.residual ? as(b.residual) : nullptr,
+                                   as(b.output));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  using dsconv_bench::options;
+  const options opt(argc, argv);
+  dsconv::host::set_plan_only(true);
+  stand_ins buffers;
+  std::printf("device,warp_size,multiprocessors,max_threads_per_multiprocessor,registers_per_multiprocessor,"
+              "shared_per_multiprocessor,shared_reserved_per_block,layer,kind,type,layout,batch,kernel,grid_blocks,"
+              "block_threads,dynamic_shared_bytes\n");
+  for (const std::string& device : options::split(opt.get("device", nullptr, "sm75,sm80,sm90,gfx906,gfx90a"))) {
+    if (dsconv::host::set_device(device.c_str()) != dsconv::status::success) {
+      std::fprintf(stderr, "unknown device profile %s\n", device.c_str());
+      return 2;
+    }
+    const dsconv::platform::device_properties d = dsconv::host::device();
+    for (const auto& l : dsconv_bench::all_layers())
+      for (const std::string& batch : options::split(opt.get("batch", nullptr, "1,8,32,128")))
+        for (const std::string& type : options::split(opt.get("type", nullptr, "float,half,bfloat16")))
+          for (const std::string& layout : options::split(opt.get("layout", nullptr, "nchw,nhwc"))) {
+            const dsconv::layout lay = layout == "nhwc" ? dsconv::layout::nhwc : dsconv::layout::nchw;
+            dsconv::host::traffic_recorder recorder;
+            const int n = std::stoi(batch);
+            const dsconv::status s = type == "half"       ? plan<dsconv::half>(l, n, lay, buffers)
+                                     : type == "bfloat16" ? plan<dsconv::bfloat16>(l, n, lay, buffers)
+                                                          : plan<float>(l, n, lay, buffers);
+            if (s != dsconv::status::success) {
+              std::fprintf(stderr, "%s %s batch %d %s %s: %s\n", device.c_str(), l.name().c_str(), n, type.c_str(),
+                           layout.c_str(), dsconv::last_error_detail());
+              return 1;
+            }
+            for (const auto& launch : recorder.launches())
+              std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu\n", device.c_str(), d.warp_size,
+                          d.multiprocessor_count, d.max_threads_per_multiprocessor, d.registers_per_multiprocessor,
+                          d.shared_memory_per_multiprocessor, d.shared_memory_reserved_per_block, l.name().c_str(),
+                          l.kind.c_str(), type.c_str(), layout.c_str(), n, launch.kernel.c_str(),
+                          static_cast<unsigned long long>(launch.grid.x) * launch.grid.y * launch.grid.z,
+                          launch.block.x * launch.block.y * launch.block.z, launch.shared_bytes);
+          }
+  }
+  return 0;
+}

@@ -1,0 +1,56 @@
+#pragma once
+// The asynchronous copies of ../async_copy.hpp on the host platform, as late as a GPU may
+// make them: a copy reads its source when issued and lands in shared memory only when a wait
+// of its thread requires it (a commit group older than the ones a wait leaves pending, or
+// any wait for all). A kernel that reads a stage before waiting for it, or waits for too few
+// groups, reads what shared memory held before: the poison of a block start, or an older
+// stage, which the tests then see.
+
+#include <cstring>
+#include <stdexcept>
+
+#include "block_runner.hpp"
+
+namespace dsconv {
+namespace platform {
+namespace host_detail {
+
+inline fiber& async_copier() {
+  block_runner* runner = current_runner();
+  if (!runner) throw std::logic_error("an asynchronous copy outside a kernel");
+  return runner->current();
+}
+
+// Issues the copy of `src_bytes` (0..16) bytes from `src` into the 16 bytes at `dst`, the
+// rest zero.
+inline void async_copy(void* dst, const void* src, int src_bytes) {
+  current_runner()->check_shared(dst, 16);
+  fiber& f = async_copier();
+  pending_copy c;
+  c.dst = static_cast<unsigned char*>(dst);
+  c.group = f.copy_groups;
+  std::memcpy(c.bytes, src, static_cast<std::size_t>(src_bytes));
+  std::memset(c.bytes + src_bytes, 0, static_cast<std::size_t>(16 - src_bytes));
+  f.pending_copies.push_back(c);
+}
+
+// Closes the group of the copies issued since the last commit.
+inline void async_copy_commit() { ++async_copier().copy_groups; }
+
+// Lands the copies of every committed group but the `pending` newest ones; with `all`, every
+// copy, committed or not.
+inline void async_copy_land(unsigned pending, bool all) {
+  fiber& f = async_copier();
+  std::size_t kept = 0;
+  for (const pending_copy& c : f.pending_copies) {
+    if (all || c.group + pending < f.copy_groups)
+      std::memcpy(c.dst, c.bytes, sizeof c.bytes);
+    else
+      f.pending_copies[kept++] = c;
+  }
+  f.pending_copies.resize(kept);
+}
+
+}  // namespace host_detail
+}  // namespace platform
+}  // namespace dsconv
