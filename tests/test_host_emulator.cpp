@@ -240,6 +240,31 @@ TEST_CASE("one worker runs blocks in order; several workers run every block exac
   CHECK(dsconv::host::set_worker_count(0) == status::invalid_size);
 }
 
+TEST_CASE("plan-only launches are checked and recorded and run nothing", "[emulator]") {
+  std::vector<std::atomic<int>> runs(4);
+  const auto kernel = pf::registered<count_block_runs>();
+  status planned, refused;
+  std::vector<dsconv::host::launch_record> recorded;
+  {
+    dsconv::host::traffic_recorder recorder;
+    dsconv::host::set_plan_only(true);
+    planned = pf::launch(kernel, config({4}, {64}), runs.data());
+    refused = pf::launch(kernel, config({4}, {4096}), runs.data());
+    dsconv::host::set_plan_only(false);
+    recorded = recorder.launches();
+  }
+  CHECK(planned == status::success);
+  CHECK(refused == status::invalid_launch_config);
+  for (const auto& r : runs) CHECK(r.load() == 0);
+  REQUIRE(recorded.size() == 1);
+  CHECK(recorded[0].kernel.find("count_block_runs") != std::string::npos);  // the registered name
+  CHECK(recorded[0].grid.x == 4);
+  CHECK(recorded[0].block.x == 64);
+  // The same launch, planned no more, runs.
+  REQUIRE(pf::launch(kernel, config({4}, {64}), runs.data()) == status::success);
+  for (const auto& r : runs) CHECK(r.load() == 1);
+}
+
 TEST_CASE("the warp width is configurable to any power of two up to 64", "[emulator]") {
   settings_guard restore;
   for (int bad : {0, -32, 3, 48, 128}) CHECK(dsconv::host::set_warp_size(bad) == status::invalid_size);

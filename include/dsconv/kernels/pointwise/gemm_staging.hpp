@@ -49,48 +49,57 @@ struct operand_tile {
   // The first element of this thread's run j; the run's elements follow it in memory.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int run_start(int tid, int j) { return (tid + j * THREADS) * V; }
 
-  // Loads this thread's share of the tile whose corner is (row0, col0) of a rows x cols matrix
-  // whose non-contiguous dimension has stride `stride` (its rows aligned to V elements when
-  // V > 1); `convert` turns an element (zero outside the matrix) into the staged value.
+  // This thread's run j of the tile whose corner is (row0, col0) of a rows x cols matrix whose
+  // non-contiguous dimension has stride `stride`: its place in the tile, its first element's
+  // offset in the matrix, and how many of its V elements lie inside the matrix.
+  struct placed_run {
+    tile_position t;
+    index_t offset;
+    int inside;
+  };
+  static DSCONV_DEVICE DSCONV_FORCEINLINE placed_run place(int tid, int j, index_t row0, index_t col0, index_t rows,
+                                                         index_t cols, index_t stride) {
+    const tile_position t = position(run_start(tid, j));
+    const index_t r = row0 + t.r, c = col0 + t.c;
+    const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
+    const bool line_inside = ColsContiguous ? r < rows : c < cols;
+    const index_t left = line_inside && along < extent ? extent - along : 0;
+    return placed_run{t, ColsContiguous ? r * stride + c : r + c * stride, static_cast<int>(left < V ? left : V)};
+  }
+
+  // Loads this thread's share of the tile (rows aligned to V elements when V > 1); `convert`
+  // turns an element (zero outside the matrix) into the staged value.
   template <class T, class Stage, class Convert>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch(Stage (&regs)[per_thread], const T* base, index_t row0, index_t col0,
                                                      index_t rows, index_t cols, index_t stride, int tid,
                                                      Convert convert) {
     DSCONV_UNROLL
     for (int j = 0; j < runs; ++j) {
-      const tile_position t = position(run_start(tid, j));
-      const index_t r = row0 + t.r, c = col0 + t.c;
-      const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
-      const bool line_inside = ColsContiguous ? r < rows : c < cols;
-      const T* p = base + (ColsContiguous ? r * stride + c : r + c * stride);
-      if (V > 1 && line_inside && along + V <= extent) {
+      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
+      const T* p = base + run.offset;
+      if (V > 1 && run.inside == V) {
         const platform::vec<T, V> x = platform::load_vec<V>(p);
         DSCONV_UNROLL
         for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
       } else {
         DSCONV_UNROLL
-        for (int e = 0; e < V; ++e)
-          regs[j * V + e] = convert(line_inside && along + e < extent ? platform::load(p + e) : T(0.f));
+        for (int e = 0; e < V; ++e) regs[j * V + e] = convert(e < run.inside ? platform::load(p + e) : T(0.f));
       }
     }
   }
 
   // The same share copied straight to shared memory, asynchronously where the target can
-  // (platform/async_copy.hpp): run j to place(row, col), its 16 bytes zero past the matrix.
-  template <class T, class Place>
+  // (platform/async_copy.hpp): run j to at(row, col), its 16 bytes zero past the matrix.
+  template <class T, class At>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void copy_runs(const T* base, index_t row0, index_t col0, index_t rows,
-                                                         index_t cols, index_t stride, int tid, Place place) {
+                                                         index_t cols, index_t stride, int tid, At at) {
     static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
     DSCONV_UNROLL
     for (int j = 0; j < runs; ++j) {
-      const tile_position t = position(run_start(tid, j));
-      const index_t r = row0 + t.r, c = col0 + t.c;
-      const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
-      const bool line_inside = ColsContiguous ? r < rows : c < cols;
-      const index_t inside = line_inside && along < extent ? (extent - along < V ? extent - along : V) : 0;
+      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
       // (a valid address where nothing is read: the matrix itself)
-      const T* p = inside ? base + (ColsContiguous ? r * stride + c : r + c * stride) : base;
-      platform::async_copy_16(place(t.r, t.c), p, static_cast<int>(inside * static_cast<index_t>(sizeof(T))));
+      const T* p = run.inside ? base + run.offset : base;
+      platform::async_copy_16(at(run.t.r, run.t.c), p, run.inside * static_cast<int>(sizeof(T)));
     }
   }
 
