@@ -237,13 +237,15 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
   const int oh = p.out_h(), ow = p.out_w();
   depthwise_tile t{};
   t.channels = static_cast<int>(32 / sizeof(T));
+  // A staged pixel: 32 bytes of channels, as in memory (16-bit types are not widened).
+  constexpr long long pixel_floats = 32 / sizeof(float);
   t.row_stride = static_cast<int>(pitch);
   // Pixels per row: whole groups of 32 threads (a thread per staged channel).
   t.row_slots = static_cast<int>(round_up(ow, shared_banks / t.channels));
   t.channel_slots = 1;
   const long long groups = ceil_div(p.c, t.channels);
-  const long long fixed = (taps + 1) * t.channels;
-  const long long whole = band_input_rows(p, oh) * pitch * t.channels;  // staged floats of one whole map
+  const long long fixed = taps * nhwc_weight_pitch(t.channels) + t.channels;  // weights and bias
+  const long long whole = band_input_rows(p, oh) * pitch * pixel_floats;  // shared floats of one whole map
   if (whole + fixed <= floats) {
     long long nb = ceil_div(depthwise_outputs_per_block, static_cast<long long>(oh) * ow * t.channels);
     const long long fit = (floats - fixed) / whole;
@@ -254,15 +256,15 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
     t.rows = oh;
   } else {
     t.images = 1;
-    t.rows = rows_fitting(p, pitch * t.channels, fixed, floats);
+    t.rows = rows_fitting(p, pitch * pixel_floats, fixed, floats);
     if (t.rows < 1) return false;
     t.rows = rows_for_parallelism(t.rows, oh, p.n * groups, dev);
   }
   t.in_rows = band_input_rows(p, t.rows);
-  t.plane_stride = static_cast<int>(t.in_rows * pitch * t.channels);
+  t.plane_stride = static_cast<int>(t.in_rows * pitch * t.channels);  // staged elements of T
   t.vector = vector_width<T>(input, p.c);
   return finish_plan(t, ceil_div(p.n, t.images) * groups, ceil_div(oh, t.rows),
-                     t.images * static_cast<long long>(t.plane_stride) + fixed, dev, out);
+                     t.images * t.in_rows * pitch * pixel_floats + fixed, dev, out);
 }
 
 template <class T>

@@ -1,10 +1,13 @@
 #pragma once
-// Depthwise NHWC, shared-memory tiled (fp32 tiles arrive by asynchronous copy on sm_80+). A block computes a band of full-width output rows of
+// Depthwise NHWC, shared-memory tiled. A block computes a band of full-width output rows of
 // one image (or whole maps of several images, when maps are small, so its weights are read
 // once for all of them) for a group of channels worth 32 bytes (one sector per pixel), so
-// neighbouring blocks never share a sector. Its input rows (each pixel's channel group) are staged once
-// in shared memory, vector-loaded where alignment allows; pad pixels are staged as zeros and
-// the taps read shared memory without bounds checks. Requires multiplier 1.
+// neighbouring blocks never share a sector. Its input rows (each pixel's channel group) are
+// staged once in shared memory as they are in memory (16-bit types stay 16-bit: half the
+// shared memory of widening them, so more blocks fit a multiprocessor, and whole 16-byte
+// stores), by asynchronous copy where alignment allows (cp.async on sm_80+); pad pixels are
+// staged as zeros and the taps read shared memory without bounds checks, widening to fp32.
+// Requires multiplier 1.
 
 #include <type_traits>
 
@@ -43,15 +46,20 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int phase_pitch = pitch / phases;
 
   const int image_stage = t.plane_stride;
-  float* staged = pf::dynamic_shared<float>();    // [images][in_rows][pitch][cs]
-  float* w_s = staged + t.images * image_stage;   // [taps][cs]
-  float* b_s = w_s + taps * cs;                 // [cs]
+  T* staged = pf::dynamic_shared<T>();  // [images][in_rows][pitch][cs]
+  // [taps][w_pitch], then [cs] (cs elements of T are 32 bytes: the floats start aligned)
+  const int w_pitch = detail::nhwc_weight_pitch(cs);
+  float* w_s = reinterpret_cast<float*>(staged + t.images * image_stage);
+  float* b_s = w_s + taps * w_pitch;
 
-  // Weights are [c][taps] in memory; staged tap-major so a thread's channel is contiguous.
+  // Weights are [c][taps] in memory, loaded in that order (coalesced); staged tap-major so a
+  // thread's channel is contiguous, taps w_pitch = cs + 1 words apart: consecutive threads
+  // store consecutive taps of a channel in distinct banks (cs apart, a 16-bit type's 16
+  // channels were a 16-way conflict), and the taps still read consecutive words.
   // (Loops over staged elements walk their coordinates: detail::for_each_strided.)
   const T* block_weights = weight + static_cast<index_t>(c0) * taps;
   detail::for_each_strided<2>(cc_count * taps, {taps}, tid, threads, [&](const auto& at) {
-    pf::shared_store(w_s + at[0] * cs + at.outer(), to_float(pf::load(block_weights + at.outer() * taps + at[0])));
+    pf::shared_store(w_s + at[0] * w_pitch + at.outer(), to_float(pf::load(block_weights + at.outer() * taps + at[0])));
   });
   for (int c = tid; c < cc_count; c += threads) pf::shared_store(b_s + c, bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
 
@@ -64,25 +72,16 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
     const int bi = at.outer(), r = at[0], xs = at[1], c = at[2] * v;
     const int iy = iy0 + r, ix = xs - s.pad_w;
     const T* image = input + static_cast<index_t>(b0 + bi) * s.h * row_pitch + c0;
-    float* d = staged + bi * image_stage + (r * pitch + detail::staged_column<phases>(xs, phase_pitch)) * cs + c;
+    T* d = staged + bi * image_stage + (r * pitch + detail::staged_column<phases>(xs, phase_pitch)) * cs + c;
     const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
     const T* p = image + iy * row_pitch + static_cast<index_t>(ix) * s.c + c;
-    if (std::is_same<T, float>::value && v == 4) {
-      // fp32 needs no conversion: copy straight into shared memory (asynchronously on
-      // sm_80+), zero-filling padding pixels and channels past C (from a valid address,
-      // the input, which is not read then).
+    if (v * static_cast<int>(sizeof(T)) == 16) {
+      // 16 bytes straight into shared memory (asynchronously on sm_80+), zero-filling padding
+      // pixels and channels past C (from a valid address, the input, which is not read then).
       const bool valid = inside && c < cc_count;
-      pf::async_copy_16(d, reinterpret_cast<const float*>(valid ? p : input), valid ? 16 : 0);
-    } else if (v == 4 && inside && c < cc_count) {
-      const auto x = pf::load_vec<4>(p);
-DSCONV_UNROLL
-      for (int j = 0; j < 4; ++j) pf::shared_store(d + j, to_float(x[j]));
-    } else if (v == 8 && inside && c < cc_count) {
-      const auto x = pf::load_vec<8>(p);
-DSCONV_UNROLL
-      for (int j = 0; j < 8; ++j) pf::shared_store(d + j, to_float(x[j]));
+      pf::async_copy_16(d, valid ? p : input, valid ? 16 : 0);
     } else {
-      for (int j = 0; j < v; ++j) pf::shared_store(d + j, inside && c + j < cc_count ? to_float(pf::load(p + j)) : 0.f);
+      for (int j = 0; j < v; ++j) pf::shared_store(d + j, inside && c + j < cc_count ? pf::load(p + j) : T(0.f));
     }
   });
   pf::async_copy_wait();
@@ -93,8 +92,8 @@ DSCONV_UNROLL
   detail::for_each_strided<4>(i_count * rows * t.row_slots * cs, {rows, t.row_slots, cs}, tid, threads, [&](const auto& at) {
     const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
     if (c >= cc_count || ox >= ow) return;
-    const float* window = staged + bi * image_stage + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
-    const float acc = detail::window_sum<K, phases>(window, pitch * cs, cs, phase_pitch * cs, w_s + c, cs, kh, kw, dh, dw);
+    const T* window = staged + bi * image_stage + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
+    const float acc = detail::window_sum<K, phases>(window, pitch * cs, cs, phase_pitch * cs, w_s + c, w_pitch, kh, kw, dh, dw);
     T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox) * s.c + c0 + c;
     pf::store(dst, from_float<T>(detail::activate(acc + pf::shared_load(b_s + c), s.act)));
   });

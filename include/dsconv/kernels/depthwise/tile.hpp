@@ -28,7 +28,7 @@ struct depthwise_tile {
   int in_rows;        // staged input rows of a full band: (rows - 1) * stride + (kernel - 1) * dilation + 1
   int row_stride;     // staged row pitch in pixels: w + 2 * pad_w (the padding is staged as
                       // zeros), rounded up to whole column phases (see staged_column)
-  int plane_stride;   // floats from one staged plane (NCHW) or image (NHWC) to the next
+  int plane_stride;   // staged elements (NCHW: floats; NHWC: the input type) from one staged plane (NCHW) or image (NHWC) to the next
   int row_slots;      // threads (NCHW) or pixels (NHWC) per output row: the row's width rounded
                       // up so that no 32 consecutive threads straddle two rows (see below)
   int channel_slots;  // NCHW: channels side by side in 32 threads (rows of 16 or fewer outputs)
@@ -39,6 +39,10 @@ struct depthwise_tile {
 // consecutive words (strided filters read by column phase); a row ends at a group boundary
 // (row_slots), and NCHW rows of 16 or fewer share a group with the same row of the next
 // channels, whose staged planes start row_slots banks apart (plane_stride).
+
+// NHWC weights are staged tap-major, a tap's `channels` floats padded to an odd count of
+// words, so that storing a channel's taps (consecutive threads) meets no bank conflict.
+DSCONV_HOST_DEVICE constexpr int nhwc_weight_pitch(int channels) { return channels + 1; }
 
 // Staged column of padded input column `x`: phase by phase for the specialised strided
 // kernels (Phases = S > 1), in order otherwise. `phase_pitch` = row_stride / Phases.
@@ -63,11 +67,12 @@ struct window_geometry {
 };
 
 // The window sum of one output: `in` points at the window's top-left staged element (its
-// column phase 0 for a phased row), `w` at the first tap's weight (both in shared memory). K
-// (and Phases) are compile-time where the variant is specialised, tap kx then lies at column
-// kx / Phases of phase kx % Phases; K == 0 takes the sizes from the arguments (unphased rows).
-template <int K, int Phases>
-DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const float* in, int row_step, int col_step, int phase_step,
+// column phase 0 for a phased row; staged as float, or as the input's 16-bit type, widened
+// here), `w` at the first tap's weight (both in shared memory). K (and Phases) are
+// compile-time where the variant is specialised, tap kx then lies at column kx / Phases of
+// phase kx % Phases; K == 0 takes the sizes from the arguments (unphased rows).
+template <int K, int Phases, class S>
+DSCONV_DEVICE DSCONV_FORCEINLINE float window_sum(const S* in, int row_step, int col_step, int phase_step,
                                                   const float* w, int w_step, int kh, int kw, int dh, int dw) {
   float acc = 0.f;
   if (K) {
@@ -75,12 +80,12 @@ DSCONV_UNROLL
     for (int ky = 0; ky < (K ? K : 1); ++ky)
 DSCONV_UNROLL
       for (int kx = 0; kx < (K ? K : 1); ++kx)
-        acc += platform::shared_load(in + ky * row_step + (kx / Phases) * col_step + (kx % Phases) * phase_step) *
+        acc += to_float(platform::shared_load(in + ky * row_step + (kx / Phases) * col_step + (kx % Phases) * phase_step)) *
                platform::shared_load(w + (ky * K + kx) * w_step);
   } else {
     for (int ky = 0; ky < kh; ++ky)
       for (int kx = 0; kx < kw; ++kx)
-        acc += platform::shared_load(in + ky * dh * row_step + kx * dw * col_step) *
+        acc += to_float(platform::shared_load(in + ky * dh * row_step + kx * dw * col_step)) *
                platform::shared_load(w + (ky * kw + kx) * w_step);
   }
   return acc;
