@@ -122,6 +122,13 @@ DSCONV_KERNEL void async_copy_groups(const float* in, float* early, float* late)
   }
 }
 
+// A copy whose source is 4 bytes off 16-byte alignment: cp.async faults on that.
+DSCONV_KERNEL void misaligned_async_copy(const float* in) {
+  DSCONV_SHARED_ARRAY(float, tile, [8]);
+  pf::async_copy_16(tile, in + 1, 16);
+  pf::async_copy_wait();
+}
+
 // One warp loads four 8x8 matrices of 16-bit values with ldmatrix (transposed if Trans). Lane
 // l owns row l % 8 of matrix l / 8, element c of it holding 8 * l + c, and stores it at a
 // scattered shared row (3l mod 32), whose address it passes; it writes the four registers it
@@ -353,6 +360,15 @@ TEST_CASE("asynchronous copies complete by commit group", "[platform]") {
 #endif
   }
 }
+
+#if defined(DSCONV_PLATFORM_HOST)
+TEST_CASE("asynchronous copies between misaligned addresses fault, as cp.async does", "[platform]") {
+  dsconv::device_buffer<float> in;
+  REQUIRE(in.allocate(16) == dsconv::status::success);
+  CHECK(pf::launch(misaligned_async_copy, config({1}, {1}), in.data()) == dsconv::status::kernel_fault);
+  CHECK(std::string(dsconv::last_error_detail()).find("16-byte aligned") != std::string::npos);
+}
+#endif
 
 template <bool Trans>
 void check_ldmatrix() {

@@ -6,6 +6,7 @@
 // groups, reads what shared memory held before: the poison of a block start, or an older
 // stage, which the tests then see.
 
+#include <cstdint>
 #include <cstring>
 #include <stdexcept>
 
@@ -25,6 +26,9 @@ inline fiber& async_copier() {
 // rest zero.
 inline void async_copy(void* dst, const void* src, int src_bytes) {
   current_runner()->check_shared(dst, 16);
+  if (reinterpret_cast<std::uintptr_t>(dst) % 16 || reinterpret_cast<std::uintptr_t>(src) % 16)
+    throw std::logic_error("an asynchronous 16-byte copy between addresses not both 16-byte aligned");
+  if (src_bytes < 0 || src_bytes > 16) throw std::logic_error("an asynchronous copy of more than 16 bytes");
   fiber& f = async_copier();
   pending_copy c;
   c.dst = static_cast<unsigned char*>(dst);

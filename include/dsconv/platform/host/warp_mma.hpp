@@ -2,7 +2,9 @@
 // The warp matrix multiply-accumulate of ../warp_mma.hpp on the host platform, a
 // warp-collective operation (fragment_exchange.hpp).
 
+#include <cstdint>
 #include <cstring>
+#include <stdexcept>
 #include <type_traits>
 
 #include "../../config.hpp"
@@ -104,6 +106,7 @@ inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigne
 template <bool Trans>
 inline void ldmatrix_x4(unsigned (&r)[4], const void* row) {
   host_detail::block_runner* runner = host_detail::matrix_warp<matrix_unit::mma_sync_f16>();
+  if (reinterpret_cast<std::uintptr_t>(row) % 16) throw std::logic_error("ldmatrix: a row address not 16-byte aligned");
   const auto mine = shared_load(static_cast<const vec<unsigned, 4>*>(row));
   const unsigned char* rows = runner->warp_gather(&mine, sizeof mine);
   const unsigned lane = runner->current().lane, g = lane / 4, t = lane % 4;
