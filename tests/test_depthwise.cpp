@@ -299,3 +299,51 @@ TEMPLATE_TEST_CASE("depthwise: the tiled kernels' taps read shared memory withou
     }
 }
 #endif
+
+TEMPLATE_TEST_CASE("depthwise NHWC: bands of partial rows where a band of full rows would be short", "[depthwise][shapes]",
+                   float, dsconv::half) {
+  // Rows of about 1000 pixels: three padded rows of 32 bytes of channels fill more shared
+  // memory than any device profile gives a block, so the planner tiles the rows
+  // (dispatch/depthwise_plan.hpp). The specialised and the generic kernel, both strides,
+  // dilation, several images and channel groups, last tiles narrower than the others.
+  for (dsconv::depthwise_params p : {make_params(1, 20, 9, 1000, 3, 3, 1, 1, 1, 1, 1, 1, 1),
+                                     make_params(2, 8, 11, 999, 5, 5, 2, 2, 2, 2, 1, 1, 1),
+                                     make_params(1, 40, 10, 1001, 3, 5, 1, 2, 2, 3, 2, 2, 1)}) {
+    p.data_layout = layout::nhwc;
+    INFO(describe(p) << ", device " << current_device().name);
+    dsconv::detail::depthwise_plan plan;
+    REQUIRE(dsconv::detail::plan_nhwc_tiled(p, current_device(), static_cast<const TestType*>(nullptr), plan));
+    CHECK(plan.tile.cols < p.out_w());
+    check_depthwise<TestType>(p, true);
+  }
+}
+
+#if defined(DSCONV_PLATFORM_HOST)
+TEMPLATE_TEST_CASE("depthwise: the tiled plans keep a multiprocessor busy on every layer and device profile",
+                   "[depthwise][occupancy]", float, dsconv::half) {
+  // The target: a multiprocessor holds 4 of a plan's blocks at once by its shared memory, or
+  // blocks of half the threads it can hold, or as many as the grid has per multiprocessor.
+  // (Registers do not bind here: the kernels' launch bounds ask for 4 blocks.)
+  for (const dsconv::platform::device_properties& dev : dsconv::host::device_profiles())
+    for (const int batch : {1, 8, 32, 128})
+      for (const layer_row& r : network_layers) {
+        if (r.kind != layer_kind::dw || r.cout != r.cin) continue;
+        for (const layout data_layout : all_layouts) {
+          dsconv::depthwise_params p =
+              make_params(batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad, r.pad, 1, 1, 1);
+          p.data_layout = data_layout;
+          dsconv::detail::depthwise_plan plan;
+          const TestType* x = nullptr;
+          REQUIRE((data_layout == layout::nchw ? dsconv::detail::plan_nchw_tiled(p, dev, x, plan)
+                                               : dsconv::detail::plan_nhwc_tiled(p, dev, x, plan)));
+          const long long blocks = static_cast<long long>(plan.grid.x) * plan.grid.y;
+          const long long per_multiprocessor = (blocks + dev.multiprocessor_count - 1) / dev.multiprocessor_count;
+          const long long resident =
+              static_cast<long long>(dev.shared_memory_per_multiprocessor / (plan.shared_bytes + dev.shared_memory_reserved_per_block));
+          const long long threads = resident * dsconv::detail::depthwise_block_threads;
+          INFO(describe(p) << ", device " << dev.name << ": " << resident << " resident of " << blocks << " blocks");
+          CHECK((resident >= 4 || 2 * threads >= dev.max_threads_per_multiprocessor || resident >= per_multiprocessor));
+        }
+      }
+}
+#endif

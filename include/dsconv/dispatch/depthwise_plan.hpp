@@ -50,12 +50,14 @@ inline int rows_fitting(const depthwise_params& p, long long floats_per_row, lon
 }
 
 // Fewer rows per band when the grid would leave multiprocessors idle (two blocks each),
-// but never bands shorter than 4 rows, whose halo re-reads would dominate.
+// but never bands shorter than 4 rows, whose halo re-reads would dominate; then bands of
+// even height (as many as `rows` makes, so the last is not a sliver staging a whole halo).
 inline int rows_for_parallelism(int rows, int out_h, long long blocks_per_band, const platform::device_properties& dev) {
   const long long wanted_bands = ceil_div(2LL * dev.multiprocessor_count, blocks_per_band);
   const int rows_wanted = static_cast<int>(ceil_div(out_h, wanted_bands));
   const int floor_rows = rows < 4 ? rows : 4;
-  return rows_wanted < rows ? (rows_wanted > floor_rows ? rows_wanted : floor_rows) : rows;
+  if (rows_wanted < rows) rows = rows_wanted > floor_rows ? rows_wanted : floor_rows;
+  return static_cast<int>(ceil_div(out_h, ceil_div(out_h, rows)));
 }
 
 template <class T>
@@ -75,35 +77,38 @@ inline std::size_t budget(const platform::device_properties& dev, int resident) 
   return b;
 }
 
-// Shared memory all blocks of a plan stage: what they read from global memory, but for padding.
-inline long long staged_total(const depthwise_plan& plan) {
-  return static_cast<long long>(plan.grid.x) * plan.grid.y * static_cast<long long>(plan.shared_bytes);
+// Blocks of `shared_bytes` each that one multiprocessor's shared memory holds at once.
+inline long long resident_by_shared_memory(const platform::device_properties& dev, std::size_t shared_bytes) {
+  return static_cast<long long>(dev.shared_memory_per_multiprocessor / (shared_bytes + dev.shared_memory_reserved_per_block));
 }
 
-// A plan (plan(floats, out): a block fills at most `floats` of shared memory) that lets the
-// grid's blocks be resident depthwise_resident_blocks to a multiprocessor, as far as the grid
-// has blocks for them: a block loads, waits at one barrier, then computes, so with one
-// resident block memory would idle while it computes. Planned first with the largest budget
-// (bands re-read the fewest halo rows); again with a multiprocessor's share for 4, 3 or 2
-// blocks when that grid has blocks for them, taking the first whose blocks read at most
-// `depthwise_occupancy_traffic` more (shorter bands re-read more halo rows; small maps read
-// their weights once per image group).
-inline constexpr double depthwise_occupancy_traffic = 1.02;
+// Blocks a multiprocessor should hold at once for a grid of `blocks`: depthwise_resident_blocks,
+// or fewer where fewer already make half the threads a multiprocessor can hold (two on a
+// Turing SM), and never more than the grid gives each multiprocessor.
+inline long long resident_target(const platform::device_properties& dev, long long blocks) {
+  const long long half_threads = ceil_div(dev.max_threads_per_multiprocessor / 2, depthwise_block_threads);
+  long long target = half_threads < depthwise_resident_blocks ? half_threads : depthwise_resident_blocks;
+  const long long per_multiprocessor = ceil_div(blocks, dev.multiprocessor_count > 0 ? dev.multiprocessor_count : 1);
+  target = per_multiprocessor < target ? per_multiprocessor : target;
+  return target > 1 ? target : 1;
+}
+
+// A plan (plan(floats, out): a block fills at most `floats` of shared memory) whose blocks a
+// multiprocessor holds resident_target at a time: a block loads, waits at one barrier, then
+// computes, so with one resident block memory would idle while it computes. Planned first
+// with the largest budget (the fewest halo re-reads); then, while its blocks are too large
+// for the target its grid sets, again within a multiprocessor's share for the target (a
+// smaller plan has more blocks, so the target can grow: at most once per resident block).
+// The planners keep the smaller plans' halos small with tall bands (NHWC: of partial width).
 template <class Plan>
 bool plan_for_occupancy(const platform::device_properties& dev, Plan plan, depthwise_plan& out) {
-  const std::size_t largest = budget(dev, 1);
-  if (!plan(static_cast<long long>(largest / sizeof(float)), out)) return false;
-  const long long blocks = static_cast<long long>(out.grid.x) * out.grid.y;
-  const long long per_multiprocessor = ceil_div(blocks, dev.multiprocessor_count > 0 ? dev.multiprocessor_count : 1);
-  for (int resident = depthwise_resident_blocks; resident > 1; --resident) {
-    const std::size_t share = budget(dev, resident);
-    if (resident > per_multiprocessor || share >= largest) continue;
+  if (!plan(static_cast<long long>(budget(dev, 1) / sizeof(float)), out)) return false;
+  for (int pass = 1; pass < depthwise_resident_blocks; ++pass) {
+    const long long target = resident_target(dev, static_cast<long long>(out.grid.x) * out.grid.y);
+    if (resident_by_shared_memory(dev, out.shared_bytes) >= target) break;
     depthwise_plan smaller;
-    if (plan(static_cast<long long>(share / sizeof(float)), smaller) &&
-        staged_total(smaller) <= depthwise_occupancy_traffic * staged_total(out)) {
-      out = smaller;
-      break;
-    }
+    if (!plan(static_cast<long long>(budget(dev, static_cast<int>(target)) / sizeof(float)), smaller)) break;
+    out = smaller;
   }
   return true;
 }
@@ -151,11 +156,21 @@ inline bool finish_plan(const depthwise_tile& t, long long gx, long long gy, lon
 
 inline long long gcd(long long a, long long b) { return b ? gcd(b, a % b) : a; }
 
-// Halves `count` while the grid (`blocks` of the current count) leaves multiprocessors idle.
-template <class Blocks>
-long long shrink_for_parallelism(long long count, const platform::device_properties& dev, Blocks blocks) {
-  while (count > 1 && blocks(count) < 2LL * dev.multiprocessor_count) count = (count + 1) / 2;
-  return count;
+// The largest count from `count` down to `floor` that `keep` accepts and whose grid (`blocks`
+// of it) gives every multiprocessor two blocks; `floor` where none does.
+template <class Blocks, class Keep>
+long long shrink_for_parallelism(long long count, long long floor, const platform::device_properties& dev, Blocks blocks,
+                                 Keep keep) {
+  for (long long x = count; x > floor; --x)
+    if (keep(x) && blocks(x) >= 2LL * dev.multiprocessor_count) return x;
+  return floor;
+}
+inline bool any_count(long long) { return true; }
+
+inline long long power_of_two_below(long long x) {  // the largest power of two <= x (x >= 1)
+  long long p = 1;
+  while (p * 2 <= x) p *= 2;
+  return p;
 }
 
 // NCHW: whole planes when they fit, grouped as channels x images (channels first in whole
@@ -195,15 +210,26 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
     const long long fit = floats / (whole + taps + 1);
     long long planes = ceil_div(depthwise_outputs_per_block, out_plane);
     planes = planes < fit ? planes : fit;
-    // Channels whose planes fill whole 32-byte sectors, so blocks never share a sector.
-    const long long plane_bytes = static_cast<long long>(p.h) * p.w * static_cast<long long>(sizeof(T));
-    long long g = 32 / gcd(32, plane_bytes);
-    g = g < p.c ? g : p.c;
-    g = g < planes ? g : planes;
+    // Channels whose input and output planes fill whole 32-byte sectors, so blocks never share
+    // a sector (both counts are powers of two: the larger is a multiple of the other).
+    const long long in_group = 32 / gcd(32, static_cast<long long>(p.h) * p.w * static_cast<long long>(sizeof(T)));
+    const long long out_group = 32 / gcd(32, out_plane * static_cast<long long>(sizeof(T)));
+    long long sector_group = in_group > out_group ? in_group : out_group;
+    sector_group = sector_group < p.c ? sector_group : p.c;
+    // Channel counts that keep blocks' ranges aligned: whole sector groups, or a power of two
+    // below one (a block's planes then start on as large a power of two as they can).
+    auto aligned = [&](long long x) { return x % sector_group == 0 || (x < sector_group && (x & (x - 1)) == 0); };
+    auto align_down = [&](long long x) { return x >= sector_group ? x - x % sector_group : power_of_two_below(x); };
+    long long g = align_down(sector_group < planes ? sector_group : planes);
     long long nb = planes / g < p.n ? planes / g : p.n;
-    if (nb == p.n && planes / nb > g) g = planes / nb < p.c ? planes / nb : p.c;
-    nb = shrink_for_parallelism(nb, dev, [&](long long x) { return ceil_div(p.c, g) * ceil_div(p.n, x); });
-    g = shrink_for_parallelism(g, dev, [&](long long x) { return ceil_div(p.c, x) * ceil_div(p.n, nb); });
+    if (nb == p.n && planes / nb > g) g = align_down(planes / nb < p.c ? planes / nb : p.c);
+    // More blocks where the grid is small: fewer channels down to a sector group, then fewer
+    // images (each image group reads the weights again), then fewer channels (any count: the
+    // blocks' ranges are then shorter than a sector).
+    auto blocks = [&](long long channels, long long images) { return ceil_div(p.c, channels) * ceil_div(p.n, images); };
+    g = shrink_for_parallelism(g, sector_group < g ? sector_group : g, dev, [&](long long x) { return blocks(x, nb); }, aligned);
+    nb = shrink_for_parallelism(nb, 1, dev, [&](long long x) { return blocks(g, x); }, any_count);
+    g = shrink_for_parallelism(g, 1, dev, [&](long long x) { return blocks(x, nb); }, any_count);
     // Whole groups of side-by-side channels, so no thread idles for a missing channel.
     if (g > channel_slots) g -= g % channel_slots;
     t.channels = static_cast<int>(g);
@@ -218,6 +244,7 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
     t.rows = rows_for_parallelism(t.rows, oh, static_cast<long long>(p.n) * p.c, dev);
     t.plane_stride = static_cast<int>(band_input_rows(p, t.rows) * pitch);
   }
+  t.cols = ow;  // full rows: contiguous in memory
   t.in_rows = band_input_rows(p, t.rows);
   t.row_slots = static_cast<int>(slots);
   t.channel_slots = static_cast<int>(channel_slots);
@@ -226,44 +253,78 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
                      t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }
 
+// Input columns `cols` output columns need.
+inline int tile_input_cols(const depthwise_params& p, int cols) {
+  return (cols - 1) * p.stride_w + (p.kernel_w - 1) * p.dilation_w + 1;
+}
+
+// Input rows (or columns) inside the image that tiles of `tile` of the `outputs` output rows
+// (columns) read, summed over the tiles: a tiling's input traffic is the product of both.
+inline long long tiles_read_extent(int outputs, int tile, int stride, int kernel, int dilation, int pad, int size) {
+  long long total = 0;
+  for (int o0 = 0; o0 < outputs; o0 += tile) {
+    const int last = (o0 + tile < outputs ? o0 + tile : outputs) - 1;
+    const int lo = o0 * stride - pad, hi = last * stride - pad + (kernel - 1) * dilation + 1;
+    const int inside = (hi < size ? hi : size) - (lo > 0 ? lo : 0);
+    total += inside > 0 ? inside : 0;
+  }
+  return total;
+}
+
 // NHWC: 32 bytes of channels per block; whole maps of several images when they fit, else
-// bands of full rows of one image.
+// bands of one image: of full rows, or, where a band of full rows would be short (its halo
+// rows a large part of it), of the partial rows that stage the fewest pixels per output.
 template <class T>
 bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
                             long long floats, depthwise_plan& out) {
   if (p.multiplier != 1 || p.data_layout != layout::nhwc) return false;
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
-  const long long pitch = staged_row_pitch(p);
   const int oh = p.out_h(), ow = p.out_w();
   depthwise_tile t{};
   t.channels = static_cast<int>(32 / sizeof(T));
   // A staged pixel: 32 bytes of channels, as in memory (16-bit types are not widened).
   constexpr long long pixel_floats = 32 / sizeof(float);
-  t.row_stride = static_cast<int>(pitch);
   // Pixels per row: whole groups of 32 threads (a thread per staged channel).
-  t.row_slots = static_cast<int>(round_up(ow, shared_banks / t.channels));
+  const int slot_group = shared_banks / t.channels;
   t.channel_slots = 1;
   const long long groups = ceil_div(p.c, t.channels);
   const long long fixed = taps * nhwc_weight_pitch(t.channels) + t.channels;  // weights and bias
-  const long long whole = band_input_rows(p, oh) * pitch * pixel_floats;  // shared floats of one whole map
+  const long long full_pitch = staged_row_pitch(p);
+  const long long whole = band_input_rows(p, oh) * full_pitch * pixel_floats;  // shared floats of one whole map
+  long long pitch = full_pitch;
+  t.cols = ow;
   if (whole + fixed <= floats) {
     long long nb = ceil_div(depthwise_outputs_per_block, static_cast<long long>(oh) * ow * t.channels);
     const long long fit = (floats - fixed) / whole;
     nb = nb < fit ? nb : fit;
     nb = nb < p.n ? nb : p.n;
-    nb = shrink_for_parallelism(nb, dev, [&](long long x) { return groups * ceil_div(p.n, x); });
+    nb = shrink_for_parallelism(nb, 1, dev, [&](long long x) { return groups * ceil_div(p.n, x); }, any_count);
     t.images = static_cast<int>(nb);
     t.rows = oh;
   } else {
+    // Tiles of ow / k columns (whole row-slot groups) for k = 1, 2, ...: the one whose blocks
+    // read the fewest input pixels, full rows (k = 1) unless a narrower tile reads fewer.
     t.images = 1;
-    t.rows = rows_fitting(p, pitch * pixel_floats, fixed, floats);
+    t.rows = 0;
+    long long best = 0;
+    for (int k = 1; k == 1 || ceil_div(ow, k - 1) > slot_group; ++k) {
+      const int cols = static_cast<int>(k == 1 ? ow : round_up(ceil_div(ow, k), slot_group));
+      const long long cols_pitch = k == 1 ? full_pitch : round_up(tile_input_cols(p, cols), staged_phases(p));
+      int rows = rows_fitting(p, cols_pitch * pixel_floats, fixed, floats);
+      if (rows < 1) continue;
+      rows = rows_for_parallelism(rows, oh, p.n * groups * ceil_div(ow, cols), dev);
+      const long long read = tiles_read_extent(oh, rows, p.stride_h, p.kernel_h, p.dilation_h, p.pad_h, p.h) *
+                             tiles_read_extent(ow, cols, p.stride_w, p.kernel_w, p.dilation_w, p.pad_w, p.w);
+      if (t.rows == 0 || read < best) best = read, t.rows = rows, t.cols = cols, pitch = cols_pitch;
+    }
     if (t.rows < 1) return false;
-    t.rows = rows_for_parallelism(t.rows, oh, p.n * groups, dev);
   }
+  t.row_stride = static_cast<int>(pitch);
+  t.row_slots = static_cast<int>(round_up(t.cols, slot_group));
   t.in_rows = band_input_rows(p, t.rows);
   t.plane_stride = static_cast<int>(t.in_rows * pitch * t.channels);  // staged elements of T
   t.vector = vector_width<T>(input, p.c);
-  return finish_plan(t, ceil_div(p.n, t.images) * groups, ceil_div(oh, t.rows),
+  return finish_plan(t, ceil_div(p.n, t.images) * groups, ceil_div(oh, t.rows) * ceil_div(ow, t.cols),
                      t.images * t.in_rows * pitch * pixel_floats + fixed, dev, out);
 }
 

@@ -1,7 +1,8 @@
 #pragma once
-// Depthwise NHWC, shared-memory tiled. A block computes a band of full-width output rows of
-// one image (or whole maps of several images, when maps are small, so its weights are read
-// once for all of them) for a group of channels worth 32 bytes (one sector per pixel), so
+// Depthwise NHWC, shared-memory tiled. A block computes a band of output rows of one image
+// (full-width, or of partial rows where a multiprocessor's share of shared memory holds only
+// short bands of full rows), or whole maps of several images when maps are small (so its
+// weights are read once for all of them), for a group of channels worth 32 bytes (one sector per pixel), so
 // neighbouring blocks never share a sector. Its input rows (each pixel's channel group) are
 // staged once in shared memory as they are in memory (16-bit types stay 16-bit: half the
 // shared memory of widening them, so more blocks fit a multiprocessor, and whole 16-byte
@@ -36,11 +37,11 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int c0 = static_cast<int>(pf::block_idx().x % groups) * t.channels;
   const int cc_count = s.c - c0 < t.channels ? s.c - c0 : t.channels;
   const int cs = t.channels;  // staged channel stride
-  const int oy0 = static_cast<int>(pf::block_idx().y) * t.rows;
-  const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
-  const int iy0 = oy0 * sh - s.pad_h;
+  const detail::tile_origin o(t, s.out_h, s.out_w, static_cast<int>(pf::block_idx().y));
+  const int oy0 = o.oy0, ox0 = o.ox0, rows = o.rows, cols = o.cols;
+  const int iy0 = oy0 * sh - s.pad_h, ix0 = ox0 * sw - s.pad_w;  // input row and column of staged (0, 0)
   const int in_rows = (rows - 1) * sh + (kh - 1) * dh + 1;
-  const int rw = s.w + 2 * s.pad_w;  // padded row: staged columns 0 .. rw - 1
+  const int in_cols = (cols - 1) * sw + (kw - 1) * dw + 1;
   const int pitch = t.row_stride;
   constexpr int phases = S > 1 ? S : 1;  // column phases of a staged row (tile.hpp)
   const int phase_pitch = pitch / phases;
@@ -68,9 +69,10 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int v = t.vector;  // channels per load: 1, or 16 bytes' worth when C and the pointer allow
   const int per_pixel = cs / v;
   // Coordinates (image, staged row, staged column, vector of channels).
-  detail::for_each_strided<4>(i_count * in_rows * rw * per_pixel, {in_rows, rw, per_pixel}, tid, threads, [&](const auto& at) {
+  detail::for_each_strided<4>(i_count * in_rows * in_cols * per_pixel, {in_rows, in_cols, per_pixel}, tid, threads,
+                              [&](const auto& at) {
     const int bi = at.outer(), r = at[0], xs = at[1], c = at[2] * v;
-    const int iy = iy0 + r, ix = xs - s.pad_w;
+    const int iy = iy0 + r, ix = ix0 + xs;
     const T* image = input + static_cast<index_t>(b0 + bi) * s.h * row_pitch + c0;
     T* d = staged + bi * image_stage + (r * pitch + detail::staged_column<phases>(xs, phase_pitch)) * cs + c;
     const bool inside = iy >= 0 && iy < s.h && ix >= 0 && ix < s.w;
@@ -91,10 +93,10 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int ow = s.out_w;
   detail::for_each_strided<4>(i_count * rows * t.row_slots * cs, {rows, t.row_slots, cs}, tid, threads, [&](const auto& at) {
     const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
-    if (c >= cc_count || ox >= ow) return;
+    if (c >= cc_count || ox >= cols) return;
     const T* window = staged + bi * image_stage + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
     const float acc = detail::window_sum<K, phases>(window, pitch * cs, cs, phase_pitch * cs, w_s + c, w_pitch, kh, kw, dh, dw);
-    T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox) * s.c + c0 + c;
+    T* dst = output + ((static_cast<index_t>(b0 + bi) * s.out_h + oy0 + oy) * ow + ox0 + ox) * s.c + c0 + c;
     pf::store(dst, from_float<T>(detail::activate(acc + pf::shared_load(b_s + c), s.act)));
   });
 }

@@ -24,10 +24,13 @@ struct depthwise_tile {
   int channels;       // channels per block (NHWC: 32 bytes of them, one sector per pixel)
   int images;         // images per block: > 1 only when a band is the whole map, so that
                       // small maps give a block enough work and weights are read fewer times
-  int rows;           // output rows per block (a band of full-width rows)
+  int rows;           // output rows per block (a band of rows)
+  int cols;           // output columns per block: the whole row, but for NHWC bands too large
+                      // to stage a multiprocessor's share of them (tiles of partial rows)
   int in_rows;        // staged input rows of a full band: (rows - 1) * stride + (kernel - 1) * dilation + 1
-  int row_stride;     // staged row pitch in pixels: w + 2 * pad_w (the padding is staged as
-                      // zeros), rounded up to whole column phases (see staged_column)
+  int row_stride;     // staged row pitch in pixels: the input columns of `cols` outputs with
+                      // their padding (staged as zeros), rounded up to whole column phases
+                      // (see staged_column)
   int plane_stride;   // staged elements (NCHW: floats; NHWC: the input type) from one staged plane (NCHW) or image (NHWC) to the next
   int row_slots;      // threads (NCHW) or pixels (NHWC) per output row: the row's width rounded
                       // up so that no 32 consecutive threads straddle two rows (see below)
@@ -39,6 +42,19 @@ struct depthwise_tile {
 // consecutive words (strided filters read by column phase); a row ends at a group boundary
 // (row_slots), and NCHW rows of 16 or fewer share a group with the same row of the next
 // channels, whose staged planes start row_slots banks apart (plane_stride).
+
+// The outputs of block row `by` (grid.y): its band of rows and tile of columns.
+struct tile_origin {
+  int oy0, ox0;    // first output row and column
+  int rows, cols;  // how many, fewer than the tile's at the map's last edges
+  DSCONV_DEVICE tile_origin(const depthwise_tile& t, int out_h, int out_w, int by) {
+    const int col_tiles = (out_w + t.cols - 1) / t.cols;  // (once per block)
+    oy0 = by / col_tiles * t.rows;
+    ox0 = by % col_tiles * t.cols;
+    rows = out_h - oy0 < t.rows ? out_h - oy0 : t.rows;
+    cols = out_w - ox0 < t.cols ? out_w - ox0 : t.cols;
+  }
+};
 
 // NHWC weights are staged tap-major, a tap's `channels` floats padded to an odd count of
 // words, so that storing a channel's taps (consecutive threads) meets no bank conflict.
