@@ -271,10 +271,7 @@ TEMPLATE_TEST_CASE("depthwise: input, weight, bias and output misaligned by one 
 TEMPLATE_TEST_CASE("depthwise: the tiled kernels' taps read shared memory without bank conflicts on every network layer",
                    "[depthwise][banks][network]", float, dsconv::half) {
   // Every depthwise shape of both networks (channels capped at 64: the threads' mapping does
-  // not depend on them beyond that) at batch 1 and 4 on the device profile. NHWC always; NCHW
-  // where an output row is whole 32-byte sectors (elsewhere the planner keeps threads on
-  // outputs in order for whole-sector stores and pads the staged rows only where cheap:
-  // dispatch/depthwise_plan.hpp).
+  // not depend on them beyond that) at batch 1 and 4 on the device profile, both layouts.
   for (const int batch : {1, 4})
     for (const layer_row& r : network_layers) {
       if (r.kind != layer_kind::dw) continue;
@@ -282,7 +279,6 @@ TEMPLATE_TEST_CASE("depthwise: the tiled kernels' taps read shared memory withou
         dsconv::depthwise_params p = make_params(batch, r.cin < 64 ? r.cin : 64, r.h_in, r.h_in, r.k, r.k, r.stride,
                                                  r.stride, r.pad, r.pad, 1, 1, 1);
         p.data_layout = data_layout;
-        if (data_layout == layout::nchw && p.out_w() * sizeof(TestType) % 32 != 0) continue;
         INFO(describe(p) << ", device " << current_device().name);
         const std::size_t outputs = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
         const device_input<TestType> x(random_tensor<TestType>(static_cast<std::size_t>(p.n) * p.c * p.h * p.w));

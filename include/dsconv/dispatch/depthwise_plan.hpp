@@ -125,23 +125,29 @@ inline long long staged_row_pitch(const depthwise_params& p) {
   return round_up(static_cast<long long>(p.w) + 2LL * p.pad_w, staged_phases(p));
 }
 
-// `floats` rounded up to the next value congruent to `residue` modulo the bank count; when
-// not `required`, only if that costs at most an eighth more.
-inline long long padded(long long floats, long long residue, bool required = false) {
+// `floats` rounded up to the next value congruent to `residue` modulo the bank count.
+inline long long padded(long long floats, long long residue) {
   const long long banks = shared_banks;
-  const long long aligned = floats + ((residue - floats) % banks + banks) % banks;
-  return required || aligned - floats <= floats / 8 ? aligned : floats;
+  return floats + ((residue - floats) % banks + banks) % banks;
 }
 
-// NCHW threads taking outputs in order read, at a tap, the staged rows of `ow` consecutive
-// outputs and then the next output row's, S staged rows further: conflict-free when those
-// S rows are as many banks apart as the `ow` outputs. The smallest such pitch (whole column
-// phases) within an eighth more than `pitch`, else `pitch`.
-inline long long padded_row_pitch(const depthwise_params& p, long long pitch, int ow) {
-  const int phases = staged_phases(p);
-  for (long long r = pitch; r - pitch <= pitch / 8; r += phases)
-    if ((r * p.stride_h - ow) % shared_banks == 0) return r;
-  return pitch;
+// Stacked NCHW rows: the 32 threads of a group take 32 / slots consecutive output rows of one
+// plane (`slots` >= ow threads per row), which at every tap read staged rows stride * pitch
+// words apart, `ow` consecutive words (of one column phase) each: free of bank conflicts
+// when those words never share a bank. The smallest such pitch (whole column phases) from
+// `pitch` up to four times it, or 0 if there is none.
+inline long long stacked_row_pitch(const depthwise_params& p, long long pitch, int ow, long long slots) {
+  const long long stacked = shared_banks / slots;
+  for (long long r = pitch; r <= 4 * pitch; r += staged_phases(p)) {
+    const long long d = r * p.stride_h % shared_banks;  // bank distance of consecutive rows
+    bool disjoint = true;
+    for (long long k = 1; k < stacked && disjoint; ++k) {
+      const long long gap = k * d % shared_banks;  // rows k apart: ow banks each, `gap` apart
+      disjoint = gap >= ow && shared_banks - gap >= ow;
+    }
+    if (disjoint) return r;
+  }
+  return 0;
 }
 
 // Stores a plan whose grid the device can launch; false otherwise.
@@ -185,27 +191,31 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   const int oh = p.out_h(), ow = p.out_w();
   const long long out_plane = static_cast<long long>(oh) * ow;
   depthwise_tile t{};
-  // Threads to outputs (tile.hpp). Row slots make every tap free of bank conflicts: a row per
-  // whole group of 32 threads, or rows of 16 or fewer side by side with the next channels'.
-  // But a row that does not end on a 32-byte boundary would then leave a partial sector per
-  // row in each store request; there, threads take the outputs in order (store requests of
-  // whole sectors), with the staged rows and planes padded, where that costs at most an
-  // eighth more shared memory, so that 32 consecutive outputs still read 32 banks.
+  // Threads to outputs (tile.hpp), so that every tap is free of bank conflicts: a row per
+  // whole group of 32 threads, or rows of 16 or fewer stacked in a group, several rows of
+  // the plane (their stores one contiguous range), with the staged rows padded to a pitch
+  // that keeps them in distinct banks (stacked_row_pitch); where a row is whole 32-byte
+  // sectors, rows of 16 or fewer side by side with the same row of the next channels
+  // instead (planes padded, not rows: less shared memory).
   const bool sector_rows = ow * static_cast<long long>(sizeof(T)) % 32 == 0;
-  long long slots = ow, channel_slots = 1;
-  if (sector_rows && ow <= shared_banks / 2) {
+  long long slots = round_up(ow, shared_banks), channel_slots = 1;
+  if (ow <= shared_banks / 2) {
     for (slots = 1; slots < ow;) slots *= 2;
-    channel_slots = shared_banks / slots;
-  } else if (sector_rows) {
-    slots = round_up(ow, shared_banks);
-  } else {
-    pitch = padded_row_pitch(p, pitch, ow);
+    if (sector_rows) {
+      channel_slots = shared_banks / slots;
+    } else {
+      long long stacked_pitch = 0;
+      for (; slots < shared_banks && !(stacked_pitch = stacked_row_pitch(p, pitch, ow, slots));) slots *= 2;
+      if (stacked_pitch) pitch = stacked_pitch;
+    }
   }
   t.row_stride = static_cast<int>(pitch);
-  // A whole staged plane; planes side by side in a group start `slots` banks apart, planes
-  // whose outputs follow each other start as many banks apart as the outputs.
+  // A whole staged plane; planes side by side in a group start `slots` banks apart; planes
+  // of stacked rows continue their rows' spacing (the next plane's first row where the
+  // plane's row out_h would be), as a group of threads may take the last rows of one plane
+  // and the first of the next.
   long long whole = band_input_rows(p, oh) * pitch;
-  whole = padded(whole, channel_slots > 1 ? slots : out_plane, channel_slots > 1);
+  if (slots < shared_banks) whole = padded(whole, channel_slots > 1 ? slots : oh * p.stride_h * pitch);
   if (whole + taps + 1 <= floats) {
     const long long fit = floats / (whole + taps + 1);
     long long planes = ceil_div(depthwise_outputs_per_block, out_plane);

@@ -34,14 +34,17 @@ struct depthwise_tile {
   int plane_stride;   // staged elements (NCHW: floats; NHWC: the input type) from one staged plane (NCHW) or image (NHWC) to the next
   int row_slots;      // threads (NCHW) or pixels (NHWC) per output row: the row's width rounded
                       // up so that no 32 consecutive threads straddle two rows (see below)
-  int channel_slots;  // NCHW: channels side by side in 32 threads (rows of 16 or fewer outputs)
+  int channel_slots;  // NCHW: channels side by side in 32 threads (rows of 16 or fewer outputs,
+                      // whole sectors), else 1
   int vector;         // elements per global load: 16 bytes' worth when alignment allows, else 1
 };
-// Threads map to outputs so that the 32 threads of a bank-conflict group read 32 consecutive
-// words at every tap: consecutive output columns of one row, whose staged inputs are
+// Threads map to outputs so that the 32 threads of a bank-conflict group read 32 distinct
+// banks at every tap: consecutive output columns of one row, whose staged inputs are
 // consecutive words (strided filters read by column phase); a row ends at a group boundary
-// (row_slots), and NCHW rows of 16 or fewer share a group with the same row of the next
-// channels, whose staged planes start row_slots banks apart (plane_stride).
+// (row_slots). NCHW rows of 16 or fewer share a group either with the next rows of their
+// plane, staged at a row pitch that keeps each row's words in banks of their own, or (rows
+// of whole sectors) with the same row of the next channels, whose staged planes start
+// row_slots banks apart (plane_stride).
 
 // The outputs of block row `by` (grid.y): its band of rows and tile of columns.
 struct tile_origin {
