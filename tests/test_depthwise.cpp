@@ -343,3 +343,24 @@ TEMPLATE_TEST_CASE("depthwise: the tiled plans keep a multiprocessor busy on eve
       }
 }
 #endif
+
+#if defined(DSCONV_PLATFORM_HOST)
+TEMPLATE_TEST_CASE("depthwise NCHW: vector loads are staged in distinct banks", "[depthwise][banks]", float,
+                   dsconv::half) {
+  // No padding (every staged word comes from a vector load; zero padding has stores of its
+  // own) and rows of whole vectors, both strides: each thread's V stores start at its own
+  // element (staging_rotation), or threads a bank period apart would meet in a bank.
+  for (dsconv::depthwise_params p :
+       {make_params(2, 8, 16, 64, 3, 3, 1, 1, 0, 0, 1, 1, 1), make_params(2, 8, 17, 64, 3, 3, 2, 2, 0, 0, 1, 1, 1)}) {
+    INFO(describe(p) << ", device " << current_device().name);
+    const device_input<TestType> x(random_tensor<TestType>(static_cast<std::size_t>(p.n) * p.c * p.h * p.w));
+    const device_input<TestType> w(random_tensor<TestType>(static_cast<std::size_t>(p.c) * p.kernel_h * p.kernel_w));
+    guarded_output<TestType> y(static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w());
+    dsconv::host::traffic_recorder recorder;
+    REQUIRE(dsconv::depthwise_forward(p, dsconv::depthwise_options{dsconv::depthwise_variant::nchw_tiled}, x.data(),
+                                      w.data(), static_cast<const TestType*>(nullptr), y.data()) == status::success);
+    REQUIRE(recorder.launches().size() == 1);
+    CHECK(recorder.launches().front().traffic.shared_stores.conflict_factor() <= 1.1);
+  }
+}
+#endif

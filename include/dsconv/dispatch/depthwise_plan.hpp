@@ -281,6 +281,17 @@ inline long long tiles_read_extent(int outputs, int tile, int stride, int kernel
   return total;
 }
 
+// NHWC staged row pitch in pixels (32 bytes: 8 banks) for `cols` staged columns: whole
+// column phases; with two phases, a phase pitch of 2 modulo 4 pixels, so that the pixels a
+// group's copies write at once (consecutive input columns, half of them in each phase) fill
+// distinct banks.
+inline long long nhwc_row_pitch(const depthwise_params& p, long long cols) {
+  long long pitch = round_up(cols, staged_phases(p));
+  if (staged_phases(p) == 2)
+    while (pitch / 2 % 4 != 2) pitch += 2;
+  return pitch;
+}
+
 // NHWC: 32 bytes of channels per block; whole maps of several images when they fit, else
 // bands of one image: of full rows, or, where a band of full rows would be short (its halo
 // rows a large part of it), of the partial rows that stage the fewest pixels per output.
@@ -299,7 +310,7 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
   t.channel_slots = 1;
   const long long groups = ceil_div(p.c, t.channels);
   const long long fixed = taps * nhwc_weight_pitch(t.channels) + t.channels;  // weights and bias
-  const long long full_pitch = staged_row_pitch(p);
+  const long long full_pitch = nhwc_row_pitch(p, static_cast<long long>(p.w) + 2LL * p.pad_w);
   const long long whole = band_input_rows(p, oh) * full_pitch * pixel_floats;  // shared floats of one whole map
   long long pitch = full_pitch;
   t.cols = ow;
@@ -319,7 +330,7 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
     long long best = 0;
     for (int k = 1; k == 1 || ceil_div(ow, k - 1) > slot_group; ++k) {
       const int cols = static_cast<int>(k == 1 ? ow : round_up(ceil_div(ow, k), slot_group));
-      const long long cols_pitch = k == 1 ? full_pitch : round_up(tile_input_cols(p, cols), staged_phases(p));
+      const long long cols_pitch = k == 1 ? full_pitch : nhwc_row_pitch(p, tile_input_cols(p, cols));
       int rows = rows_fitting(p, cols_pitch * pixel_floats, fixed, floats);
       if (rows < 1) continue;
       rows = rows_for_parallelism(rows, oh, p.n * groups * ceil_div(ow, cols), dev);

@@ -7,6 +7,8 @@
 // shared memory with coalesced (vector where aligned) loads; the zero padding is written
 // around it, and the taps read shared memory without any bounds check. Multiplier 1.
 
+#include <type_traits>
+
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
@@ -81,20 +83,27 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
     return staged + (at.outer() * g_count + at[0]) * plane_stage + (ry0 - iy0 + at[1]) * pitch +
            detail::staged_column<phases>(s.pad_w + at[2] + k, phase_pitch);
   };
+  // A vector of V elements: loaded at once, stored word by word in the order that keeps the
+  // group's stores in distinct banks (tile.hpp: staging_rotation).
+  auto stage_vector = [&](auto vector_size) {
+    constexpr int V = decltype(vector_size)::value;
+    const int first = detail::staging_rotation<V, phases>(tid);
+    detail::for_each_strided<4>(count, ranges, tid * V, threads * V, [&](const auto& at) {
+      const auto v = pf::load_vec<V>(source(at));
+      float f[V];
+      DSCONV_UNROLL
+      for (int k = 0; k < V; ++k) f[k] = to_float(v[k]);
+      detail::rotate_left<V>(f, first);
+      DSCONV_UNROLL
+      for (int k = 0; k < V; ++k) pf::shared_store(place(at, (k + first) % V), f[k]);
+    });
+  };
+  // The planner checked that rows are a multiple of the vector and the input is 16-byte
+  // aligned, so no vector crosses a row or a plane.
   if (t.vector == 4) {
-    // The planner checked that rows are a multiple of 4 elements and the input is 16-byte
-    // aligned, so no vector crosses a row or a plane.
-    detail::for_each_strided<4>(count, ranges, tid * 4, threads * 4, [&](const auto& at) {
-      const auto v = pf::load_vec<4>(source(at));
-      DSCONV_UNROLL
-      for (int k = 0; k < 4; ++k) pf::shared_store(place(at, k), to_float(v[k]));
-    });
+    stage_vector(std::integral_constant<int, 4>{});
   } else if (t.vector == 8) {
-    detail::for_each_strided<4>(count, ranges, tid * 8, threads * 8, [&](const auto& at) {
-      const auto v = pf::load_vec<8>(source(at));
-      DSCONV_UNROLL
-      for (int k = 0; k < 8; ++k) pf::shared_store(place(at, k), to_float(v[k]));
-    });
+    stage_vector(std::integral_constant<int, 8>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads,
                                 [&](const auto& at) { pf::shared_store(place(at, 0), to_float(pf::load(source(at)))); });

@@ -70,6 +70,34 @@ DSCONV_DEVICE DSCONV_FORCEINLINE int staged_column(int x, int phase_pitch) {
   return Phases > 1 ? (x % Phases) * phase_pitch + x / Phases : x;
 }
 
+// Staging V consecutive input elements per thread (one vector load) as V word stores: at the
+// k-th store the threads of a group write words V apart (per column phase V / Phases apart),
+// so threads a bank period apart would meet in one bank (a V / Phases-way conflict). Each
+// thread starts instead at element staging_rotation(lane) (a whole number of phases, so all
+// threads of a step write one phase) and goes on cyclically: the k-th stores of the group
+// then fill every bank once.
+template <int V, int Phases>
+DSCONV_DEVICE DSCONV_FORCEINLINE int staging_rotation(int lane) {
+  constexpr int per_phase = V / Phases;             // words a thread writes to one phase
+  constexpr int period = shared_banks / per_phase;  // threads between two in the same banks
+  return Phases * (lane % shared_banks / period % per_phase);
+}
+
+// `v` rotated left by `by` (v[(k + by) % V] moves to k): a barrel of selects with fixed
+// indices, since indexing registers by a run-time value puts them in local memory on a GPU.
+template <int V>
+DSCONV_DEVICE DSCONV_FORCEINLINE void rotate_left(float (&v)[V], int by) {
+DSCONV_UNROLL
+  for (int step = 1; step < V; step *= 2) {
+    const bool on = (by & step) != 0;
+    float r[V];
+DSCONV_UNROLL
+    for (int k = 0; k < V; ++k) r[k] = on ? v[(k + step) % V] : v[k];
+DSCONV_UNROLL
+    for (int k = 0; k < V; ++k) v[k] = r[k];
+  }
+}
+
 // Filter geometry of a tiled kernel: compile-time where the variant is specialised (K and
 // S non-zero, no dilation), from the shape otherwise.
 template <int K, int S>
