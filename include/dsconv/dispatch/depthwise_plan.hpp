@@ -131,6 +131,17 @@ inline long long padded(long long floats, long long residue) {
   return floats + ((residue - floats) % banks + banks) % banks;
 }
 
+// NCHW threads taking outputs in order (the stores of a group of 32 threads whole sectors)
+// read, at a tap, the staged rows of `ow` consecutive outputs, then the next output row's,
+// stride * pitch words further: 32 consecutive outputs read 32 consecutive banks when
+// stride * pitch is ow modulo the bank count. The smallest such pitch (whole column phases)
+// from `pitch` up to five times it, or 0 if there is none.
+inline long long in_order_row_pitch(const depthwise_params& p, long long pitch, int ow) {
+  for (long long r = pitch; r <= 5 * pitch; r += staged_phases(p))
+    if ((r * p.stride_h - ow) % shared_banks == 0) return r;
+  return 0;
+}
+
 // Stacked NCHW rows: the 32 threads of a group take 32 / slots consecutive output rows of one
 // plane (`slots` >= ow threads per row), which at every tap read staged rows stride * pitch
 // words apart, `ow` consecutive words (of one column phase) each: free of bank conflicts
@@ -191,15 +202,21 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   const int oh = p.out_h(), ow = p.out_w();
   const long long out_plane = static_cast<long long>(oh) * ow;
   depthwise_tile t{};
-  // Threads to outputs (tile.hpp), so that every tap is free of bank conflicts: a row per
-  // whole group of 32 threads, or rows of 16 or fewer stacked in a group, several rows of
-  // the plane (their stores one contiguous range), with the staged rows padded to a pitch
-  // that keeps them in distinct banks (stacked_row_pitch); where a row is whole 32-byte
-  // sectors, rows of 16 or fewer side by side with the same row of the next channels
-  // instead (planes padded, not rows: less shared memory).
+  // Threads to outputs (tile.hpp), so that every tap is free of bank conflicts. Where a row
+  // is whole 32-byte sectors: a row per whole group of 32 threads, rows of 16 or fewer side by
+  // side with the same row of the next channels (planes padded). Elsewhere a group's stores
+  // are whole sectors only if threads take the outputs in order: so they do, at a row pitch
+  // that keeps 32 consecutive outputs' taps in distinct banks (in_order_row_pitch), where
+  // one exists within five times the row; else rows of 16 or fewer stacked in a group,
+  // several rows of the plane, at a pitch that keeps each row's banks apart
+  // (stacked_row_pitch), and longer rows in whole groups.
   const bool sector_rows = ow * static_cast<long long>(sizeof(T)) % 32 == 0;
   long long slots = round_up(ow, shared_banks), channel_slots = 1;
-  if (ow <= shared_banks / 2) {
+  const long long in_order_pitch = sector_rows ? 0 : in_order_row_pitch(p, pitch, ow);
+  if (in_order_pitch) {
+    slots = ow;
+    pitch = in_order_pitch;
+  } else if (ow <= shared_banks / 2) {
     for (slots = 1; slots < ow;) slots *= 2;
     if (sector_rows) {
       channel_slots = shared_banks / slots;
@@ -211,11 +228,11 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   }
   t.row_stride = static_cast<int>(pitch);
   // A whole staged plane; planes side by side in a group start `slots` banks apart; planes
-  // of stacked rows continue their rows' spacing (the next plane's first row where the
-  // plane's row out_h would be), as a group of threads may take the last rows of one plane
-  // and the first of the next.
+  // of stacked or in-order rows continue their rows' spacing (the next plane's first row where
+  // the plane's row out_h would be), as a group of threads may take the last rows of one
+  // plane and the first of the next.
   long long whole = band_input_rows(p, oh) * pitch;
-  if (slots < shared_banks) whole = padded(whole, channel_slots > 1 ? slots : oh * p.stride_h * pitch);
+  if (slots % shared_banks != 0) whole = padded(whole, channel_slots > 1 ? slots : oh * p.stride_h * pitch);
   if (whole + taps + 1 <= floats) {
     const long long fit = floats / (whole + taps + 1);
     long long planes = ceil_div(depthwise_outputs_per_block, out_plane);
