@@ -34,8 +34,9 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int g_count = s.c - c0 < t.channels ? s.c - c0 : t.channels;
   const int i_count = s.n - b0 < t.images ? s.n - b0 : t.images;
   const int planes = g_count * i_count;  // staged plane j: image b0 + j / g_count, channel c0 + j % g_count
-  const int oy0 = static_cast<int>(pf::block_idx().y) * t.rows;
-  const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;
+  // A band of full rows (NCHW tiles are never narrower than the map: cols == out_w).
+  const detail::tile_origin o(t, s.out_h, s.out_w, static_cast<int>(pf::block_idx().y));
+  const int oy0 = o.oy0, rows = o.rows;
   const int iy0 = oy0 * sh - s.pad_h;  // input row of staged row 0 (negative in the top padding)
   const int in_rows = (rows - 1) * sh + (kh - 1) * dh + 1;
   const int pitch = t.row_stride, plane_stage = t.plane_stride;
