@@ -3,30 +3,43 @@
 
 Inputs (one or more, recognised by content):
   - the JSON of dsconv_bench (--benchmark_out=FILE --benchmark_out_format=json, or
-    --benchmark_format=json on stdout). Writes <out>/bench.md (per layer and batch: dsconv
-    time, baseline time, speedup, % of the measured copy bandwidth) and, from a GPU run,
-    <out>/speedup.png (speedup per layer per batch) and <out>/roofline.png (achieved
-    throughput against the copy-bandwidth roof); from a host-platform run, where times are
-    those of the CPU emulation, <out>/traffic.png (global-memory traffic against the minimum).
+    --benchmark_format=json on stdout), plain or gzipped; several files (the chunks of one
+    run, as scripts/gpu_check.sh writes them) make one report, a benchmark found twice taken
+    from the later file. Writes <out>/bench.md (per layer and batch: dsconv time, baseline
+    time, speedup, % of the measured copy bandwidth; summaries per operation, type and layout
+    and per network and batch; benchmarks of other name forms, such as backward or fused-block
+    cases, in a table of their own) and <out>/bench.csv, and, from a GPU run,
+    <out>/speedup.png (speedup per layer per batch), <out>/bandwidth.png (dsconv's percent of
+    the copy bandwidth per layer per batch) and <out>/roofline.png (achieved throughput
+    against the copy-bandwidth roof); from a host-platform run, where times are those of the
+    CPU emulation, <out>/traffic.png (global-memory traffic against the minimum).
   - the main job's results/layers.csv (dsconv_layers). Writes <out>/layers_traffic.png:
     traffic against the minimum per layer, from the host platform's counters.
+Options: --notes FILE (Markdown included in bench.md after its header; repeatable),
+--clocks FILE (nvidia-smi samples as scripts/gpu_check.sh writes them: summarised in bench.md).
 
-Usage: scripts/report.py INPUT [INPUT ...] [--out DIR]   (default DIR: the first input's folder)
-Needs Python 3 and matplotlib (Debian: python3-matplotlib).
+Usage: scripts/report.py INPUT [INPUT ...] [--out DIR] [--notes FILE] [--clocks FILE]
+(default DIR: the first input's folder). Needs Python 3; the charts need matplotlib (Debian:
+python3-matplotlib), without which only the tables are written.
 """
 
 import argparse
 import csv
+import gzip
 import json
 import math
 import os
+import re
 import statistics
 import sys
 
-import matplotlib
+try:
+    import matplotlib
 
-matplotlib.use("Agg")  # files only: no display needed
-import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
+    matplotlib.use("Agg")  # files only: no display needed
+    import matplotlib.pyplot as plt  # noqa: E402  (must follow the backend choice)
+except ImportError:  # tables only (a GPU machine may have no matplotlib)
+    matplotlib = plt = None
 
 TIME_UNIT_TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 TYPES = ["float", "half", "bfloat16"]
@@ -40,8 +53,9 @@ LAYOUTS = ["nchw", "nhwc"]
 class BenchResult:
     """One benchmark (op/shape/batch/type/layout/implementation): median time and counters."""
 
-    def __init__(self, key):
+    def __init__(self, key, name=""):
         self.key = key
+        self.name = name
         self.time_us = None
         self.counters = {}
         self.label = ""
@@ -62,29 +76,29 @@ def parse_name(name):
 COUNTER_KEYS = ("bytes", "flops", "GB/s", "GFLOP/s", "bw_pct", "sectors", "sectors/req", "traffic/min")
 
 
-def load_bench_json(path):
-    """Returns (context, {key: BenchResult}) with keys (op, shape, batch, type, layout, impl).
+def open_text(path):
+    return gzip.open(path, "rt") if path.endswith(".gz") else open(path)
+
+
+def load_one_bench_json(data):
+    """{run name: BenchResult} of one dsconv_bench JSON document.
 
     The median aggregate of a benchmark is used where there is one (runs with repetitions);
     otherwise the median over its iteration entries."""
-    with open(path) as f:
-        data = json.load(f)
     runs, medians, results = {}, {}, {}
     for b in data.get("benchmarks", []):
-        key = parse_name(b.get("run_name", b.get("name", "")))
-        if key is None:
-            continue
-        r = results.setdefault(key, BenchResult(key))
+        name = b.get("run_name", b.get("name", ""))
+        r = results.setdefault(name, BenchResult(parse_name(name) or name, name))
         if b.get("error_occurred"):
             r.error = b.get("error_message", "error")
             continue
         if b.get("run_type") == "aggregate":
             if b.get("aggregate_name") == "median":
-                medians[key] = b
+                medians[name] = b
         else:
-            runs.setdefault(key, []).append(b)
-    for key, r in results.items():
-        entries = [medians[key]] if key in medians else runs.get(key, [])
+            runs.setdefault(name, []).append(b)
+    for name, r in results.items():
+        entries = [medians[name]] if name in medians else runs.get(name, [])
         if not entries:
             continue
         times = [e["real_time"] * TIME_UNIT_TO_US.get(e.get("time_unit", "ns"), 1e-3) for e in entries]
@@ -94,7 +108,44 @@ def load_bench_json(path):
             if values:
                 r.counters[c] = statistics.median(values)
         r.label = entries[0].get("label", "")
-    return data.get("context", {}), results
+    return results
+
+
+def load_bench_json(paths):
+    """Returns (context, {key: BenchResult}, {name: BenchResult}) over the files `paths`: keys
+    (op, shape, batch, type, layout, impl) for the layer benchmarks, run names for benchmarks
+    of other name forms. The context is the first file's, with the copy bandwidth the median
+    of the files' (and dsconv_copy_bandwidth_range, their range, where they differ)."""
+    context, results, others, copies = {}, {}, {}, []
+    for path in paths:
+        with open_text(path) as f:
+            data = json.load(f)
+        for k, v in data.get("context", {}).items():
+            context.setdefault(k, v)
+        copy = float(data.get("context", {}).get("dsconv_copy_bandwidth_GBps", 0) or 0)
+        if copy > 0:
+            copies.append(copy)
+        for name, r in load_one_bench_json(data).items():
+            if isinstance(r.key, tuple):
+                results[r.key] = r
+            else:
+                others[name] = r
+    # The baseline is the implementation other than dsconv that most benchmarks have; others
+    # (a fused block's variants, say) are listed apart.
+    impls = {}
+    for key in results:
+        if key[5] != "dsconv":
+            impls[key[5]] = impls.get(key[5], 0) + 1
+    if len(impls) > 1:
+        baseline = max(sorted(impls), key=lambda i: impls[i])
+        for key in [k for k in results if k[5] not in ("dsconv", baseline)]:
+            r = results.pop(key)
+            others[r.name] = r
+    if copies:
+        context["dsconv_copy_bandwidth_GBps"] = "%.1f" % statistics.median(copies)
+        if max(copies) > min(copies):
+            context["dsconv_copy_bandwidth_range"] = "%.1f to %.1f over %d runs" % (min(copies), max(copies), len(copies))
+    return context, results, others
 
 
 def ordered(values, preferred):
@@ -134,24 +185,139 @@ def speedup_of(entry):
     return None
 
 
+def error_text(message, limit=120):
+    text = " ".join(message.split()).replace("|", "/")
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
 def cell_time(r):
     if r is None:
         return "-"
     if r.error:
-        return "error: " + r.error.replace("|", "/")
+        return "error: " + error_text(r.error)
     return fmt(r.time_us, ".2f")
 
 
-def write_bench_markdown(path, context, rows, baseline, on_gpu):
+def network_of(shape):
+    """(network, input) of a shape name model_input_index:..., e.g. ("mobilenet_v2", "224")."""
+    m = re.match(r"^(.*)_(\d+)_(\d+):", shape)
+    return (m.group(1), m.group(2)) if m else (shape.split(":")[0], "")
+
+
+def summary_per_network(rows):
+    """Per (op, network, batch): the speedups and dsconv's % of the copy bandwidth of every
+    case (types and layouts together), with the case of the worst speedup."""
+    groups = {}
+    for (op, shape, batch, dtype, lay), entry in rows:
+        g = groups.setdefault((op, network_of(shape)[0], batch), {"speedups": [], "bw": [], "worst": None})
+        s = speedup_of(entry)
+        if s:
+            g["speedups"].append(s)
+            if g["worst"] is None or s < g["worst"][0]:
+                g["worst"] = (s, "%s %s %s" % (shape.split(":")[-1], dtype, lay))
+        d = entry.get("dsconv")
+        if d and "bw_pct" in d.counters:
+            g["bw"].append(d.counters["bw_pct"])
+    return groups
+
+
+def summary_lines(rows, base):
+    """Markdown summaries of the speedups: per op, type and layout, and per network and batch."""
+    summary = {}
+    for (op, shape, batch, dtype, lay), entry in rows:
+        s = speedup_of(entry)
+        if s:
+            summary.setdefault((op, dtype, lay), []).append(s)
+    if not summary:
+        return []
+    lines = ["## Summary: geometric-mean speedup over %s" % base, "",
+             "| op | type | layout | cases | geomean speedup | dsconv faster |", "|---|---|---|---|---|---|"]
+    for (op, dtype, lay), values in sorted(summary.items()):
+        geo = math.exp(sum(math.log(v) for v in values) / len(values))
+        faster = sum(1 for v in values if v > 1)
+        lines.append("| %s | %s | %s | %d | %.2fx | %d of %d |" % (op, dtype, lay, len(values), geo, faster, len(values)))
+    lines += ["", "## Summary per network and batch: per-layer speedup over %s and dsconv's %% of the copy bandwidth" % base,
+              "", "Every type and layout of the network's layers together; a shape that both networks have is "
+              "counted under MobileNetV2.", "",
+              "| op | network | batch | cases | median speedup | worst speedup (case) | best speedup | "
+              "dsconv median % bw | dsconv best % bw |",
+              "|---|---|---|---|---|---|---|---|---|"]
+    order = {op: i for i, op in enumerate(sorted({k[0] for k in summary}))}
+    for (op, net, batch), g in sorted(summary_per_network(rows).items(),
+                                      key=lambda kv: (order.get(kv[0][0], 99), kv[0][1], kv[0][2])):
+        sp, bw = g["speedups"], g["bw"]
+        if not sp:
+            continue
+        lines.append("| %s | %s | %d | %d | %.2fx | %.2fx (%s) | %.2fx | %s | %s |" % (
+            op, net, batch, len(sp), statistics.median(sp), g["worst"][0], g["worst"][1], max(sp),
+            fmt(statistics.median(bw) if bw else None, ".1f"), fmt(max(bw) if bw else None, ".1f")))
+    lines.append("")
+    return lines
+
+
+def clock_lines(path):
+    """A summary of nvidia-smi samples (phase, then the queried fields) taken during the run."""
+    with open(path, newline="") as f:
+        table = [[c.strip() for c in row] for row in csv.reader(f) if row]
+    if len(table) < 2:
+        return []
+    head, samples = table[0], table[1:]
+    col = {name: i for i, name in enumerate(head)}
+    load = [r for r in samples if r[0].startswith("load")]
+
+    def values(field, rows):
+        i = col.get(field)
+        out = []
+        for r in rows:
+            try:
+                out.append(float(r[i]))
+            except (TypeError, ValueError, IndexError):
+                pass
+        return out
+
+    lines = ["## GPU clocks", "",
+             "nvidia-smi samples: %d while benchmarks ran (every 2 s), %d before, between and after." % (
+                 len(load), len(samples) - len(load))]
+    for field, label, unit in (("clocks.sm", "SM clock", "MHz"), ("clocks.mem", "memory clock", "MHz"),
+                               ("temperature.gpu", "temperature", "C"), ("power.draw", "power", "W")):
+        v = values(field, load)
+        if v:
+            lines.append("- %s under load: min %.0f, median %.0f, max %.0f %s" % (
+                label, min(v), statistics.median(v), max(v), unit))
+    for field in ("clocks.max.sm", "clocks.max.mem"):
+        v = values(field, samples)
+        if v:
+            lines.append("- %s: %.0f MHz" % (field, max(v)))
+    for field in ("clocks_event_reasons.active", "clocks_throttle_reasons.active"):
+        i = col.get(field)
+        if i is not None:
+            seen = sorted({r[i] for r in load if i < len(r)} - {"0x0000000000000000"})
+            lines.append("- %s under load: %s" % (field, ", ".join(seen) if seen else "none (0x0)"))
+    idle = [r for r in samples if not r[0].startswith("load")]
+    if idle:
+        lines.append("- samples outside the benchmarks (phase: SM / memory clock MHz): " + "; ".join(
+            "%s: %s / %s" % (r[0], r[col["clocks.sm"]] if "clocks.sm" in col else "?",
+                             r[col["clocks.mem"]] if "clocks.mem" in col else "?") for r in idle))
+    lines.append("")
+    return lines
+
+
+def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, notes=(), clocks=None):
     base = baseline or "baseline"
     lines = ["# dsconv_bench results", ""]
     for label, key in (("Platform", "dsconv_platform"), ("Device", "dsconv_device"), ("Baseline", "dsconv_baseline"),
-                       ("Copy bandwidth (GB/s)", "dsconv_copy_bandwidth_GBps")):
+                       ("Copy bandwidth (GB/s)", "dsconv_copy_bandwidth_GBps"),
+                       ("Copy bandwidth range (GB/s)", "dsconv_copy_bandwidth_range")):
         if key in context:
             lines.append("- %s: %s" % (label, context[key]))
     if "date" in context:
         lines.append("- Date: %s" % context["date"])
     lines.append("")
+    for note in notes:
+        with open(note) as f:
+            lines += [f.read().rstrip("\n"), ""]
+    if clocks:
+        lines += clock_lines(clocks)
     if on_gpu:
         lines.append("Times are per launch in microseconds (median over repetitions, device events); "
                      "speedup = %s time / dsconv time; %% bw = minimum bytes / time against the measured "
@@ -161,19 +327,8 @@ def write_bench_markdown(path, context, rows, baseline, on_gpu):
                      "not GPU performance; the evidence is dsconv's traffic against the minimum "
                      "(32-byte sectors moved x 32 / minimum bytes) and sectors per request.")
     lines.append("")
-    summary = {}
-    for (op, shape, batch, dtype, lay), entry in rows:
-        s = speedup_of(entry)
-        if s:
-            summary.setdefault((op, dtype, lay), []).append(s)
-    if summary and on_gpu:
-        lines += ["## Summary: geometric-mean speedup over %s" % base, "",
-                  "| op | type | layout | cases | geomean speedup | dsconv faster |", "|---|---|---|---|---|---|"]
-        for (op, dtype, lay), values in sorted(summary.items()):
-            geo = math.exp(sum(math.log(v) for v in values) / len(values))
-            faster = sum(1 for v in values if v > 1)
-            lines.append("| %s | %s | %s | %d | %.2fx | %d of %d |" % (op, dtype, lay, len(values), geo, faster, len(values)))
-        lines.append("")
+    if on_gpu:
+        lines += summary_lines(rows, base)
     lines.append("## Per layer and batch")
     lines.append("")
     if on_gpu:
@@ -197,45 +352,105 @@ def write_bench_markdown(path, context, rows, baseline, on_gpu):
         else:
             lines.append("%s %s | %s |" % (head, fmt(d.counters.get("traffic/min") if d else None, ".3f"),
                                           fmt(d.counters.get("sectors/req") if d else None, ".2f")))
+    if others:
+        lines += ["", "## Other benchmarks", "",
+                  "Benchmarks whose names are not of the form op/shape/b<batch>/type/layout/implementation, "
+                  "or whose implementation is neither dsconv nor the baseline.", "",
+                  "| benchmark | time (us) | % bw | GB/s | label |", "|---|---|---|---|---|"]
+        for name in sorted(others):
+            r = others[name]
+            lines.append("| %s | %s | %s | %s | %s |" % (
+                name.replace("|", "/"), cell_time(r), fmt(r.counters.get("bw_pct"), ".1f"),
+                fmt(r.counters.get("GB/s"), ".1f"), r.label.replace("|", "/")))
     with open(path, "w") as f:
         f.write("\n".join(lines) + "\n")
 
 
-def chart_speedup(path, rows, shapes, baseline):
-    """Heat maps of speedup (baseline time / dsconv time), layer x batch, one per type and layout."""
+def write_bench_csv(path, rows, others):
+    """One line per case: both implementations' medians, the speedup and the % of copy bandwidth."""
+    with open(path, "w", newline="") as f:
+        w = csv.writer(f)
+        w.writerow(["op", "shape", "batch", "type", "layout", "dsconv_us", "baseline_us", "speedup",
+                    "dsconv_bw_pct", "baseline_bw_pct", "dsconv_label", "baseline_label", "dsconv_error", "baseline_error"])
+
+        def num(v, spec):
+            return "" if v is None else format(v, spec)
+
+        for (op, shape, batch, dtype, lay), entry in rows:
+            d, b = entry.get("dsconv"), entry.get("baseline")
+            w.writerow([op, shape, batch, dtype, lay, num(d.time_us if d else None, ".3f"),
+                        num(b.time_us if b else None, ".3f"), num(speedup_of(entry), ".4f"),
+                        num(d.counters.get("bw_pct") if d else None, ".2f"),
+                        num(b.counters.get("bw_pct") if b else None, ".2f"),
+                        d.label if d else "", b.label if b else "", (d.error or "") if d else "",
+                        (b.error or "") if b else ""])
+        for name in sorted(others or {}):
+            r = others[name]
+            w.writerow([name, "", "", "", "", num(r.time_us, ".3f"), "", "", num(r.counters.get("bw_pct"), ".2f"), "",
+                        r.label, "", r.error or "", ""])
+
+
+def chart_heatmap(path, rows, shapes, value, cmap, norm, cell, colorbar_label, title):
+    """Heat maps of value(key, entry) (None: empty cell), layer x batch, one per type and layout;
+    `norm` maps the values to colours, `cell` formats a value for its cell."""
     combos = ordered({(k[3], k[4]) for k, _ in rows}, [(t, l) for t in TYPES for l in LAYOUTS])
     batches = sorted({k[2] for k, _ in rows})
     if not combos or not batches:
         return False
-    speed = {k: speedup_of(e) for k, e in rows}
-    fig, axes = plt.subplots(1, len(combos), figsize=(2.2 + 2.6 * len(combos), 1.2 + 0.24 * len(shapes)), squeeze=False)
-    cmap = plt.get_cmap("RdYlGn")
-    norm = matplotlib.colors.TwoSlopeNorm(vmin=-2.0, vcenter=0.0, vmax=2.0)  # log2 speedup, 1/4x .. 4x
+    values = {k: value(k, e) for k, e in rows}
+    height = 1.2 + 0.24 * len(shapes)
+    fig, axes = plt.subplots(1, len(combos), figsize=(2.2 + 2.6 * len(combos), height), squeeze=False)
     image = None
     for ax, (dtype, lay) in zip(axes[0], combos):
         grid = []
         for op, shape in shapes:
             row = []
             for batch in batches:
-                s = speed.get((op, shape, batch, dtype, lay))
-                row.append(math.log2(s) if s else float("nan"))
+                v = values.get((op, shape, batch, dtype, lay))
+                row.append(float("nan") if v is None else v)
             grid.append(row)
-        image = ax.imshow(grid, cmap=cmap, norm=norm, aspect="auto")
+        image = ax.imshow(grid, cmap=plt.get_cmap(cmap), norm=norm, aspect="auto")
         for i, row in enumerate(grid):
             for j, v in enumerate(row):
                 if not math.isnan(v):
-                    ax.text(j, i, "%.2f" % (2 ** v), ha="center", va="center", fontsize=6)
+                    ax.text(j, i, cell(v), ha="center", va="center", fontsize=6)
         ax.set_title("%s %s" % (dtype, lay), fontsize=9)
         ax.set_xticks(range(len(batches)))
         ax.set_xticklabels([str(b) for b in batches], fontsize=7)
         ax.set_xlabel("batch", fontsize=8)
         ax.set_yticks(range(len(shapes)))
         ax.set_yticklabels(["%s %s" % s for s in shapes] if ax is axes[0][0] else [], fontsize=6)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, label="log2 speedup (green: dsconv faster)")
-    fig.suptitle("dsconv speedup over %s (%s time / dsconv time)" % (baseline or "baseline", baseline or "baseline"))
+    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, label=colorbar_label)
+    fig.suptitle(title, y=1.0 + 0.4 / height)  # above the panels' titles however few the rows
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
+
+
+def chart_speedup(path, rows, shapes, baseline):
+    """Heat maps of speedup (baseline time / dsconv time), layer x batch, one per type and layout."""
+    def log_speedup(key, entry):
+        s = speedup_of(entry)
+        return math.log2(s) if s else None
+
+    base = baseline or "baseline"
+    return chart_heatmap(path, rows, shapes, log_speedup, "RdYlGn",
+                         matplotlib.colors.TwoSlopeNorm(vmin=-2.0, vcenter=0.0, vmax=2.0),  # 1/4x .. 4x
+                         lambda v: "%.2f" % (2 ** v), "log2 speedup (green: dsconv faster)",
+                         "dsconv speedup over %s (%s time / dsconv time)" % (base, base))
+
+
+def chart_bandwidth(path, rows, shapes, copy_gbps):
+    """Heat maps of dsconv's achieved bandwidth (minimum bytes / time) in % of the copy bandwidth."""
+    def bw_pct(key, entry):
+        d = entry.get("dsconv")
+        return d.counters.get("bw_pct") if d and not d.error else None
+
+    if not any(bw_pct(k, e) is not None for k, e in rows):
+        return False
+    return chart_heatmap(path, rows, shapes, bw_pct, "viridis", matplotlib.colors.Normalize(vmin=0.0, vmax=100.0),
+                         lambda v: "%.0f" % v, "% of copy bandwidth",
+                         "dsconv: minimum bytes / time, in %% of the measured copy bandwidth (%.0f GB/s)" % copy_gbps)
 
 
 def chart_roofline(path, rows, baseline, copy_gbps):
@@ -305,25 +520,37 @@ def chart_bench_traffic(path, rows, shapes):
     return True
 
 
-def report_bench(path, out_dir):
-    context, results = load_bench_json(path)
-    if not results:
-        print("%s: no dsconv_bench results" % path, file=sys.stderr)
+def report_bench(paths, out_dir, notes=(), clocks=None):
+    context, results, others = load_bench_json(paths)
+    source = paths[0] if len(paths) == 1 else "%d files (%s ...)" % (len(paths), paths[0])
+    if not results and not others:
+        print("%s: no dsconv_bench results" % source, file=sys.stderr)
         return False
     rows, shapes, baseline = split_results(results)
     on_gpu = context.get("dsconv_platform", "host") != "host"
-    written = [os.path.join(out_dir, "bench.md")]
-    write_bench_markdown(written[0], context, rows, baseline, on_gpu)
-    if on_gpu:
+    copy_gbps = float(context.get("dsconv_copy_bandwidth_GBps", 0) or 0)
+    written = [os.path.join(out_dir, "bench.md"), os.path.join(out_dir, "bench.csv")]
+    write_bench_markdown(written[0], context, rows, baseline, on_gpu, others, notes, clocks)
+    write_bench_csv(written[1], rows, others)
+    if plt is None:
+        print("matplotlib is not installed: no charts (tables only)", file=sys.stderr)
+    elif on_gpu:
         if chart_speedup(os.path.join(out_dir, "speedup.png"), rows, shapes, baseline):
             written.append(os.path.join(out_dir, "speedup.png"))
-        chart_roofline(os.path.join(out_dir, "roofline.png"), rows, baseline,
-                       float(context.get("dsconv_copy_bandwidth_GBps", 0) or 0))
-        written.append(os.path.join(out_dir, "roofline.png"))
+        if chart_bandwidth(os.path.join(out_dir, "bandwidth.png"), rows, shapes, copy_gbps):
+            written.append(os.path.join(out_dir, "bandwidth.png"))
+        if rows:
+            chart_roofline(os.path.join(out_dir, "roofline.png"), rows, baseline, copy_gbps)
+            written.append(os.path.join(out_dir, "roofline.png"))
     elif chart_bench_traffic(os.path.join(out_dir, "traffic.png"), rows, shapes):
         written.append(os.path.join(out_dir, "traffic.png"))
-    errors = sum(1 for r in results.values() if r.error)
-    print("%s: %d benchmarks (%d with errors) -> %s" % (path, len(results), errors, ", ".join(written)))
+    errors = sum(1 for r in list(results.values()) + list(others.values()) if r.error)
+    print("%s: %d benchmarks (%d with errors, %d of other name forms) -> %s" % (
+        source, len(results) + len(others), errors, len(others), ", ".join(written)))
+    if on_gpu:
+        for line in summary_lines(rows, baseline or "baseline"):
+            if line.startswith("|") and not line.startswith("|---"):
+                print("  " + line)
     return True
 
 
@@ -332,6 +559,9 @@ def report_bench(path, out_dir):
 
 
 def report_layers(path, out_dir):
+    if plt is None:
+        print("%s: matplotlib is not installed: no traffic chart" % path, file=sys.stderr)
+        return True
     with open(path, newline="") as f:
         rows = [r for r in csv.DictReader(f)]
     rows = [r for r in rows if float(r.get("traffic_ratio") or -1) >= 0]
@@ -376,14 +606,21 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("inputs", nargs="+", help="dsconv_bench JSON and/or the main job's layers.csv")
     parser.add_argument("--out", help="folder for the report (default: the first input's folder)")
+    parser.add_argument("--notes", action="append", default=[], help="Markdown to include in bench.md (repeatable)")
+    parser.add_argument("--clocks", help="nvidia-smi samples (CSV, first column the phase) to summarise in bench.md")
     args = parser.parse_args()
     out_dir = args.out or os.path.dirname(os.path.abspath(args.inputs[0]))
     os.makedirs(out_dir, exist_ok=True)
     ok = True
+    bench = []
     for path in args.inputs:
-        with open(path) as f:
-            is_json = f.read(1) == "{"
-        ok = (report_bench(path, out_dir) if is_json else report_layers(path, out_dir)) and ok
+        with open_text(path) as f:
+            if f.read(1) == "{":
+                bench.append(path)
+            else:
+                ok = report_layers(path, out_dir) and ok
+    if bench:
+        ok = report_bench(bench, out_dir, args.notes, args.clocks) and ok
     return 0 if ok else 1
 
 

@@ -1,0 +1,661 @@
+#!/usr/bin/env bash
+# dsconv on a real NVIDIA GPU: build, test, sanitize, benchmark against cuDNN, report.
+#
+# Made for a GPU machine without network or package manager that has the driver, nvcc (CUDA
+# 13), CMake, Python 3 with PyTorch 2.x (whose pip wheels bring cuDNN 9 under
+# site-packages/nvidia/cudnn), compute-sanitizer and Nsight Compute, and nothing else:
+# Catch2 and Google Benchmark come from deps/, gathered beforehand on a development machine by
+# scripts/gather_gpu_deps.sh (an ignored folder that travels with the source tree). Each step
+# is a separate command that fits in 10 minutes on a 16-core machine (bench and sanitize keep
+# to a time budget, and bench continues where it stopped when run again); together they take
+# about 25 minutes.
+#
+# Usage: scripts/gpu_check.sh STEP [options]
+# Steps:
+#   env       what was found: GPU and its architecture, nvcc, cuDNN, deps, tools (also
+#             written to OUT/environment.md; every other step records it too)
+#   build     configure and build the tests, examples and benchmarks as CUDA for the GPU's own
+#             architecture (nvidia-smi's compute capability; else CMake's "native")
+#   test      ctest on the GPU (every variant of every operation against the reference), and
+#             the examples
+#   sanitize  compute-sanitizer memcheck, racecheck and synccheck, in parallel, over test
+#             cases chosen by tag (one Catch2 test case per process, in the order of --tags,
+#             while the budget lasts); fails on any report
+#   bench     dsconv_bench against cuDNN over every case it lists for --batch/--type/--layout
+#             (every layer of both networks, and any backward or fused-block case it has), in
+#             chunks of at most 128 benchmarks, each chunk's JSON kept gzipped in OUT/bench/;
+#             a warm-up first, GPU clocks sampled before, during and after, the copy bandwidth
+#             measured by dsconv_bench itself. Run it again to finish chunks the budget left out.
+#   report    OUT/bench.md (tables), bench.csv, speedup.png, bandwidth.png (percent of the
+#             copy bandwidth), roofline.png from OUT/bench/*.json.gz (scripts/report.py; needs
+#             no GPU; without matplotlib only the tables)
+#   all       build, test, sanitize, bench (until every chunk is done), report
+# Options (environment variables in brackets):
+#   --out DIR            results folder [DSCONV_GPU_OUT], default results/gpu
+#   --build DIR          build folder [DSCONV_GPU_BUILD], default build-gpu
+#   --deps DIR           gathered Catch2 and Google Benchmark [DSCONV_GPU_DEPS], default deps
+#   --arch LIST          CMAKE_CUDA_ARCHITECTURES, e.g. 90 [DSCONV_CUDA_ARCH], default: detected
+#   --jobs N             parallel build jobs [DSCONV_GPU_JOBS], default: all cores
+#   --cmake-arg ARG      one more argument for the configuration (repeatable) [DSCONV_GPU_CMAKE_ARGS]
+#   --budget SECONDS     time budget of sanitize (the tools run in parallel, each within it; default
+#                        300), bench (480) and test (ctest's timeout, 540); 0: none [DSCONV_GPU_BUDGET]
+#   --batch LIST --type LIST --layout LIST   benchmark grid, default 1,8,32,128 / float,half / nchw,nhwc
+#   --repetitions N      benchmark repetitions (the report takes the median), default 3
+#   --min-time SECONDS   benchmark time per repetition, default 0.02
+#   --fresh              bench: discard earlier chunks instead of continuing them
+#   --tools LIST         sanitize: compute-sanitizer tools, default memcheck,racecheck,synccheck
+#   --tags LIST          sanitize: Catch2 tags in priority order, default shapes,platform,misaligned,epilogue,network
+# cuDNN is looked for in CUDNN_ROOT, then in the Python packages (nvidia.cudnn, as PyTorch's
+# wheels install it; PYTHON selects the interpreter), then in the CUDA toolkit.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+root=$PWD
+script_args=("$@")
+
+step=${1:-}
+case "$step" in
+  env|build|test|sanitize|bench|report|all) shift ;;
+  -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|report|all [options] (--help)" >&2; exit 2 ;;
+esac
+
+out=${DSCONV_GPU_OUT:-results/gpu}
+build=${DSCONV_GPU_BUILD:-build-gpu}
+deps=${DSCONV_GPU_DEPS:-deps}
+arch=${DSCONV_CUDA_ARCH:-}
+jobs=${DSCONV_GPU_JOBS:-$(nproc)}
+budget=${DSCONV_GPU_BUDGET:-}
+read -r -a cmake_extra <<< "${DSCONV_GPU_CMAKE_ARGS:-}"
+batches=1,8,32,128
+types=float,half
+layouts=nchw,nhwc
+repetitions=3
+min_time=0.02
+fresh=0
+tools=memcheck,racecheck,synccheck
+tags=shapes,platform,misaligned,epilogue,network
+chunk_cap=128
+while [ $# -gt 0 ]; do
+  opt=$1
+  case "$opt" in
+    --fresh) fresh=1; shift; continue ;;
+    --*=*) set -- "${opt%%=*}" "${opt#*=}" "${@:2}"; opt=$1 ;;
+  esac
+  [ $# -ge 2 ] || { echo "gpu_check: $opt needs a value" >&2; exit 2; }
+  case "$opt" in
+    --out) out=$2 ;;
+    --build) build=$2 ;;
+    --deps) deps=$2 ;;
+    --arch) arch=$2 ;;
+    --jobs) jobs=$2 ;;
+    --cmake-arg) cmake_extra+=("$2") ;;
+    --budget) budget=$2 ;;
+    --batch) batches=$2 ;;
+    --type) types=$2 ;;
+    --layout) layouts=$2 ;;
+    --repetitions) repetitions=$2 ;;
+    --min-time) min_time=$2 ;;
+    --tools) tools=$2 ;;
+    --tags) tags=$2 ;;
+    *) echo "gpu_check: unknown option $opt" >&2; exit 2 ;;
+  esac
+  shift 2
+done
+if [ -z "$budget" ]; then
+  case "$step" in sanitize) budget=300 ;; bench) budget=480 ;; *) budget=540 ;; esac
+fi
+mkdir -p "$out"
+out=$(cd "$out" && pwd)
+case "$build" in /*) ;; *) build=$root/$build ;; esac
+case "$deps" in /*) ;; *) deps=$root/$deps ;; esac
+logs=$build/gpu_check_logs
+[ "$step" = report ] || [ "$step" = env ] || mkdir -p "$logs"
+python=${PYTHON:-python3}
+
+t0=$(date +%s)
+now() { date +%s; }
+say() { printf '[gpu_check %s +%ds] %s\n' "$step" $(($(now) - t0)) "$*"; }
+die() { say "error: $*" >&2; exit 1; }
+
+# One line per step in OUT/steps.md (the latest run of each), for the report.
+record_step() {  # name result detail
+  local f=$out/steps.tsv s
+  touch "$f"
+  grep -v "^$1	" "$f" > "$f.new" || true
+  printf '%s\t%s\t%s\t%s\n' "$1" "$2" "$(($(now) - t0)) s" "$3" >> "$f.new"
+  mv "$f.new" "$f"
+  {
+    echo "## Steps of scripts/gpu_check.sh"
+    echo
+    echo "| step | result | time | detail |"
+    echo "|---|---|---|---|"
+    for s in build test sanitize bench; do
+      awk -F'\t' -v s="$s" '$1 == s { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' "$f"
+    done
+  } > "$out/steps.md"
+}
+
+# --- what the machine has ---------------------------------------------------------------
+
+have_gpu() { command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; }
+require_gpu() { have_gpu || die "no NVIDIA GPU visible (nvidia-smi -L fails): the $step step needs one"; }
+
+find_nvcc() {
+  if [ -n "${CUDACXX:-}" ] && [ -x "$CUDACXX" ]; then echo "$CUDACXX"
+  elif [ -x "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc" ]; then echo "${CUDA_HOME:-/usr/local/cuda}/bin/nvcc"
+  elif command -v nvcc >/dev/null 2>&1; then command -v nvcc
+  else return 1
+  fi
+}
+
+cuda_home() { local n; n=$(find_nvcc) && dirname "$(dirname "$(readlink -f "$n")")"; }
+
+find_tool() {  # name: on PATH, else in the CUDA toolkit
+  if command -v "$1" >/dev/null 2>&1; then command -v "$1"; return; fi
+  local home p
+  home=$(cuda_home) || return 1
+  for p in "$home/bin/$1" "$home/$1/$1" "$home"/nsight-compute*/"$1"; do
+    [ -x "$p" ] && { echo "$p"; return; }
+  done
+  return 1
+}
+
+# cuDNN's folder (with include/cudnn.h and lib/ or lib64/): CUDNN_ROOT, else PyTorch's pip
+# wheel (nvidia.cudnn, found by importing it or below site-packages), else the CUDA toolkit.
+find_cudnn_root() {
+  if [ -n "${CUDNN_ROOT:-}" ] && [ -f "$CUDNN_ROOT/include/cudnn.h" ]; then echo "$CUDNN_ROOT"; return; fi
+  local found
+  if found=$("$python" - 2>/dev/null <<'EOF'
+import glob, os, site, sys
+
+def ok(p):
+    return os.path.isfile(os.path.join(p, "include", "cudnn.h"))
+
+try:
+    import nvidia.cudnn as m
+    paths = list(getattr(m, "__path__", []))
+    if getattr(m, "__file__", None):
+        paths.append(os.path.dirname(m.__file__))
+    for p in paths:
+        if ok(p):
+            print(os.path.abspath(p))
+            sys.exit(0)
+except Exception:
+    pass
+roots = list(sys.path)
+try:
+    roots += site.getsitepackages() + [site.getusersitepackages()]
+except Exception:
+    pass
+for r in roots:
+    for p in sorted(glob.glob(os.path.join(r, "nvidia", "cudnn*"))):
+        if ok(p):
+            print(os.path.abspath(p))
+            sys.exit(0)
+sys.exit(1)
+EOF
+  ); then echo "$found"; return; fi
+  local home
+  home=$(cuda_home) && [ -f "$home/include/cudnn.h" ] && { echo "$home"; return; }
+  return 1
+}
+
+# The library file to link: the wheel has libcudnn.so.9 and no unversioned libcudnn.so.
+find_cudnn_library() {  # root
+  local d f
+  for d in "$1/lib" "$1/lib64" "$1/targets/x86_64-linux/lib"; do
+    for f in "$d/libcudnn.so" "$d"/libcudnn.so.[0-9]*; do
+      [ -f "$f" ] && { echo "$f"; return; }
+    done
+  done
+  return 1
+}
+
+cudnn_version() {  # root
+  awk '/#define CUDNN_(MAJOR|MINOR|PATCHLEVEL)[ \t]/ { v[$2] = $3 }
+       END { if (v["CUDNN_MAJOR"] != "") printf "%s.%s.%s", v["CUDNN_MAJOR"], v["CUDNN_MINOR"], v["CUDNN_PATCHLEVEL"] }' \
+    "$1/include/cudnn_version.h" 2>/dev/null || true
+}
+
+gpu_value() { nvidia-smi --query-gpu="$1" --format=csv,noheader,nounits -i 0 2>/dev/null | head -1 | sed 's/^ *//; s/ *$//'; }
+
+detect_arch() {
+  if [ -n "$arch" ]; then echo "$arch"; return; fi
+  local cc=""
+  have_gpu && cc=$(gpu_value compute_cap)
+  if [[ "$cc" =~ ^[0-9]+\.[0-9]+$ ]]; then echo "${cc/./}"; else echo native; fi
+}
+
+# The nvidia-smi fields the clock samples take (newer drivers renamed the throttle reasons).
+clock_fields=""
+clock_query_fields() {
+  if [ -z "$clock_fields" ]; then
+    local base="timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,utilization.gpu"
+    local f
+    for f in "$base,clocks_event_reasons.active" "$base,clocks_throttle_reasons.active" "$base"; do
+      if nvidia-smi --query-gpu="$f" --format=csv,noheader -i 0 >/dev/null 2>&1; then clock_fields=$f; break; fi
+    done
+    [ -n "$clock_fields" ] || clock_fields="timestamp,clocks.sm,clocks.mem"
+  fi
+  echo "$clock_fields"
+}
+
+sample_clocks() {  # phase: one line into OUT/clocks.csv
+  local f=$out/clocks.csv fields
+  fields=$(clock_query_fields)
+  [ -s "$f" ] || echo "phase,$fields" > "$f"
+  nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 2>/dev/null | sed "s/^/$1, /" >> "$f" || true
+}
+
+write_environment() {
+  local f=$out/environment.md nvcc_path cudnn="" lib="" line
+  {
+    echo "## Machine and toolchain"
+    echo
+    echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    if have_gpu; then
+      echo "- GPU: $(gpu_value name), compute capability $(gpu_value compute_cap), $(gpu_value memory.total) MiB," \
+        "driver $(gpu_value driver_version)$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1 | sed 's/^/, /')"
+      echo "- GPU limits: SM clock up to $(gpu_value clocks.max.sm) MHz, memory clock $(gpu_value clocks.max.mem) MHz," \
+        "power limit $(gpu_value power.limit) W, persistence mode $(gpu_value persistence_mode)," \
+        "$(nvidia-smi -L | wc -l) GPU(s) visible"
+    else
+      echo "- GPU: none visible (nvidia-smi -L fails)"
+    fi
+    echo "- CPU: $(nproc) cores, $(grep -m1 'model name' /proc/cpuinfo 2>/dev/null | sed 's/.*: //')"
+    if nvcc_path=$(find_nvcc); then
+      echo "- nvcc: $nvcc_path ($("$nvcc_path" --version | grep -o 'release.*' || true))"
+    else
+      echo "- nvcc: not found"
+    fi
+    # What the build in $build used, where there is one; else what a build would use.
+    line=$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+    [ -n "$line" ] && line="$line in $build, "
+    echo "- CUDA architectures: ${line}detected $(detect_arch)"
+    lib=$(sed -n 's/^DSCONV_CUDNN_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+    if [ -n "$lib" ]; then
+      echo "- cuDNN: $(cudnn_version "$(dirname "$(dirname "$lib")")") (headers), $lib (in $build)"
+    elif cudnn=$(find_cudnn_root); then
+      echo "- cuDNN: $(cudnn_version "$cudnn") (headers), $(find_cudnn_library "$cudnn" || echo "no library")"
+    else
+      echo "- cuDNN: not found"
+    fi
+    line=$("$python" -c 'import torch; print("PyTorch %s (CUDA %s, cuDNN %s)" % (torch.__version__, torch.version.cuda, torch.backends.cudnn.version()))' 2>/dev/null || true)
+    [ -n "$line" ] && echo "- Python: $("$python" --version 2>&1), $line"
+    echo "- CMake: $(cmake --version 2>/dev/null | head -1 | sed 's/cmake version //'), Ninja: $(ninja --version 2>/dev/null || echo none)"
+    line=$(find_tool compute-sanitizer) && echo "- compute-sanitizer: $("$line" --version 2>/dev/null | grep -i version | tail -1)"
+    line=$(find_tool ncu) && echo "- Nsight Compute: $("$line" --version 2>/dev/null | tail -1)"
+    if [ -f "$deps/MANIFEST.txt" ]; then
+      echo "- Catch2 and Google Benchmark: $deps/ ($(grep -E '^  (catch2|libbenchmark-dev) ' "$deps/MANIFEST.txt" | sed 's/^ *//' | paste -sd, | sed 's/,/, /g'))"
+    else
+      echo "- Catch2 and Google Benchmark: the system's ($deps/ not gathered)"
+    fi
+  } > "$f"
+  cat "$f"
+}
+
+# --- steps --------------------------------------------------------------------------------
+
+step_env() {
+  write_environment
+  have_gpu || say "no GPU here: build and report work, test, sanitize and bench need one"
+}
+
+step_build() {
+  local nvcc cudnn lib a generator=()
+  nvcc=$(find_nvcc) || die "nvcc not found (CUDACXX, CUDA_HOME/bin, /usr/local/cuda/bin or PATH)"
+  cudnn=$(find_cudnn_root) || die "cuDNN not found (CUDNN_ROOT, the nvidia.cudnn Python package or the CUDA toolkit)"
+  lib=$(find_cudnn_library "$cudnn") || die "no libcudnn.so* under $cudnn"
+  [ -d "$deps" ] || say "warning: $deps/ is missing (scripts/gather_gpu_deps.sh): relying on an installed Catch2 and Google Benchmark"
+  a=$(detect_arch)
+  write_environment >/dev/null
+  command -v ninja >/dev/null 2>&1 && [ ! -f "$build/CMakeCache.txt" ] && generator=(-G Ninja)
+  say "configuring $build: CUDA architectures $a, nvcc $nvcc, cuDNN $cudnn"
+  cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BACKEND=cuda \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$a" \
+    -DCMAKE_PREFIX_PATH="$deps" \
+    -DDSCONV_CUDNN_INCLUDE_DIR="$cudnn/include" -DDSCONV_CUDNN_LIBRARY="$lib" \
+    "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 || { tail -40 "$logs/configure.log"; die "configuration failed"; }
+  grep -E '^(Catch2_DIR|benchmark_DIR|DSCONV_CUDNN_LIBRARY|DSCONV_CUDNN_INCLUDE_DIR)[:=]' "$build/CMakeCache.txt" | sed 's/^/  /'
+  # The tests first, so that a benchmark that cannot link (a C++ runtime older than the
+  # gathered Google Benchmark's) leaves them usable.
+  say "building the tests and examples ($jobs jobs)"
+  cmake --build "$build" -j "$jobs" --target dsconv_tests readme_example quick_start mobilenet_v2_block \
+    > "$logs/build.log" 2>&1 || { tail -60 "$logs/build.log"; record_step build failed "tests did not build"; die "build failed"; }
+  say "building the benchmarks"
+  cmake --build "$build" -j "$jobs" >> "$logs/build.log" 2>&1 ||
+    { tail -60 "$logs/build.log"; record_step build failed "benchmarks did not build"; die "build failed"; }
+  # The programs start (libraries found at run time) without touching the GPU.
+  runtime_env
+  local cases
+  cases=$("$build/tests/dsconv_tests" --list-test-names-only || true)
+  [ -n "$cases" ] || die "dsconv_tests does not start"
+  "$build/bench/dsconv_bench" --benchmark_list_tests > "$logs/bench_list.txt" ||
+    { ldd "$build/bench/dsconv_bench" | grep -i 'not found' || true; die "dsconv_bench does not start"; }
+  say "built: $(grep -c . "$logs/bench_list.txt") benchmarks listed, $(grep -c . <<< "$cases") test cases"
+  record_step build ok "CUDA architectures $a, cuDNN $(cudnn_version "$cudnn")"
+}
+
+require_built() {
+  [ -x "$build/$1" ] || die "$build/$1 is missing: run scripts/gpu_check.sh build first"
+}
+
+# The programs find the cuDNN they were built with first, then the CUDA toolkit's runtime
+# (where the system's loader configuration lacks it).
+runtime_env() {
+  local lib home
+  lib=$(sed -n 's/^DSCONV_CUDNN_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+  home=$(cuda_home || true)
+  export LD_LIBRARY_PATH="${lib:+$(dirname "$lib"):}${home:+$home/lib64:$home/lib:}${LD_LIBRARY_PATH:-}"
+}
+
+step_test() {
+  require_gpu
+  require_built tests/dsconv_tests
+  write_environment >/dev/null
+  runtime_env
+  local rc=0 ex log=$logs/test.log
+  say "ctest on $(gpu_value name)"
+  (cd "$build" && ctest --output-on-failure --timeout "$((budget > 0 ? budget : 3600))") > "$log" 2>&1 || rc=$?
+  for ex in quick_start mobilenet_v2_block; do
+    echo "=== example $ex" >> "$log"
+    "$build/examples/$ex" >> "$log" 2>&1 || { echo "example $ex exited with $?" >> "$log"; rc=1; }
+  done
+  grep -qE '\*\*\*(Not Run|Skipped)' "$log" && { echo "a test was skipped: no usable GPU?" >> "$log"; rc=1; }
+  tail -n 400 "$log" > "$out/test.log"
+  grep -E 'tests passed|tests failed|Total Test time|test cases|assertions' "$log" | sed 's/^/  /' || true
+  if [ "$rc" -ne 0 ]; then
+    tail -40 "$log"
+    record_step test failed "see test.log"
+    die "tests failed (log: $out/test.log)"
+  fi
+  record_step test ok "$(grep -E 'tests passed' "$log" | head -1)"
+  say "tests passed"
+}
+
+# A Catch2 test name as a test spec: commas, brackets and backslashes escaped.
+catch_spec() {
+  local s=$1
+  s=${s//\\/\\\\}
+  s=${s//,/\\,}
+  s=${s//[/\\[}
+  s=${s//]/\\]}
+  printf '%s' "$s"
+}
+
+# One tool over the listed test cases, one process each, until the deadline; a line per case
+# (result, seconds, name) in $logs/sanitize/<tool>.tsv, the output of the runs that were not
+# clean in <tool>.log.
+sanitize_tool() {  # tool sanitizer names-file deadline
+  local tool=$1 sanitizer=$2 names=$3 deadline=$4 tsv=$logs/sanitize/$1.tsv name start rc result case_log
+  local -a extra
+  read -r -a extra <<< "${DSCONV_SANITIZER_ARGS:-}"
+  : > "$tsv"
+  : > "$logs/sanitize/$tool.log"
+  local i=0
+  while IFS= read -r name; do
+    i=$((i + 1))
+    start=$(now)
+    if [ "$budget" -gt 0 ] && [ $((deadline - start)) -lt 15 ]; then
+      printf 'not run (budget)\t0\t%s\n' "$name" >> "$tsv"
+      continue
+    fi
+    case_log=$logs/sanitize/$tool-$i.out
+    rc=0
+    timeout -k 10 "$((budget > 0 ? deadline - start : 3600))" \
+      "$sanitizer" --tool "$tool" --print-limit 50 "${extra[@]}" \
+      "$build/tests/dsconv_tests" --use-colour no --warn NoTests "$(catch_spec "$name")" > "$case_log" 2>&1 || rc=$?
+    if grep -qE 'ERROR SUMMARY: [1-9][0-9]* error|RACECHECK SUMMARY: [1-9][0-9]* hazard' "$case_log"; then
+      result=REPORTED
+    elif [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      result="stopped (budget)"
+    elif [ "$rc" -eq 77 ]; then
+      result="no GPU"
+    elif [ "$rc" -ne 0 ]; then
+      result="FAILED (exit $rc)"
+    elif ! grep -qE 'ERROR SUMMARY|RACECHECK SUMMARY' "$case_log"; then
+      result="FAILED (no sanitizer summary)"
+    else
+      result=clean
+    fi
+    printf '%s\t%s\t%s\n' "$result" "$(($(now) - start))" "$name" >> "$tsv"
+    if [ "$result" != clean ]; then
+      { echo "### $tool: $name: $result"; head -n 150 "$case_log"; } >> "$logs/sanitize/$tool.log"
+    fi
+  done < "$names"
+}
+
+step_sanitize() {
+  require_gpu
+  require_built tests/dsconv_tests
+  local sanitizer dir=$logs/sanitize names tag tool deadline pids=() failed=0 skipped clean
+  local -a tool_list
+  read -r -a tool_list <<< "${tools//,/ }"
+  sanitizer=$(find_tool compute-sanitizer) || die "compute-sanitizer not found (PATH or the CUDA toolkit)"
+  runtime_env
+  rm -rf "$dir"
+  mkdir -p "$dir"
+  names=$dir/cases.txt
+  # The test cases of each tag, in the order of the tags, each once.
+  for tag in ${tags//,/ }; do
+    "$build/tests/dsconv_tests" --list-test-names-only "[$tag]" >> "$names.all" || true
+  done
+  awk 'NF && !seen[$0]++' "$names.all" > "$names"
+  [ -s "$names" ] || die "no test case has the tags $tags"
+  deadline=$(($(now) + budget))
+  say "$(wc -l < "$names") test cases (tags $tags) under ${tool_list[*]} in parallel, budget $budget s"
+  for tool in "${tool_list[@]}"; do
+    sanitize_tool "$tool" "$sanitizer" "$names" "$deadline" &
+    pids+=($!)
+  done
+  for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  {
+    echo "# compute-sanitizer over dsconv_tests on $(gpu_value name)"
+    echo
+    echo "One process per Catch2 test case of the tags $tags, budget $budget s per tool;" \
+      "$("$sanitizer" --version 2>/dev/null | grep -io 'version [0-9.]*' | tail -1 | sed 's/^/compute-sanitizer /')."
+    echo
+    for tool in "${tool_list[@]}"; do
+      awk -F'\t' -v t="$tool" '{ n[$1]++; s += $2 } END {
+        printf "- %s: %d s;", t, s; for (r in n) printf " %s %d;", r, n[r]; printf "\n" }' "$dir/$tool.tsv"
+    done
+    echo
+    echo "| tool | test case | seconds | result |"
+    echo "|---|---|---|---|"
+    for tool in "${tool_list[@]}"; do
+      awk -F'\t' -v t="$tool" '{ printf "| %s | %s | %s | %s |\n", t, $3, $2, $1 }' "$dir/$tool.tsv"
+    done
+  } > "$out/sanitize.md"
+  rm -f "$out"/sanitize-*.log
+  for tool in "${tool_list[@]}"; do
+    [ -s "$dir/$tool.log" ] && head -c 200000 "$dir/$tool.log" > "$out/sanitize-$tool.log"
+  done
+  grep '^- ' "$out/sanitize.md" | sed 's/^/  /'
+  cut -f1 "$dir"/*.tsv | grep -qvE '^(clean|not run \(budget\)|stopped \(budget\))$' && failed=1
+  skipped=$(cut -f1 "$dir"/*.tsv | grep -cE '^(not run|stopped) \(budget\)' || true)
+  clean=$(cut -f1 "$dir"/*.tsv | grep -c '^clean' || true)
+  [ "$skipped" -gt 0 ] && say "warning: $skipped runs (tool x test case) did not fit the budget (--budget, --tags)"
+  [ "$clean" -gt 0 ] || failed=1
+  if [ "$failed" -ne 0 ]; then
+    grep -h '^### ' "$dir"/*.log | head -20
+    record_step sanitize failed "reports or failures: see sanitize.md"
+    die "compute-sanitizer found problems (summary: $out/sanitize.md)"
+  fi
+  record_step sanitize ok "$clean clean runs, $skipped not run (budget)"
+  say "no sanitizer reports"
+}
+
+# Splits the listed benchmarks into chunks (by the name's first part, batch and type where it
+# has them; at most chunk_cap each) and writes each chunk's names and exact-match filter.
+plan_chunks() {  # list-file plan-dir
+  "$python" - "$1" "$2" "$chunk_cap" <<'EOF'
+import os, re, sys
+names = [l.strip() for l in open(sys.argv[1]) if l.strip()]
+plan, cap = sys.argv[2], int(sys.argv[3])
+groups = {}
+for n in names:
+    parts = n.split("/")
+    key = [parts[0]]
+    for i, p in enumerate(parts[1:], 1):
+        if re.fullmatch(r"b\d+", p):
+            key += [p] + parts[i + 1:i + 2]
+            break
+    groups.setdefault(re.sub(r"[^A-Za-z0-9_.-]", "_", "-".join(key)), []).append(n)
+
+
+def exact(part):
+    return "^(" + "|".join(re.sub(r"([.\[\]()*+?{}|^$\\])", r"\\\1", n) for n in part) + ")$"
+
+with open(os.path.join(plan, "warmup.filter"), "w") as f:
+    f.write(exact(names[:4]))
+index = 0
+for key, members in groups.items():
+    for start in range(0, len(members), cap):
+        part = members[start:start + cap]
+        stem = os.path.join(plan, "%03d-%s" % (index, key))
+        index += 1
+        with open(stem + ".names", "w") as f:
+            f.write("\n".join(part) + "\n")
+        with open(stem + ".filter", "w") as f:
+            f.write(exact(part))
+EOF
+}
+
+step_bench() {
+  require_gpu
+  require_built bench/dsconv_bench
+  write_environment >/dev/null
+  runtime_env
+  local bin=$build/bench/dsconv_bench dir=$out/bench plan=$logs/bench_plan start deadline
+  local sel=("--batch=$batches" "--type=$types" "--layout=$layouts")
+  local listed stem key count remaining est rc chunk_start secs errors done_secs=0 done_count=0
+  local total=0 finished=0 incomplete=0 failed=0 sampler
+  mkdir -p "$dir"
+  start=$(now)
+  deadline=$((start + budget))
+  "$bin" --benchmark_list_tests "${sel[@]}" > "$logs/bench_list.txt" || die "dsconv_bench cannot list its benchmarks"
+  listed=$(grep -c . "$logs/bench_list.txt" || true)
+  [ "$listed" -gt 0 ] || die "dsconv_bench lists no benchmark for --batch $batches --type $types --layout $layouts"
+  if [ "$fresh" -eq 1 ] || ! cmp -s "$logs/bench_list.txt" "$dir/list.txt"; then
+    [ -f "$dir/list.txt" ] && say "starting afresh (--fresh, or another list of benchmarks than the earlier run's)"
+    rm -f "$dir"/*.json.gz "$dir"/*.names "$out/clocks.csv"
+    cp "$logs/bench_list.txt" "$dir/list.txt"
+  fi
+  rm -rf "$plan"
+  mkdir -p "$plan"
+  plan_chunks "$dir/list.txt" "$plan"
+  for stem in "$plan"/*.names; do
+    total=$((total + 1))
+    key=$(basename "$stem" .names)
+    [ -f "$dir/$key.json.gz" ] && cmp -s "$stem" "$dir/$key.names" && finished=$((finished + 1))
+  done
+  say "$listed benchmarks in $total chunks, $finished done before; $repetitions repetitions of $min_time s, budget ${budget} s"
+  [ "$finished" -eq "$total" ] && { say "every chunk is done (--fresh to run them again)"; return 0; }
+
+  sample_clocks before
+  say "warm-up"
+  "$bin" "${sel[@]}" "--benchmark_filter=$(cat "$plan/warmup.filter")" --benchmark_min_time=0.5 \
+    --benchmark_repetitions=1 > "$logs/bench_warmup.log" 2>&1 || true
+  sample_clocks after-warmup
+
+  for stem in "$plan"/*.names; do
+    key=$(basename "$stem" .names)
+    [ -f "$dir/$key.json.gz" ] && cmp -s "$stem" "$dir/$key.names" && continue
+    count=$(grep -c . "$stem")
+    remaining=$((deadline - $(now)))
+    if [ "$budget" -gt 0 ]; then
+      est=$((done_count > 0 ? done_secs * count * 5 / done_count / 4 : 0))  # 1.25 x the rate so far
+      if [ "$remaining" -lt 20 ] || [ "$est" -gt "$remaining" ]; then incomplete=1; break; fi
+    else
+      remaining=86400
+    fi
+    chunk_start=$(now)
+    ( while :; do sample_clocks "load $key"; sleep 2; done ) > /dev/null 2>&1 &
+    sampler=$!
+    rc=0
+    timeout -k 15 "$remaining" "$bin" "${sel[@]}" "--benchmark_filter=$(cat "$plan/$key.filter")" \
+      --benchmark_repetitions="$repetitions" --benchmark_min_time="$min_time" \
+      --benchmark_display_aggregates_only=true \
+      --benchmark_out="$logs/$key.json" --benchmark_out_format=json > "$logs/$key.log" 2>&1 || rc=$?
+    kill "$sampler" 2>/dev/null || true
+    wait "$sampler" 2>/dev/null || true
+    secs=$(($(now) - chunk_start))
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
+      say "$key: stopped by the budget after $secs s (run the bench step again to redo it)"
+      rm -f "$logs/$key.json"
+      incomplete=1
+      break
+    fi
+    if ! errors=$("$python" -c '
+import json, sys
+b = json.load(open(sys.argv[1])).get("benchmarks", [])
+names = {x.get("run_name") for x in b}
+print(len(names), sum(1 for x in b if x.get("error_occurred")))' "$logs/$key.json" 2>/dev/null); then
+      say "$key: dsconv_bench exited with $rc and no complete JSON after $secs s; last lines:"
+      tail -15 "$logs/$key.log"
+      [ "$rc" -eq 77 ] && die "dsconv_bench found no usable GPU"
+      failed=1
+      continue
+    fi
+    gzip -9 -c "$logs/$key.json" > "$dir/$key.json.gz"
+    cp "$stem" "$dir/$key.names"
+    finished=$((finished + 1))
+    done_secs=$((done_secs + secs))
+    done_count=$((done_count + count))
+    say "[$finished/$total] $key: ${errors% *} of $count benchmarks in $secs s, ${errors#* } with errors$([ "$rc" -ne 0 ] && echo ", exit $rc")"
+    if [ "${errors#* }" != 0 ]; then
+      "$python" -c '
+import json, sys
+for x in json.load(open(sys.argv[1])).get("benchmarks", []):
+    if x.get("error_occurred"):
+        print("   ", x.get("run_name"), ":", x.get("error_message", "")[:200]); break' "$logs/$key.json" || true
+    fi
+    [ "$rc" -ne 0 ] && failed=1
+  done
+  sample_clocks after
+  record_step bench "$([ "$failed" -ne 0 ] && echo failed || { [ "$finished" -eq "$total" ] && echo ok || echo incomplete; })" \
+    "$finished of $total chunks ($listed benchmarks), $repetitions x $min_time s"
+  [ "$failed" -ne 0 ] && die "dsconv_bench failed on some chunk (logs in $logs)"
+  if [ "$finished" -lt "$total" ]; then
+    say "incomplete: $finished of $total chunks done; run the bench step again to continue"
+    exit 3
+  fi
+  say "all $total chunks done: results in $dir"
+}
+
+step_report() {
+  local py="" p files=()
+  for p in "${PYTHON:-}" python3 /usr/bin/python3; do
+    [ -n "$p" ] && "$p" -c 'import matplotlib' 2>/dev/null && { py=$p; break; }
+  done
+  [ -n "$py" ] || { py=$python; say "no matplotlib: tables only (run the report step again where matplotlib is)"; }
+  shopt -s nullglob
+  files=("$out"/bench/*.json.gz "$out"/bench/*.json)
+  shopt -u nullglob
+  [ ${#files[@]} -gt 0 ] || die "no benchmark results in $out/bench (run the bench step)"
+  local notes=()
+  [ -f "$out/environment.md" ] && notes+=(--notes "$out/environment.md")
+  [ -f "$out/steps.md" ] && notes+=(--notes "$out/steps.md")
+  [ -f "$out/clocks.csv" ] && notes+=(--clocks "$out/clocks.csv")
+  "$py" scripts/report.py "${files[@]}" --out "$out" "${notes[@]}"
+  say "report: $out/bench.md; the folder holds $(du -sh "$out" | cut -f1) in $(find "$out" -type f | wc -l) files"
+}
+
+step_all() {
+  local status=0 s rc
+  for s in build test sanitize bench report; do
+    rc=0
+    if [ "$s" = bench ]; then
+      "$0" bench "${script_args[@]:1}" --budget 0 || rc=$?
+    else
+      "$0" "$s" "${script_args[@]:1}" || rc=$?
+    fi
+    if [ "$rc" -ne 0 ]; then
+      status=1
+      [ "$s" = build ] && exit 1
+    fi
+  done
+  exit "$status"
+}
+
+"step_$step"
