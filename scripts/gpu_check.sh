@@ -44,7 +44,8 @@
 #   --min-time SECONDS   benchmark time per repetition, default 0.02
 #   --fresh              bench: discard earlier chunks instead of continuing them
 #   --tools LIST         sanitize: compute-sanitizer tools, default memcheck,racecheck,synccheck
-#   --tags LIST          sanitize: Catch2 tags in priority order, default shapes,platform,misaligned,epilogue,network
+#   --tags LIST          sanitize: Catch2 tags in priority order, default
+#                        shapes,platform,tf32,split_k,misaligned,epilogue,network
 # cuDNN is looked for in CUDNN_ROOT, then in the Python packages (nvidia.cudnn, as PyTorch's
 # wheels install it; PYTHON selects the interpreter), then in the CUDA toolkit.
 set -euo pipefail
@@ -73,7 +74,7 @@ repetitions=3
 min_time=0.02
 fresh=0
 tools=memcheck,racecheck,synccheck
-tags=shapes,platform,misaligned,epilogue,network
+tags=shapes,platform,tf32,split_k,misaligned,epilogue,network
 chunk_cap=128
 while [ $# -gt 0 ]; do
   opt=$1
@@ -253,6 +254,9 @@ write_environment() {
     echo "## Machine and toolchain"
     echo
     echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
+    if line=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
+      echo "- Source: commit $line$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' with local changes')"
+    fi
     if have_gpu; then
       echo "- GPU: $(gpu_value name), compute capability $(gpu_value compute_cap), $(gpu_value memory.total) MiB," \
         "driver $(gpu_value driver_version)$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1 | sed 's/^/, /')"
@@ -646,9 +650,9 @@ step_all() {
   for s in build test sanitize bench report; do
     rc=0
     if [ "$s" = bench ]; then
-      "$0" bench "${script_args[@]:1}" --budget 0 || rc=$?
+      "$root/scripts/gpu_check.sh" bench "${script_args[@]:1}" --budget 0 || rc=$?
     else
-      "$0" "$s" "${script_args[@]:1}" || rc=$?
+      "$root/scripts/gpu_check.sh" "$s" "${script_args[@]:1}" || rc=$?
     fi
     if [ "$rc" -ne 0 ]; then
       status=1

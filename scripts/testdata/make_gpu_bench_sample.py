@@ -1,0 +1,135 @@
+#!/usr/bin/env python3
+"""Writes gpu_bench_dw.json.gz and gpu_bench_pw.json.gz beside this file: a made-up sample of
+dsconv_bench's JSON from a GPU run, two chunks as scripts/gpu_check.sh keeps them, for checking
+scripts/report.py without a GPU (CI renders it). The times are modelled from the minimum bytes
+and a copy bandwidth, not measured. It has depthwise and 1x1 layers of both networks at batch
+1 and 32 in float and half, both layouts, dsconv and cuDNN with repetitions and aggregates, a
+cuDNN error, a backward case of the same name form and fused-block cases of other forms.
+Deterministic: the same bytes on every run."""
+import gzip
+import json
+import math
+import os
+import random
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+COPY_GBPS = 2917.4
+CONTEXT = {
+    "date": "2026-11-24T12:00:00+00:00", "host_name": "gpu-node", "executable": "build-gpu/bench/dsconv_bench",
+    "num_cpus": 16, "mhz_per_cpu": 3400, "cpu_scaling_enabled": False,
+    "caches": [{"type": "Data", "level": 1, "size": 49152, "num_sharing": 2}],
+    "load_avg": [0.5, 0.4, 0.3], "library_build_type": "release",
+    "dsconv_baseline": "cuDNN 9.10.2", "dsconv_device": "NVIDIA H100 80GB HBM3, 132 multiprocessors, L2 50 MiB",
+    "dsconv_l2_bytes": "52428800", "dsconv_platform": "cuda",
+}
+
+
+def depthwise(c, h, k, s):
+    """(bytes, flops) at batch n and element size b."""
+    o = h // s
+    return lambda n, b: (b * (n * c * h * h + c * k * k + c + n * c * o * o), 2.0 * n * c * o * o * k * k)
+
+
+def pointwise(ci, co, h, residual):
+    return lambda n, b: (b * (n * h * h * ci + ci * co + co + n * h * h * co * (2 if residual else 1)),
+                         2.0 * n * h * h * ci * co)
+
+
+# op, shape, (bytes, flops), activation, dsconv's and cuDNN's fraction of the copy bandwidth
+SHAPES = [
+    ("dw", "mobilenet_v2_224_0:c32_h112_k3_s1", depthwise(32, 112, 3, 1), "act=relu6", 0.72, 0.38),
+    ("dw", "efficientnet_b0_224_15:c144_h56_k5_s2", depthwise(144, 56, 5, 2), "act=silu", 0.64, 0.30),
+    ("pw", "mobilenet_v2_224_7:ci144_co24_h56", pointwise(144, 24, 56, True), "act=none +residual", 0.70, 0.55),
+]
+
+
+class Chunk:
+    def __init__(self):
+        self.entries = []
+
+    def add(self, name, t_us, counters, label, reps=3, aggregates=True, error=None):
+        """A benchmark as Google Benchmark writes it: its repetitions, then its aggregates;
+        `counters` maps a name to a function of the time."""
+        base = {"name": name, "family_index": len({e["run_name"] for e in self.entries}),
+                "per_family_instance_index": 0, "run_name": name}
+        if error:
+            self.entries.append(dict(base, run_type="iteration", repetitions=reps, repetition_index=0, threads=1,
+                                     iterations=0, real_time=0.0, cpu_time=0.0, time_unit="us",
+                                     error_occurred=True, error_message=error))
+            return
+        runs = [t_us * (1 + random.gauss(0, 0.01)) for _ in range(reps)]
+        for i, t in enumerate(runs):
+            e = dict(base, run_type="iteration", repetitions=reps, repetition_index=i, threads=1,
+                     iterations=int(20000 / t) * 8, real_time=round(t, 4), cpu_time=round(t * 1.3, 4), time_unit="us")
+            e.update({k: v(t) for k, v in counters.items()}, label=label)
+            self.entries.append(e)
+        if not aggregates:
+            return
+        mean = sum(runs) / reps
+        sd = math.sqrt(sum((r - mean) ** 2 for r in runs) / (reps - 1))
+        for agg, t, unit in (("mean", mean, "time"), ("median", sorted(runs)[reps // 2], "time"),
+                             ("stddev", sd, "time"), ("cv", sd / mean, "percentage")):
+            e = dict(base, name=name + "_" + agg, run_type="aggregate", repetitions=reps, threads=1,
+                     aggregate_name=agg, aggregate_unit=unit, iterations=reps, real_time=round(t, 4),
+                     cpu_time=round(t * 1.3, 4), time_unit="us")
+            if agg in ("mean", "median"):
+                e.update({k: v(t) for k, v in counters.items()})
+            e["label"] = label
+            self.entries.append(e)
+
+    def write(self, path, context):
+        body = ",\n".join("    " + json.dumps(e, separators=(",", ":")) for e in self.entries)
+        text = '{\n  "context": %s,\n  "benchmarks": [\n%s\n  ]\n}\n' % (json.dumps(context, separators=(",", ":")), body)
+        with gzip.GzipFile(path, "wb", mtime=0) as f:
+            f.write(text.encode())
+
+
+def bandwidth_counters(nbytes, flops=None):
+    counters = {"bytes": lambda t: nbytes}
+    if flops is not None:
+        counters["flops"] = lambda t: flops
+    counters["GB/s"] = lambda t: nbytes / t * 1e-3
+    if flops is not None:
+        counters["GFLOP/s"] = lambda t: flops / t * 1e-3
+    counters["bw_pct"] = lambda t: 100 * nbytes / t * 1e-3 / COPY_GBPS
+    return counters
+
+
+def main():
+    random.seed(14)
+    chunks = {"dw": Chunk(), "pw": Chunk()}
+    for op, shape, size, act, eff_dsconv, eff_cudnn in SHAPES:
+        for n in (1, 32):
+            for dtype, b in (("float", 4), ("half", 2)):
+                for lay in ("nchw", "nhwc"):
+                    nbytes, flops = size(n, b)
+                    for impl, eff in (("dsconv", eff_dsconv), ("cudnn", eff_cudnn)):
+                        eff *= (0.55 if n == 1 else 1.0) * (1.08 if lay == "nhwc" and impl == "cudnn" else 1.0)
+                        t = nbytes / (eff * COPY_GBPS * 1e3) + (3.0 if impl == "dsconv" else 5.5)
+                        if impl == "cudnn":
+                            label = "legacy API, algo=IMPLICIT_PRECOMP_GEMM, %s, fused" % act
+                        elif op == "dw":
+                            label = "variant=%s_tiled, %s" % (lay, act)
+                        else:
+                            label = "variant=%s, %s" % ("mma_small" if dtype == "half" else "gemm_small", act)
+                        error = None
+                        if (impl, shape[:12], n, dtype, lay) == ("cudnn", "efficientnet", 1, "half", "nchw"):
+                            error = "cudnnFindConvolutionForwardAlgorithmEx: CUDNN_STATUS_NOT_SUPPORTED_SHAPE | modelled"
+                        chunks[op].add("%s/%s/b%d/%s/%s/%s/manual_time" % (op, shape, n, dtype, lay, impl), t,
+                                       bandwidth_counters(nbytes, flops), label, error=error)
+    # A backward case (the same name form under another op) and fused-block cases of other forms.
+    for impl, t in (("dsconv", 9.1), ("cudnn", 14.7)):
+        chunks["dw"].add("dw_dgrad/mobilenet_v2_224_0:c32_h112_k3_s1/b1/float/nchw/%s/manual_time" % impl, t,
+                         bandwidth_counters(4 * 2 * (32 * 112 * 112 * 2 + 32 * 9)),
+                         "variant=direct" if impl == "dsconv" else "legacy API, algo=ALGO_1")
+    for name, t in (("block/mobilenet_v2_224_2:ir_c24_t6/b8/half/nhwc/dsconv_fused", 21.4),
+                    ("block/mobilenet_v2_224_2:ir_c24_t6/b8/half/nhwc/cudnn/unfused", 30.2)):
+        chunks["pw"].add(name + "/manual_time", t, bandwidth_counters(3.6e6),
+                         "plan=unfused" if "unfused" in name else "plan=fused", reps=1, aggregates=False)
+    chunks["dw"].write(os.path.join(HERE, "gpu_bench_dw.json.gz"), dict(CONTEXT, dsconv_copy_bandwidth_GBps="2917.400000"))
+    chunks["pw"].write(os.path.join(HERE, "gpu_bench_pw.json.gz"),
+                       dict(CONTEXT, dsconv_copy_bandwidth_GBps="2905.100000", date="2026-11-24T12:01:10+00:00"))
+
+
+if __name__ == "__main__":
+    main()
