@@ -315,8 +315,10 @@ step_build() {
   write_environment >/dev/null
   command -v ninja >/dev/null 2>&1 && [ ! -f "$build/CMakeCache.txt" ] && generator=(-G Ninja)
   say "configuring $build: CUDA architectures $a, nvcc $nvcc, cuDNN $cudnn"
+  # -lineinfo: source lines in compute-sanitizer's and Nsight Compute's reports (the code is
+  # the same without it).
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BACKEND=cuda \
-    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$a" \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$a" -DCMAKE_CUDA_FLAGS=-lineinfo \
     -DCMAKE_PREFIX_PATH="$deps" \
     -DDSCONV_CUDNN_INCLUDE_DIR="$cudnn/include" -DDSCONV_CUDNN_LIBRARY="$lib" \
     "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 || { tail -40 "$logs/configure.log"; die "configuration failed"; }
@@ -560,6 +562,7 @@ step_bench() {
   say "warm-up"
   "$bin" "${sel[@]}" "--benchmark_filter=$(cat "$plan/warmup.filter")" --benchmark_min_time=0.5 \
     --benchmark_repetitions=1 > "$logs/bench_warmup.log" 2>&1 || true
+  grep -m2 'ERROR OCCURRED' "$logs/bench_warmup.log" | sed 's/^/  warm-up: /' || true
   sample_clocks after-warmup
 
   for stem in "$plan"/*.names; do
