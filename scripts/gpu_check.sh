@@ -227,25 +227,20 @@ detect_arch() {
   if [[ "$cc" =~ ^[0-9]+\.[0-9]+$ ]]; then echo "${cc/./}"; else echo native; fi
 }
 
-# The nvidia-smi fields the clock samples take (newer drivers renamed the throttle reasons).
+# The nvidia-smi fields the clock samples take (newer drivers renamed the throttle reasons),
+# found on the first sample.
 clock_fields=""
-clock_query_fields() {
+sample_clocks() {  # phase: one line into OUT/clocks.csv
+  local f=$out/clocks.csv base q
   if [ -z "$clock_fields" ]; then
-    local base="timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,utilization.gpu"
-    local f
-    for f in "$base,clocks_event_reasons.active" "$base,clocks_throttle_reasons.active" "$base"; do
-      if nvidia-smi --query-gpu="$f" --format=csv,noheader -i 0 >/dev/null 2>&1; then clock_fields=$f; break; fi
+    base="timestamp,pstate,clocks.sm,clocks.mem,clocks.max.sm,clocks.max.mem,temperature.gpu,power.draw,utilization.gpu"
+    for q in "$base,clocks_event_reasons.active" "$base,clocks_throttle_reasons.active" "$base"; do
+      if nvidia-smi --query-gpu="$q" --format=csv,noheader -i 0 >/dev/null 2>&1; then clock_fields=$q; break; fi
     done
     [ -n "$clock_fields" ] || clock_fields="timestamp,clocks.sm,clocks.mem"
   fi
-  echo "$clock_fields"
-}
-
-sample_clocks() {  # phase: one line into OUT/clocks.csv
-  local f=$out/clocks.csv fields
-  fields=$(clock_query_fields)
-  [ -s "$f" ] || echo "phase,$fields" > "$f"
-  nvidia-smi --query-gpu="$fields" --format=csv,noheader,nounits -i 0 2>/dev/null | sed "s/^/$1, /" >> "$f" || true
+  [ -s "$f" ] || echo "phase,$clock_fields" > "$f"
+  nvidia-smi --query-gpu="$clock_fields" --format=csv,noheader,nounits -i 0 2>/dev/null | sed "s/^/$1, /" >> "$f" || true
 }
 
 write_environment() {
@@ -535,7 +530,7 @@ step_bench() {
   local bin=$build/bench/dsconv_bench dir=$out/bench plan=$logs/bench_plan start deadline
   local sel=("--batch=$batches" "--type=$types" "--layout=$layouts")
   local listed stem key count remaining est rc chunk_start secs errors done_secs=0 done_count=0
-  local total=0 finished=0 incomplete=0 failed=0 sampler
+  local total=0 finished=0 failed=0 sampler
   mkdir -p "$dir"
   start=$(now)
   deadline=$((start + budget))
@@ -572,7 +567,7 @@ step_bench() {
     remaining=$((deadline - $(now)))
     if [ "$budget" -gt 0 ]; then
       est=$((done_count > 0 ? done_secs * count * 5 / done_count / 4 : 0))  # 1.25 x the rate so far
-      if [ "$remaining" -lt 20 ] || [ "$est" -gt "$remaining" ]; then incomplete=1; break; fi
+      if [ "$remaining" -lt 20 ] || [ "$est" -gt "$remaining" ]; then break; fi
     else
       remaining=86400
     fi
@@ -590,7 +585,6 @@ step_bench() {
     if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then
       say "$key: stopped by the budget after $secs s (run the bench step again to redo it)"
       rm -f "$logs/$key.json"
-      incomplete=1
       break
     fi
     if ! errors=$("$python" -c '
