@@ -11,6 +11,7 @@
 
 #include "dispatch/depthwise.hpp"
 #include "dispatch/pointwise.hpp"
+#include "dispatch/pointwise_backward.hpp"
 
 // `prefix` is `template` (an explicit instantiation) or `extern template` (a declaration
 // that one exists elsewhere).
@@ -23,8 +24,14 @@
   prefix depthwise_variant select_variant<T>(const depthwise_params&);                                          \
   }
 
+// The pointwise backward passes run through the forward's GEMM launches (detail::run_gemm), so
+// one source per type holds every pointwise kernel.
 #define DSCONV_INSTANTIATE_POINTWISE(prefix, T)                                                                   \
   namespace dsconv {                                                                                            \
+  namespace detail {                                                                                            \
+  prefix status run_gemm<T>(pointwise_variant, const pointwise_params&, const platform::device_properties&,       \
+                            stream_t, const gemm_call<T>&, void*, std::size_t);                                 \
+  }                                                                                                             \
   prefix status pointwise_forward<T>(const pointwise_params&, const pointwise_options&, const T*, const T*,      \
                                      const T*, const T*, T*, stream_t);                                         \
   prefix status pointwise_forward<T>(const pointwise_params&, const T*, const T*, const T*, const T*, T*,        \
@@ -32,6 +39,20 @@
   prefix status can_implement<T>(pointwise_variant, const pointwise_params&);                                   \
   prefix pointwise_variant select_variant<T>(const pointwise_params&, const pointwise_options&);                \
   prefix std::size_t pointwise_workspace_size<T>(const pointwise_params&);                                      \
+  prefix status pointwise_backward_data<T>(const pointwise_params&, const pointwise_backward_options&, const T*, \
+                                           const T*, T*, stream_t);                                             \
+  prefix status pointwise_backward_data<T>(const pointwise_params&, const T*, const T*, T*, stream_t);          \
+  prefix status pointwise_backward_weight<T>(const pointwise_params&, const pointwise_backward_options&,         \
+                                             const T*, const T*, T*, T*, stream_t);                             \
+  prefix status pointwise_backward_weight<T>(const pointwise_params&, const T*, const T*, T*, T*, stream_t);    \
+  prefix status can_implement_backward_data<T>(pointwise_variant, const pointwise_params&);                     \
+  prefix status can_implement_backward_weight<T>(pointwise_variant, const pointwise_params&);                   \
+  prefix pointwise_variant select_backward_data_variant<T>(const pointwise_params&,                             \
+                                                           const pointwise_backward_options&);                  \
+  prefix pointwise_variant select_backward_weight_variant<T>(const pointwise_params&,                           \
+                                                             const pointwise_backward_options&);                \
+  prefix std::size_t pointwise_backward_data_workspace_size<T>(const pointwise_params&);                        \
+  prefix std::size_t pointwise_backward_weight_workspace_size<T>(const pointwise_params&);                      \
   }
 
 #if defined(DSCONV_EXTERN_TEMPLATES)

@@ -22,6 +22,7 @@ enum class status {
   overlapping_buffers,     // the output range overlaps an input, weight, bias or residual range
   size_overflow,           // an element or byte count does not fit the 64-bit index type
   insufficient_workspace,  // the variant needs more workspace than the options provide
+  missing_activation_tensor,  // a backward call of a layer with a fused activation has no saved tensor
   // Platform errors.
   no_device,               // no GPU, or no driver for it
   out_of_memory,           // an allocation failed
@@ -52,6 +53,9 @@ inline const char* to_string(status s) noexcept {
     case status::size_overflow: return "size overflow: an element or byte count exceeds the 64-bit index type";
     case status::insufficient_workspace:
       return "insufficient workspace: the variant needs more workspace than the options provide (pointwise_workspace_size)";
+    case status::missing_activation_tensor:
+      return "missing activation tensor: the backward of a fused activation needs the tensor the forward saved "
+             "(backward options: activation_saved; plain backward calls take activation::none)";
     case status::no_device: return "no device: no usable GPU or driver was found";
     case status::out_of_memory: return "out of memory: a device allocation failed";
     case status::invalid_launch_config: return "invalid launch configuration: grid, block or shared memory exceeds the device limits";

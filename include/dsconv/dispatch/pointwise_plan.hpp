@@ -43,10 +43,21 @@ static_assert(mma_tiles<kernels::mfma_unit>::large::bm == mma_large_tile::bm &&
                   mma_tiles<kernels::mfma_unit>::small::bn == mma_small_tile::bn,
               "every matrix unit's tiles have the sizes the grids are planned with");
 
-// The grid of a GEMM variant over `p`, or false when it exceeds the device's grid limits.
+// The passes of a pointwise layer, each a GEMM (gemm_operands.hpp).
+enum class gemm_pass { forward, backward_data, backward_weight };
+
+inline gemm_operands make_pass_gemm(gemm_pass pass, const pointwise_params& p) {
+  const pointwise_shape s = make_shape(p);
+  switch (pass) {
+    case gemm_pass::backward_data: return make_backward_data_gemm(s);
+    case gemm_pass::backward_weight: return make_backward_weight_gemm(s);
+    default: return make_gemm(s);
+  }
+}
+
+// The grid of a tiled GEMM variant over `g`, or false when it exceeds the device's grid limits.
 template <class Tile>
-bool plan_gemm(const pointwise_params& p, const platform::device_properties& dev, platform::dims& grid) {
-  const gemm_operands g = make_gemm(make_shape(p));
+bool plan_gemm(const gemm_operands& g, const platform::device_properties& dev, platform::dims& grid) {
   const long long gx = (g.n + Tile::bn - 1) / Tile::bn, gy = (g.m + Tile::bm - 1) / Tile::bm;
   const long long gz = g.batches;
   if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
@@ -68,52 +79,55 @@ bool mma_usable(const pointwise_params& p, const platform::device_properties& de
   }
 }
 
-// split_k: K is divided into slices of a multiple of this many channels (every stage of every
-// tile fits it), at most this many slices.
-inline constexpr long long split_k_granule = 32, split_k_max_slices = 32;
+// split_k: at most this many slices of the summed K.
+inline constexpr long long split_k_max_slices = 32;
 
 struct split_k_plan {
   gemm_operands g;     // with slices and k_slice set
   platform::dims grid; // of the GEMM launch: 64x64 tiles x batches x slices
   bool tensor_cores;   // mma_small's kernel, else gemm_small's
-  index_t workspace_bytes;
+  index_t workspace_bytes;  // the partial sums, and A's row sums where `row_sums` was asked for
+  index_t row_sums_offset;  // bytes from the workspace's start to the row sums
 };
 
-// Enough K slices of the 64x64 tiles to give every multiprocessor two blocks, each slice at
-// least one granule; false when K has fewer than two granules (nothing to split).
+// Enough slices of the summed K (whole granules each) for the 64x64 tiles to give every
+// multiprocessor two blocks; false when it has fewer than two granules (nothing to split).
+// `row_sums`: room for A's row sums per slice too (the backward weight's bias gradient).
 template <class T>
-bool plan_split_k(const pointwise_params& p, const platform::device_properties& dev, split_k_plan& plan) {
+bool plan_split_k(const pointwise_params& p, gemm_operands g, const platform::device_properties& dev, bool row_sums,
+                  split_k_plan& plan) {
   static_assert(gemm_small_tile::bm == mma_small_tile::bm && gemm_small_tile::bn == mma_small_tile::bn,
                 "split_k plans one grid for both 64x64 kernels");
-  plan.g = make_gemm(make_shape(p));
-  gemm_operands& g = plan.g;
   const long long gx = (g.n + gemm_small_tile::bn - 1) / gemm_small_tile::bn;
   const long long gy = (g.m + gemm_small_tile::bm - 1) / gemm_small_tile::bm;
   const long long base = gx * gy * g.batches;
-  const long long granules = (g.k + split_k_granule - 1) / split_k_granule;
+  const long long summed = g.k_batches * g.k_padded;
+  const long long granules = (summed + split_k_granule - 1) / split_k_granule;
   long long slices = (2LL * dev.multiprocessor_count + base - 1) / base;
   if (slices < 2) slices = 2;
   if (slices > split_k_max_slices) slices = split_k_max_slices;
   if (slices > granules) slices = granules;
   if (slices < 2) return false;
   g.k_slice = (granules + slices - 1) / slices * split_k_granule;
-  g.slices = (g.k + g.k_slice - 1) / g.k_slice;
+  g.slices = (summed + g.k_slice - 1) / g.k_slice;
   const long long gz = g.batches * g.slices;
   if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
+  plan.g = g;
   plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
   plan.tensor_cores = mma_usable<T>(p, dev);
-  plan.workspace_bytes = g.slices * g.batches * g.m * g.n * static_cast<index_t>(sizeof(float));
+  plan.row_sums_offset = g.slices * g.batches * g.m * g.n * static_cast<index_t>(sizeof(float));
+  plan.workspace_bytes = plan.row_sums_offset + (row_sums ? g.slices * g.m * static_cast<index_t>(sizeof(float)) : 0);
   return true;
 }
 
 // Matrix-vector and skinny products only: a warp per output re-reads the wider operand once
-// per row of the narrower one, which only pays while that side has a handful of rows.
+// per row of the narrower one, which only pays while that side has a handful of rows. It sums
+// one GEMM along K and no rows of A (so it runs no backward weight pass).
 inline constexpr long long warp_dot_max_narrow_side = 8;
 
 // One warp per output, grid-stride: enough blocks to fill the device several times over.
-inline bool plan_warp_dot(const pointwise_params& p, const platform::device_properties& dev, platform::dims& grid) {
-  const gemm_operands g = make_gemm(make_shape(p));
-  if ((g.m < g.n ? g.m : g.n) > warp_dot_max_narrow_side) return false;
+inline bool plan_warp_dot(const gemm_operands& g, const platform::device_properties& dev, platform::dims& grid) {
+  if ((g.m < g.n ? g.m : g.n) > warp_dot_max_narrow_side || g.k_batches > 1) return false;
   const long long warps_per_block = warp_dot_block_threads / static_cast<unsigned>(dev.warp_size);
   const long long wanted = (g.m * g.n + warps_per_block - 1) / warps_per_block;
   const long long resident = 32LL * dev.multiprocessor_count;
@@ -123,18 +137,21 @@ inline bool plan_warp_dot(const pointwise_params& p, const platform::device_prop
   return true;
 }
 
+// Whether `v` can run `pass` of `p` (grid: its grid where it has a planned one). The backward
+// weight pass runs every variant but warp_dot.
 template <class T>
-bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform::device_properties& dev,
+bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p, const platform::device_properties& dev,
                   platform::dims& grid) {
+  const gemm_operands g = make_pass_gemm(pass, p);
   switch (v) {
-    case pointwise_variant::gemm_large: return plan_gemm<gemm_large_tile>(p, dev, grid);
-    case pointwise_variant::gemm_small: return plan_gemm<gemm_small_tile>(p, dev, grid);
-    case pointwise_variant::warp_dot: return plan_warp_dot(p, dev, grid);
-    case pointwise_variant::mma_large: return mma_usable<T>(p, dev) && plan_gemm<mma_large_tile>(p, dev, grid);
-    case pointwise_variant::mma_small: return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(p, dev, grid);
+    case pointwise_variant::gemm_large: return plan_gemm<gemm_large_tile>(g, dev, grid);
+    case pointwise_variant::gemm_small: return plan_gemm<gemm_small_tile>(g, dev, grid);
+    case pointwise_variant::warp_dot: return pass != gemm_pass::backward_weight && plan_warp_dot(g, dev, grid);
+    case pointwise_variant::mma_large: return mma_usable<T>(p, dev) && plan_gemm<mma_large_tile>(g, dev, grid);
+    case pointwise_variant::mma_small: return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(g, dev, grid);
     case pointwise_variant::split_k: {
       split_k_plan plan;
-      if (!plan_split_k<T>(p, dev, plan)) return false;
+      if (!plan_split_k<T>(p, g, dev, pass == gemm_pass::backward_weight, plan)) return false;
       grid = plan.grid;
       return true;
     }
@@ -145,24 +162,25 @@ bool plan_variant(pointwise_variant v, const pointwise_params& p, const platform
 // The heuristic: the largest GEMM tile whose grid still gives every multiprocessor a block
 // (tiles read each operand a few times at most), on tensor cores where they can take the
 // type; when even the small tile leaves multiprocessors idle (batch 1, small maps, the
-// squeeze-excitation matrix-vector products), a warp per output spreads the work over the
-// whole device instead, or, for wider products with a long K and the caller's workspace,
-// split_k gives the small tiles' blocks a slice of K each.
+// squeeze-excitation matrix-vector products, and the backward weight pass, whose C is the
+// small weight matrix), a warp per output spreads the work over the whole device instead, or,
+// for wider products with a long K and the caller's workspace, split_k gives the small tiles'
+// blocks a slice of K each.
 template <class T>
-pointwise_variant choose_pointwise(const pointwise_params& p, const platform::device_properties& dev,
+pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, const platform::device_properties& dev,
                                    std::size_t workspace_bytes) {
   const bool mma = mma_usable<T>(p, dev);
   const pointwise_variant large = mma ? pointwise_variant::mma_large : pointwise_variant::gemm_large;
   const pointwise_variant small = mma ? pointwise_variant::mma_small : pointwise_variant::gemm_small;
   platform::dims grid;
   const long long sms = dev.multiprocessor_count;
-  if (plan_variant<T>(large, p, dev, grid) && static_cast<long long>(grid.volume()) >= sms) return large;
-  const bool small_fits = plan_variant<T>(small, p, dev, grid);
+  if (plan_variant<T>(large, pass, p, dev, grid) && static_cast<long long>(grid.volume()) >= sms) return large;
+  const bool small_fits = plan_variant<T>(small, pass, p, dev, grid);
   if (small_fits && static_cast<long long>(grid.volume()) >= sms) return small;
-  if (plan_warp_dot(p, dev, grid)) return pointwise_variant::warp_dot;
+  if (plan_variant<T>(pointwise_variant::warp_dot, pass, p, dev, grid)) return pointwise_variant::warp_dot;
   split_k_plan plan;
-  if (plan_split_k<T>(p, dev, plan) && plan.g.k_slice < plan.g.k &&
-      static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)
+  if (plan_split_k<T>(p, make_pass_gemm(pass, p), dev, pass == gemm_pass::backward_weight, plan) &&
+      plan.g.k_slice < plan.g.k_batches * plan.g.k_padded && static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)
     return pointwise_variant::split_k;
   return small_fits ? small : pointwise_variant::direct;
 }

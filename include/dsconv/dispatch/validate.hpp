@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 #include <type_traits>
+#include <vector>
 
 #include "../config.hpp"
 #include "../params.hpp"
@@ -113,17 +114,102 @@ inline status validate_params(const depthwise_params& p, std::size_t element_byt
   return status::success;
 }
 
+// The byte extents of a depthwise problem's tensors (for params that passed validate_params).
+struct depthwise_extents {
+  index_t input, output, weight, bias;
+  template <class T>
+  static depthwise_extents of(const depthwise_params& p) {
+    const index_t e = sizeof(T);
+    return {e * p.n * p.c * p.h * p.w, e * p.n * p.out_c() * p.out_h() * p.out_w(), e * p.out_c() * p.kernel_h * p.kernel_w,
+            e * p.out_c()};
+  }
+};
+
+// `pre_activation` (optional, from depthwise_options) is written too: it must overlap no tensor.
 template <class T>
-status validate(const depthwise_params& p, const T* input, const T* weight, const T* bias, const T* output) {
+status validate(const depthwise_params& p, const T* input, const T* weight, const T* bias, const T* output,
+                const void* pre_activation = nullptr) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const status s = validate_params(p, sizeof(T));
+  status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
-  const index_t e = sizeof(T);  // every count below was checked to fit
-  return check_buffers("depthwise", buffer{output, e * p.n * p.out_c() * p.out_h() * p.out_w()},
-                       {{"input", buffer{input, e * p.n * p.c * p.h * p.w}},
-                        {"weight", buffer{weight, e * p.out_c() * p.kernel_h * p.kernel_w}},
-                        {"bias", buffer{bias, e * p.out_c()}}},
-                       {"bias"});
+  const depthwise_extents x = depthwise_extents::of<T>(p);
+  const buffer in{input, x.input}, w{weight, x.weight}, b{bias, x.bias}, out{output, x.output};
+  s = check_buffers("depthwise", out, {{"input", in}, {"weight", w}, {"bias", b}}, {"bias"});
+  if (s != status::success || !pre_activation) return s;
+  return check_buffers("depthwise", buffer{pre_activation, x.output},
+                       {{"input", in}, {"weight", w}, {"bias", b}, {"output", out}}, {"bias"}, "pre_activation");
+}
+
+// The tensor a backward call reads for a fused activation: required where act is not none.
+inline status check_activation_saved(const char* op, activation act, const void* saved) {
+  if (act != activation::none && !saved)
+    return invalid(status::missing_activation_tensor, op,
+                   std::string("activation ") + to_string(act) + " needs the tensor its forward saved (activation_saved)");
+  return status::success;
+}
+
+// Every buffer that a backward call writes (a gradient, the optional bias gradient, the
+// workspace) overlaps none of the other buffers of the call.
+inline status check_backward_buffers(const char* op, std::initializer_list<std::pair<const char*, buffer>> written,
+                                     std::initializer_list<std::pair<const char*, buffer>> read,
+                                     std::initializer_list<const char*> optional) {
+  for (const auto& out : written) {
+    bool may_be_null = false;
+    for (const char* name : optional) may_be_null = may_be_null || std::string(name) == out.first;
+    if (!out.second.ptr && may_be_null) continue;
+    std::vector<std::pair<const char*, buffer>> others(read);
+    for (const auto& other : written)
+      if (other.first != out.first) others.push_back(other);
+    for (const auto& other : others) {
+      // check_buffers takes its inputs as an initializer list: check them one at a time.
+      const status s = check_buffers(op, out.second, {other}, optional, out.first);
+      if (s != status::success) return s;
+    }
+    if (others.empty()) {
+      const status s = check_buffers(op, out.second, {}, optional, out.first);
+      if (s != status::success) return s;
+    }
+  }
+  return status::success;
+}
+
+// depthwise_backward_data: grad_input from grad_output (gated by act'(activation_saved)) and the weight.
+template <class T>
+status validate_backward_data(const depthwise_params& p, const T* grad_output, const T* weight, const T* grad_input,
+                              const void* activation_saved) {
+  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  const char* op = "depthwise backward data";
+  status s = validate_params(p, sizeof(T));
+  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
+  if (s != status::success) return s;
+  const depthwise_extents x = depthwise_extents::of<T>(p);
+  const void* saved = p.act == activation::none ? nullptr : activation_saved;
+  return check_backward_buffers(op, {{"grad_input", buffer{grad_input, x.input}}},
+                                {{"grad_output", buffer{grad_output, x.output}},
+                                 {"weight", buffer{weight, x.weight}},
+                                 {"activation_saved", buffer{saved, x.output}}},
+                                {"activation_saved"});
+}
+
+// depthwise_backward_weight: grad_weight and the optional grad_bias from the input and
+// grad_output; `workspace` (optional) is written too.
+template <class T>
+status validate_backward_weight(const depthwise_params& p, const T* input, const T* grad_output, const T* grad_weight,
+                                const T* grad_bias, const void* activation_saved, buffer workspace) {
+  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  const char* op = "depthwise backward weight";
+  status s = validate_params(p, sizeof(T));
+  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
+  if (s != status::success) return s;
+  const depthwise_extents x = depthwise_extents::of<T>(p);
+  const void* saved = p.act == activation::none ? nullptr : activation_saved;
+  return check_backward_buffers(
+      op,
+      {{"grad_weight", buffer{grad_weight, x.weight}}, {"grad_bias", buffer{grad_bias, x.bias}}, {"workspace", workspace}},
+      {{"input", buffer{input, x.input}},
+       {"grad_output", buffer{grad_output, x.output}},
+       {"activation_saved", buffer{saved, x.output}}},
+      {"grad_bias", "workspace", "activation_saved"});
 }
 
 inline status validate_params(const pointwise_params& p, std::size_t element_bytes) {
@@ -139,23 +225,71 @@ inline status validate_params(const pointwise_params& p, std::size_t element_byt
   return status::success;
 }
 
-// `workspace` (optional, from pointwise_options) is written too: it must overlap no tensor.
+struct pointwise_extents {
+  index_t input, output, weight, bias;
+  template <class T>
+  static pointwise_extents of(const pointwise_params& p) {
+    const index_t e = sizeof(T);
+    return {e * p.n * p.c_in * p.h * p.w, e * p.n * p.c_out * p.h * p.w, e * p.c_out * p.c_in, e * p.c_out};
+  }
+};
+
+// `workspace` and `pre_activation` (optional, from pointwise_options) are written too: they
+// must overlap no tensor.
 template <class T>
 status validate(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
-                const T* output, buffer workspace = {nullptr, 0}) {
+                const T* output, buffer workspace = {nullptr, 0}, const void* pre_activation = nullptr) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
-  const index_t e = sizeof(T);  // every count below was checked to fit
-  const index_t out_bytes = e * p.n * p.c_out * p.h * p.w;
-  const buffer in{input, e * p.n * p.c_in * p.h * p.w}, w{weight, e * p.c_out * p.c_in}, bi{bias, e * p.c_out},
-      res{residual, out_bytes}, out{output, out_bytes};
+  const pointwise_extents x = pointwise_extents::of<T>(p);
+  const buffer in{input, x.input}, w{weight, x.weight}, bi{bias, x.bias}, res{residual, x.output}, out{output, x.output};
   s = check_buffers("pointwise", out, {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}},
                     {"bias", "residual"});
-  if (s != status::success || !workspace.ptr) return s;
-  return check_buffers("pointwise", workspace,
-                       {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}, {"output", out}},
-                       {"bias", "residual"}, "workspace");
+  if (s != status::success) return s;
+  return check_backward_buffers("pointwise", {{"workspace", workspace}, {"pre_activation", buffer{pre_activation, x.output}}},
+                                {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}, {"output", out}},
+                                {"bias", "residual", "workspace", "pre_activation"});
+}
+
+// pointwise_backward_data: grad_input from grad_output (gated by act'(activation_saved)) and
+// the weight; `workspace` (optional) is written too.
+template <class T>
+status validate_backward_data(const pointwise_params& p, const T* grad_output, const T* weight, const T* grad_input,
+                              const void* activation_saved, buffer workspace) {
+  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  const char* op = "pointwise backward data";
+  status s = validate_params(p, sizeof(T));
+  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
+  if (s != status::success) return s;
+  const pointwise_extents x = pointwise_extents::of<T>(p);
+  const void* saved = p.act == activation::none ? nullptr : activation_saved;
+  return check_backward_buffers(op, {{"grad_input", buffer{grad_input, x.input}}, {"workspace", workspace}},
+                                {{"grad_output", buffer{grad_output, x.output}},
+                                 {"weight", buffer{weight, x.weight}},
+                                 {"activation_saved", buffer{saved, x.output}}},
+                                {"activation_saved", "workspace"});
+}
+
+// pointwise_backward_weight: grad_weight and the optional grad_bias from the input and
+// grad_output; `workspace` (optional) is written too.
+template <class T>
+status validate_backward_weight(const pointwise_params& p, const T* input, const T* grad_output, const T* grad_weight,
+                                const T* grad_bias, const void* activation_saved, buffer workspace) {
+  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  const char* op = "pointwise backward weight";
+  status s = validate_params(p, sizeof(T));
+  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
+  if (s != status::success) return s;
+  const pointwise_extents x = pointwise_extents::of<T>(p);
+  const void* saved = p.act == activation::none ? nullptr : activation_saved;
+  return check_backward_buffers(
+      op,
+      {{"grad_weight", buffer{grad_weight, x.weight}}, {"grad_bias", buffer{grad_bias, x.bias}}, {"workspace", workspace}},
+      {{"input", buffer{input, x.input}},
+       {"grad_output", buffer{grad_output, x.output}},
+       {"activation_saved", buffer{saved, x.output}}},
+      {"grad_bias", "workspace", "activation_saved"});
 }
 
 }  // namespace detail

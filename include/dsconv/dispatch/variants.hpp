@@ -32,6 +32,10 @@ enum class pointwise_variant {
 
 struct depthwise_options {
   depthwise_variant variant = depthwise_variant::automatic;
+  // Where set, the forward also writes z = conv + bias, the activation's input, here (shaped
+  // like the output, of the call's element type): what the backward of silu, sigmoid and
+  // hardswish reads (depthwise_backward_options::activation_saved). It must overlap no tensor.
+  void* pre_activation = nullptr;
 };
 
 struct pointwise_options {
@@ -41,6 +45,35 @@ struct pointwise_options {
   // insufficient_workspace. It must not overlap any tensor of the call.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
+  // As depthwise_options::pre_activation: z = conv + bias + residual.
+  void* pre_activation = nullptr;
+};
+
+// Options of the backward calls (depthwise_backward.hpp, pointwise_backward.hpp).
+//   variant           the kernel variant (the forward's variants; automatic: the heuristic's)
+//   workspace         device memory for the weight gradient's partial sums (and pointwise
+//                     split_k's), sized by the *_workspace_size calls: with it the partial sums of
+//                     many blocks are added in a fixed order afterwards (so results are the same
+//                     bits on every run), which spreads long reductions over the whole device;
+//                     without it each block sums its whole reduction. It must overlap no tensor.
+//   activation_saved  for a layer whose forward fused an activation (params.act != none): the
+//                     tensor the forward saved, shaped like its output, of the call's element
+//                     type: the output y for relu and relu6, the activation's input z (the
+//                     forward's pre_activation option) for silu, sigmoid and hardswish. grad_output
+//                     is then dL/dy, and the call multiplies it by act'(z) as it reads it, so that
+//                     training needs no separate pass over the tensor. Read only when act != none.
+struct depthwise_backward_options {
+  depthwise_variant variant = depthwise_variant::automatic;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  const void* activation_saved = nullptr;
+};
+
+struct pointwise_backward_options {
+  pointwise_variant variant = pointwise_variant::automatic;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
+  const void* activation_saved = nullptr;
 };
 
 constexpr bool is_valid(depthwise_variant v) noexcept {

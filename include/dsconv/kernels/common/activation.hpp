@@ -31,5 +31,34 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activate(F x, activation a) {
   return x;
 }
 
+// The activation's derivative at the point the forward saw, from the tensor the forward saved
+// (backward passes multiply dL/dy by it to get dL/dz, z the activation's input): relu and relu6
+// from their output y (the derivative is 1 exactly where 0 < y, and y < 6 for relu6), silu,
+// sigmoid and hardswish from their input z. Where the derivative jumps (z = 0, 6, +-3) it takes
+// PyTorch's value.
+template <class F>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activation_gradient(F saved, activation a) {
+  switch (a) {
+    case activation::none: return F(1);
+    case activation::relu: return saved > F(0) ? F(1) : F(0);
+    case activation::relu6: return saved > F(0) && saved < F(6) ? F(1) : F(0);
+    // 1 - sigmoid(z) as sigmoid(-z): the subtraction loses the digits of 1 - s where s is
+    // near 1 (at z = 8 float keeps 3 of them).
+    case activation::silu: {
+      const F s = F(1) / (F(1) + exp_of(-saved)), t = F(1) / (F(1) + exp_of(saved));
+      return s * (F(1) + saved * t);
+    }
+    case activation::sigmoid: {
+      const F s = F(1) / (F(1) + exp_of(-saved)), t = F(1) / (F(1) + exp_of(saved));
+      return s * t;
+    }
+    case activation::hardswish: return saved < F(-3) ? F(0) : saved <= F(3) ? saved / F(3) + F(0.5) : F(1);
+  }
+  return F(1);
+}
+
+// Which tensor activation_gradient takes: the forward's output (relu, relu6) or its input.
+constexpr bool gradient_from_output(activation a) { return a == activation::relu || a == activation::relu6; }
+
 }  // namespace detail
 }  // namespace dsconv

@@ -1,39 +1,50 @@
 #pragma once
-// Pointwise (1x1) direct kernel: one output element per thread per grid-stride step, a dot
-// product over c_in, both layouts, with the fused bias + residual + activation epilogue.
+// Pointwise (1x1) direct kernel, for every pass: one element of C per thread per grid-stride
+// step, a dot product over the whole (summed) K read through the operands' strides
+// (gemm_operands.hpp), with the output's epilogue; threads of column 0 also sum their row of A
+// where the backward weight pass wants the bias gradient. The correct baseline every faster
+// variant is measured against.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
-#include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/grid_stride.hpp"
+#include "gemm_epilogue.hpp"
+#include "gemm_operands.hpp"
 
 namespace dsconv {
 namespace kernels {
 
 template <class T>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
-void pointwise_direct(detail::pointwise_shape s, const T* __restrict__ input, const T* __restrict__ weight,
-                      const T* __restrict__ bias, const T* __restrict__ residual, T* __restrict__ output) {
-  // The output's coordinates in the layout's order (its flat index is its offset):
-  // (image, output channel, row, column) for NCHW, (pixel of all images, output channel) for NHWC.
-  auto compute = [&](index_t i, int co, index_t x_base, index_t x_step) {
-    const T* w_row = weight + static_cast<index_t>(co) * s.c_in;
-    float acc = 0.f;
-    for (int ci = 0; ci < s.c_in; ++ci)
-      acc += to_float(platform::load(input + x_base + ci * x_step)) * to_float(platform::load(w_row + ci));
-    if (bias) acc += to_float(platform::load(bias + co));
-    if (residual) acc += to_float(platform::load(residual + i));
-    platform::store(output + i, from_float<T>(detail::activate(acc, s.act)));
-  };
-  const index_t total = s.output_elements(), pixels = s.pixels();
-  if (s.data_layout == layout::nchw)
-    detail::for_each_grid_stride<4>(total, {s.c_out, s.h, s.w}, [&](const auto& at) {
-      compute(at.index(), int(at[0]), at.outer() * s.c_in * pixels + at[1] * s.w + at[2], pixels);
-    });
-  else
-    detail::for_each_grid_stride<2>(total, {s.c_out},
-                                    [&](const auto& at) { compute(at.index(), int(at[0]), at.outer() * s.c_in, 1); });
+void pointwise_direct(detail::gemm_operands g, const T* __restrict__ a, const T* __restrict__ b, fused_output<T> out) {
+  const T* gate = static_cast<const T*>(g.gate);
+  const index_t gate_batch = g.gate_on_a ? g.a_batch : g.b_batch;
+  // Coordinates (output GEMM, row, column) of C.
+  detail::for_each_grid_stride<3>(g.batches * g.m * g.n, {g.m, g.n}, [&](const auto& at) {
+    const index_t batch = at.outer(), m = at[0], n = at[1];
+    const bool sum_row = out.sums_rows() && n == 0;
+    float acc = 0.f, row = 0.f;
+    for (index_t kb = 0; kb < g.k_batches; ++kb) {
+      const index_t gemm = batch + kb;  // an output GEMM or a summed one: never both above 0
+      const T* ab = a + gemm * g.a_batch;
+      const T* bb = b + gemm * g.b_batch;
+      const T* gb = gate ? gate + gemm * gate_batch : nullptr;
+      for (index_t k = 0; k < g.k; ++k) {
+        const index_t a_off = m * g.a_m + k * g.a_k, b_off = k * g.b_k + n * g.b_n;
+        float x = to_float(platform::load(ab + a_off)), y = to_float(platform::load(bb + b_off));
+        if (gb) {
+          float& gated = g.gate_on_a ? x : y;
+          gated *= detail::activation_gradient(to_float(platform::load(gb + (g.gate_on_a ? a_off : b_off))), g.gate_act);
+        }
+        acc += x * y;
+        if (sum_row) row += x;
+      }
+    }
+    const gemm_block blk{batch, 0, 0, g.k};
+    out.store(g, blk, m, n, acc);
+    if (sum_row) out.store_row_sum(g, blk, m, row);
+  });
 }
 
 }  // namespace kernels

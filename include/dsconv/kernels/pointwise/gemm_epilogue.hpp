@@ -1,8 +1,9 @@
 #pragma once
 // What every pointwise GEMM kernel does around its main loop: find its GEMM of the batch and
-// its K range, and store what it accumulated: through the fused epilogue
-// C[m][n] = act(acc + bias + residual) (cuDNN's conv-bias-add-activation order), or as a
-// split-K partial sum.
+// its range of the (summed) K, walk that range in steps, and store what it accumulated:
+// through the fused epilogue C[m][n] = act(acc + bias + residual) (cuDNN's
+// conv-bias-add-activation order), or as a split-K partial sum; and, for the backward weight
+// pass, A's row sums (the bias gradient).
 
 #include <cstdint>
 
@@ -10,17 +11,19 @@
 #include "../../platform/platform.hpp"
 #include "../common/activation.hpp"
 #include "gemm_operands.hpp"
+#include "gemm_staging.hpp"
 
 namespace dsconv {
 namespace kernels {
 
-// Where this block works: its GEMM of the batch (an image in the NCHW form; the only GEMM
-// otherwise) and its range of K (all of it, unless split_k divides K over several blocks).
+// Where this block works: its output GEMM of the batch (an image in the NCHW forms; the only
+// GEMM otherwise) and its range [k_begin, k_end) of the summed K (all of it, unless split_k
+// divides it over several blocks).
 struct gemm_block {
   index_t batch, slice, k_begin, k_end;
 };
 
-// Reads the block's place from grid.z and moves the operand pointers to its GEMM.
+// Reads the block's place from grid.z and moves the operand pointers to its output GEMM.
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE gemm_block select_block(const detail::gemm_operands& g, const T* __restrict__& a,
                                                          const T* __restrict__& b) {
@@ -28,19 +31,80 @@ DSCONV_DEVICE DSCONV_FORCEINLINE gemm_block select_block(const detail::gemm_oper
   gemm_block blk;
   blk.batch = z / g.slices, blk.slice = z % g.slices;
   blk.k_begin = blk.slice * g.k_slice;
-  blk.k_end = blk.k_begin + g.k_slice < g.k ? blk.k_begin + g.k_slice : g.k;
+  const index_t summed = g.k_batches * g.k_padded;
+  blk.k_end = blk.k_begin + g.k_slice < summed ? blk.k_begin + g.k_slice : summed;
   a += blk.batch * g.a_batch;
   b += blk.batch * g.b_batch;
   return blk;
 }
 
+// The K steps of BK of a block's range, in order, each inside one of the GEMMs summed along K
+// (k_batches; one unless the images of the NCHW weight gradient are summed): the step's first
+// k, where that GEMM's K ends for the block, and the operands (and the gate) of that GEMM.
+// Divides only where it starts; each step moves on with additions. Steps never cover the
+// padding between the summed GEMMs (k_padded).
+template <class T, int BK>
+struct k_steps {
+  const T* a;
+  const T* b;
+  const T* gate;
+  index_t k0, limit;  // this step's first k; the end of the block's range in this GEMM (<= k)
+  index_t count;      // steps in the block's range
+
+  DSCONV_DEVICE DSCONV_FORCEINLINE k_steps(const detail::gemm_operands& g, const gemm_block& blk, const T* a_,
+                                           const T* b_, const T* gate_)
+      : a(a_), b(b_), gate(gate_) {
+    const index_t first = blk.k_begin / g.k_padded, last = (blk.k_end - 1) / g.k_padded;  // (once per block)
+    const index_t start = blk.k_begin - first * g.k_padded, end = blk.k_end - last * g.k_padded;
+    const auto steps = [](index_t from, index_t to) { return to > from ? (to - from + BK - 1) / BK : 0; };
+    const index_t k_last = end < g.k ? end : g.k;
+    count = first == last ? steps(start, k_last) : steps(start, g.k) + (last - first - 1) * steps(0, g.k) + steps(0, k_last);
+    last_ = last;
+    end_ = k_last;
+    batch_ = first;
+    k0 = start;
+    limit = first == last ? k_last : g.k;
+    move(g, first);
+    if (k0 >= limit && count > 0) next_gemm(g);  // (a range that starts in the padding)
+  }
+
+  // The next step's position.
+  DSCONV_DEVICE DSCONV_FORCEINLINE void advance(const detail::gemm_operands& g) {
+    k0 += BK;
+    if (k0 >= limit && batch_ < last_) next_gemm(g);
+  }
+
+ private:
+  index_t batch_, last_, end_;
+
+  DSCONV_DEVICE DSCONV_FORCEINLINE void move(const detail::gemm_operands& g, index_t batches) {
+    a += batches * g.a_batch;
+    b += batches * g.b_batch;
+    if (gate) gate += batches * (g.gate_on_a ? g.a_batch : g.b_batch);
+  }
+  DSCONV_DEVICE DSCONV_FORCEINLINE void next_gemm(const detail::gemm_operands& g) {
+    ++batch_;
+    move(g, 1);
+    k0 = 0;
+    limit = batch_ == last_ ? end_ : g.k;
+  }
+};
+
+// The gate tensor of a block's output GEMM, or nullptr.
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE const T* block_gate(const detail::gemm_operands& g, const gemm_block& blk) {
+  if (!g.gate) return nullptr;
+  return static_cast<const T*>(g.gate) + blk.batch * (g.gate_on_a ? g.a_batch : g.b_batch);
+}
+
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void gemm_store(const detail::gemm_operands& g, index_t m, index_t n, float acc,
                                                  const T* __restrict__ bias, const T* __restrict__ residual,
-                                                 T* __restrict__ c) {
+                                                 T* __restrict__ c, T* __restrict__ pre) {
   if (bias) acc += to_float(platform::load(bias + (g.bias_along_m ? m : n)));
   const index_t off = m * g.c_m + n * g.c_n;
   if (residual) acc += to_float(platform::load(residual + off));
+  if (pre) platform::store(pre + off, from_float<T>(acc));
   platform::store(c + off, from_float<T>(detail::activate(acc, g.act)));
 }
 
@@ -56,18 +120,29 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void store_each(const Out& out, const detail::g
 // What a tiled GEMM kernel does with what it accumulated: store(m, n, value) one element,
 // store_run<V>(m, n, values) the V consecutive columns C[m][n .. n + V) of a row (n a multiple
 // of V), as one vector access where the buffers allow it (vector_elems, which the dispatcher
-// sets), else one by one.
-// fused_output: the epilogue above, into the output tensor.
+// sets), else one by one; and, where sums_rows(), store_row_sum(m, value) the sum of row m of A
+// over the block's range of K (the blocks of the first column of tiles compute them).
+// fused_output: the epilogue above, into the output tensor (and the activation's input into
+// `pre` where the forward saves it); the row sums into `row_sums` (the bias gradient).
 template <class T>
 struct fused_output {
   const T* bias;
   const T* residual;
   T* c;
-  int vector_elems;  // widest run that starts aligned in c, residual and a bias along n (fused_vector_elems)
+  int vector_elems;      // widest run that starts aligned in c, residual, pre and a bias along n (fused_vector_elems)
+  T* pre = nullptr;      // forward: z = acc + bias + residual, before the activation, or nullptr
+  T* row_sums = nullptr; // backward weight: the bias gradient [m], or nullptr
+
+  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_row_sum(const detail::gemm_operands&, const gemm_block&, index_t m,
+                                                      float sum) const {
+    platform::store(row_sums + m, from_float<T>(sum));
+  }
 
   DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                               index_t n, float acc) const {
-    gemm_store(g, m, n, acc, bias, residual ? residual + blk.batch * g.c_batch : nullptr, c + blk.batch * g.c_batch);
+    gemm_store(g, m, n, acc, bias, residual ? residual + blk.batch * g.c_batch : nullptr, c + blk.batch * g.c_batch,
+               pre ? pre + blk.batch * g.c_batch : nullptr);
   }
 
   template <int V>
@@ -104,6 +179,11 @@ struct fused_output {
       for (int e = 0; e < V; ++e) v[e] += to_float(r[e]);
     }
     platform::vec<T, V> y;
+    if (pre) {
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) y[e] = from_float<T>(v[e]);
+      platform::store_vec<V>(pre + off, y);
+    }
     DSCONV_UNROLL
     for (int e = 0; e < V; ++e) y[e] = from_float<T>(detail::activate(v[e], g.act));
     platform::store_vec<V>(c + off, y);
@@ -111,25 +191,35 @@ struct fused_output {
 };
 
 // The widest run (8, 4, 2 or 1 elements) of consecutive columns that starts aligned to its
-// size in every row of C, of the residual and of a bias indexed along n, for runs starting
-// at a multiple of it: the pointers and the row and image strides must all allow it.
+// size in every row of C, of the residual, of `pre` and of a bias indexed along n, for runs
+// starting at a multiple of it: the pointers and the row and image strides must all allow it.
 template <class T>
-inline int fused_vector_elems(const detail::gemm_operands& g, const T* bias, const T* residual, const T* c) {
+inline int fused_vector_elems(const detail::gemm_operands& g, const T* bias, const T* residual, const T* c,
+                              const T* pre = nullptr) {
   for (int v = 8; v > 1; v /= 2) {
     const auto aligned = [v](const void* p) {
       return !p || reinterpret_cast<std::uintptr_t>(p) % (static_cast<std::uintptr_t>(v) * sizeof(T)) == 0;
     };
-    if (g.c_m % v == 0 && g.c_batch % v == 0 && aligned(c) && aligned(residual) && (g.bias_along_m || aligned(bias)))
+    if (g.c_m % v == 0 && g.c_batch % v == 0 && aligned(c) && aligned(residual) && aligned(pre) &&
+        (g.bias_along_m || aligned(bias)))
       return v;
   }
   return 1;
 }
 
 // partial_output (split_k): the raw fp32 sum of the block's K range, into the workspace laid
-// out as [slice][batch][m][n]; pointwise_split_k_reduce adds the slices and applies the epilogue.
+// out as [slice][batch][m][n], and A's row sums, where wanted, into row_sums [slice][m];
+// pointwise_split_k_reduce adds the slices and applies the epilogue.
 struct partial_output {
   float* workspace;
-  int vector_elems;  // widest aligned run: partial_vector_elems
+  int vector_elems;             // widest aligned run: partial_vector_elems
+  float* row_sums = nullptr;    // backward weight: [slice][m], or nullptr
+
+  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_row_sum(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                                      float sum) const {
+    platform::store(row_sums + blk.slice * g.m + m, sum);
+  }
 
   DSCONV_DEVICE DSCONV_FORCEINLINE index_t offset(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                                   index_t n) const {
@@ -160,6 +250,46 @@ inline int partial_vector_elems(const detail::gemm_operands& g, const float* wor
       return v;
   return 1;
 }
+
+// A's row sums over the block's range of K (the backward weight's bias gradient), by the
+// blocks of the first column of tiles: each thread adds up, across the K steps, the A elements
+// it stages (at the same places of the tile every step), and at the end the block adds those
+// up per row in a fixed order (the same bits on every run) through `scratch`, shared memory
+// of at least scratch_floats that the main loop no longer uses (column-major: each row's sum
+// reads consecutive words across threads).
+template <class ATile>
+struct row_sums {
+  static constexpr int pitch = ATile::rows;
+  static constexpr int scratch_floats = ATile::cols * pitch;
+  float part[ATile::per_thread];
+
+  DSCONV_DEVICE DSCONV_FORCEINLINE row_sums() {
+    DSCONV_UNROLL
+    for (int i = 0; i < ATile::per_thread; ++i) part[i] = 0.f;
+  }
+  // Adds the thread's staged elements of one step (its runs in order).
+  template <class Value>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void add(const Value (&staged)[ATile::per_thread]) {
+    DSCONV_UNROLL
+    for (int i = 0; i < ATile::per_thread; ++i) part[i] += to_float(staged[i]);
+  }
+  // After a barrier past the main loop: the sum of every row of the tile, stored through out.
+  template <class Out>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void finish(float* scratch, int tid, int threads, const Out& out,
+                                               const detail::gemm_operands& g, const gemm_block& blk, index_t m0) const {
+    DSCONV_UNROLL
+    for (int i = 0; i < ATile::per_thread; ++i) {
+      const tile_position t = ATile::position(ATile::run_start(tid, i / ATile::run_elements) + i % ATile::run_elements);
+      platform::shared_store(scratch + t.c * pitch + t.r, part[i]);
+    }
+    platform::sync_threads();
+    for (int r = tid; r < ATile::rows; r += threads) {
+      float sum = 0.f;
+      for (int c = 0; c < ATile::cols; ++c) sum += platform::shared_load(scratch + c * pitch + r);
+      if (m0 + r < g.m) out.store_row_sum(g, blk, m0 + r, sum);
+    }
+  }
+};
 
 }  // namespace kernels
 }  // namespace dsconv

@@ -14,7 +14,8 @@
 //   registers     otherwise: two buffers, the next step loaded into registers and stored
 //                 into one before the current one is multiplied out of the other.
 // Either needs a single barrier per step.
-// Shared memory holds A k-contiguous and B as it arrives (k-contiguous in the NHWC form,
+// Shared memory holds A and B as they arrive (A k-contiguous, or m-contiguous in the backward
+// data GEMM of NCHW and the backward weight GEMM of NHWC; B k-contiguous in the NHWC form,
 // n-contiguous in the NCHW form), in the layouts of mma_shared_tiles.hpp, where neither the
 // staging stores nor the fragment loads meet bank conflicts.
 
@@ -60,9 +61,9 @@ struct mma_tile {
   static constexpr int stages = async<T> ? Unit::async_stages : 2;
 };
 
-// KMajorB: as for pointwise_gemm_tiled.
+// MMajorA, KMajorB: as for pointwise_gemm_tiled.
 // Out: fused_output<T> or partial_output (gemm_epilogue.hpp).
-template <class T, class Tile, bool KMajorB, class Out>
+template <class T, class Tile, bool MMajorA, bool KMajorB, class Out>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_mma(detail::gemm_operands g,
                                                                                      const T* __restrict__ a,
                                                                                      const T* __restrict__ b, Out out) {
@@ -73,22 +74,32 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int MI = Tile::warp_m / unit::tile_m, NI = Tile::warp_n / unit::tile_n;
   constexpr int stages = Tile::template stages<T>;
   // rows m, columns k / rows k, columns n
-  using a_tile = operand_tile<BM, BK, threads, true, Tile::template a_run<T>>;
+  using a_tile = operand_tile<BM, BK, threads, !MMajorA, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, threads, !KMajorB, Tile::template b_run<T>>;
-  using a_layout = k_rows<T, BM, unit>;
+  using a_layout = std::conditional_t<MMajorA, n_rows<T, BK, BM>, k_rows<T, BM, unit>>;
   using b_layout = std::conditional_t<KMajorB, k_rows<T, BN, unit>, n_rows<T, BK, BN>>;
-  static_assert(a_layout::row_elements == BK, "a shared row is one K stage");
   DSCONV_SHARED_ARRAY(T, a_s, [stages][a_layout::elements]);
   DSCONV_SHARED_ARRAY(T, b_s, [stages][b_layout::elements]);
+  static_assert(row_sums<a_tile>::scratch_floats * sizeof(float) <= stages * a_layout::elements * sizeof(T),
+                "A's row sums fit the A tiles");
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int warp = tid / unit::lanes, lane = tid % unit::lanes;
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
-  const index_t b_stride = KMajorB ? g.b_n : g.b_k;
-  // Element (k, n) of B's tile in buffer `buf`: runs go along k for A and a k-contiguous B
-  // (along a k_rows row), along n for an n-contiguous B (along an n_rows row).
+  k_steps<T, BK> at(g, blk, a, b, block_gate<T>(g, blk));  // the step the next copy or fetch loads
+  const bool sum_rows = out.sums_rows() && pf::block_idx().x == 0;
+  row_sums<a_tile> sums;
+  const index_t a_stride = MMajorA ? g.a_k : g.a_m, b_stride = KMajorB ? g.b_n : g.b_k;
+  // Element (row, column) of A's or B's tile in buffer `buf`: runs go along the operand's
+  // contiguous dimension, as the rows of its layout (k_rows: k; n_rows: m or n).
+  const auto a_at = [&](int buf, int m, int k) {
+    if constexpr (MMajorA)
+      return a_layout{a_s[buf]}.at(k, m);
+    else
+      return a_layout{a_s[buf]}.at(m, k);
+  };
   const auto b_at = [&](int buf, int k, int n) {
     if constexpr (KMajorB)
       return b_layout{b_s[buf]}.at(n, k);
@@ -113,42 +124,29 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       for (int j = 0; j < NI; ++j) op::mma(acc[i][j], af[i], bf[j]);
   };
 
-  const index_t steps = (blk.k_end - blk.k_begin + BK - 1) / BK;
-  if constexpr (Tile::template async<T>) {
-    const auto copy_stage = [&](index_t step) {
-      const index_t k0 = blk.k_begin + step * BK;
-      const int buf = static_cast<int>(step % stages);
-      a_tile::copy_runs(a, m0, k0, g.m, blk.k_end, g.a_m, tid, [&](int m, int k) { return a_layout{a_s[buf]}.at(m, k); });
-      b_tile::copy_runs(b, k0, n0, blk.k_end, g.n, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
-    };
-    // Stages 0 .. stages - 2 in flight, one commit group each (empty past the end, so that
-    // the count of groups stays that of steps).
-    DSCONV_UNROLL
-    for (int s = 0; s < stages - 1; ++s) {
-      if (s < steps) copy_stage(s);
-      pf::async_copy_commit();
-    }
-    for (index_t step = 0; step < steps; ++step) {
-      // This thread's copies of this step are in; after the barrier everyone's are, and
-      // every warp is done with the buffer it multiplied in the previous step, which then
-      // takes the stage stages - 1 ahead.
-      pf::async_copy_wait_pending<stages - 2>();
-      pf::sync_threads();
-      if (step + stages - 1 < steps) copy_stage(step + stages - 1);
-      pf::async_copy_commit();
-      multiply(static_cast<int>(step % stages));
-    }
-  } else {
-    // Through registers (a thread's vector loads, then its stores into the layout): keeping
-    // the next step's tiles in registers across the multiplications (as the SIMT kernel does)
-    // pushed these kernels past 255 registers; the other resident blocks hide the load
-    // latency instead.
-    const auto stage = [&](index_t k0, int buf) {
+  const index_t steps = at.count;
+  // Through registers (a thread's vector loads, then its stores into the layout): keeping the
+  // next step's tiles in registers across the multiplications (as the SIMT kernel does) pushed
+  // these kernels past 255 registers; the other resident blocks hide the load latency instead.
+  // The way of every unit without asynchronous copies, of misaligned operands, and of gated
+  // ones (dL/dy times act', which must pass through registers).
+  const auto through_registers = [&] {
+    const auto stage = [&](int buf) {
       T a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
       const auto as_is = [](T v) { return v; };
-      a_tile::fetch(a_regs, a, m0, k0, g.m, blk.k_end, g.a_m, tid, as_is);
-      b_tile::fetch(b_regs, b, k0, n0, blk.k_end, g.n, b_stride, tid, as_is);
-      a_tile::stash_runs(a_regs, tid, [&](int m, int k, const auto& run) { a_layout{a_s[buf]}.store_run(m, k, run); });
+      // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
+      a_tile::template fetch_operand<true>(a_regs, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
+                                           at.limit, a_stride, tid, as_is);
+      b_tile::template fetch_operand<MMajorA>(b_regs, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
+                                              at.limit, g.n, b_stride, tid, as_is);
+      at.advance(g);
+      if (sum_rows) sums.add(a_regs);
+      a_tile::stash_runs(a_regs, tid, [&](int m, int k, const auto& run) {
+        if constexpr (MMajorA)
+          a_layout{a_s[buf]}.store_run(k, m, run);
+        else
+          a_layout{a_s[buf]}.store_run(m, k, run);
+      });
       b_tile::stash_runs(b_regs, tid, [&](int k, int n, const auto& run) {
         if constexpr (KMajorB)
           b_layout{b_s[buf]}.store_run(n, k, run);
@@ -156,15 +154,58 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
           b_layout{b_s[buf]}.store_run(k, n, run);
       });
     };
-    stage(blk.k_begin, 0);
+    if (steps > 0) stage(0);
     pf::sync_threads();
     for (index_t step = 0; step < steps; ++step) {
       const int buf = static_cast<int>(step & 1);
       // The other buffer was last read before the previous barrier: safe to refill now.
-      if (step + 1 < steps) stage(blk.k_begin + (step + 1) * BK, buf ^ 1);
+      if (step + 1 < steps) stage(buf ^ 1);
       multiply(buf);
       pf::sync_threads();
     }
+  };
+  if constexpr (Tile::template async<T>) {
+    if (!at.gate) {
+      const auto copy_stage = [&](index_t step) {
+        const int buf = static_cast<int>(step % stages);
+        a_tile::copy_runs(at.a, m0, at.k0, g.m, at.limit, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); });
+        b_tile::copy_runs(at.b, at.k0, n0, at.limit, g.n, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
+        at.advance(g);
+      };
+      // Stages 0 .. stages - 2 in flight, one commit group each (empty past the end, so that
+      // the count of groups stays that of steps).
+      DSCONV_UNROLL
+      for (int s = 0; s < stages - 1; ++s) {
+        if (s < steps) copy_stage(s);
+        pf::async_copy_commit();
+      }
+      for (index_t step = 0; step < steps; ++step) {
+        // This thread's copies of this step are in; after the barrier everyone's are, and
+        // every warp is done with the buffer it multiplied in the previous step, which then
+        // takes the stage stages - 1 ahead.
+        pf::async_copy_wait_pending<stages - 2>();
+        pf::sync_threads();
+        if (step + stages - 1 < steps) copy_stage(step + stages - 1);
+        pf::async_copy_commit();
+        const int buf = static_cast<int>(step % stages);
+        if (sum_rows) {  // this thread's runs of A, as copied
+          T staged[a_tile::per_thread];
+          a_tile::stash_places(tid, [&](int j, int m, int k) {
+            const auto run = pf::shared_load(reinterpret_cast<const pf::vec<T, a_tile::run_elements>*>(a_at(buf, m, k)));
+            DSCONV_UNROLL
+            for (int e = 0; e < a_tile::run_elements; ++e) staged[j * a_tile::run_elements + e] = run[e];
+          });
+          sums.add(staged);
+        }
+        multiply(buf);
+      }
+      pf::async_copy_wait_pending<0>();
+      pf::sync_threads();
+    } else {
+      through_registers();
+    }
+  } else {
+    through_registers();
   }
 
   DSCONV_UNROLL
@@ -177,6 +218,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
         const index_t n = n0 + wn0 + j * unit::tile_n + unit::col(lane, r);
         if (m < g.m) out.template store_run<unit::run>(g, blk, m, n, acc[i][j] + r);
       }
+  // (both ways end at a barrier: the A tiles are free)
+  if (sum_rows) sums.finish(reinterpret_cast<float*>(&a_s[0][0]), tid, threads, out, g, blk, m0);
 }
 
 }  // namespace kernels

@@ -12,6 +12,7 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "../common/gradient_gate.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -33,6 +34,7 @@ DSCONV_HOST_DEVICE constexpr int staging_run() {
 // run-time choice between two address patterns. V: elements per run.
 template <int ROWS, int COLS, int THREADS, bool ColsContiguous, int V>
 struct operand_tile {
+  static constexpr int rows = ROWS, cols = COLS, run_elements = V;
   static constexpr int per_thread = ROWS * COLS / THREADS;
   static constexpr int runs = per_thread / V;
   static_assert(ROWS * COLS % THREADS == 0, "tile loads must split evenly over the threads");
@@ -76,16 +78,48 @@ struct operand_tile {
     DSCONV_UNROLL
     for (int j = 0; j < runs; ++j) {
       const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
-      const T* p = base + run.offset;
-      if (V > 1 && run.inside == V) {
-        const platform::vec<T, V> x = platform::load_vec<V>(p);
-        DSCONV_UNROLL
-        for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
-      } else {
-        DSCONV_UNROLL
-        for (int e = 0; e < V; ++e) regs[j * V + e] = convert(e < run.inside ? platform::load(p + e) : T(0.f));
-      }
+      const platform::vec<T, V> x = load_run(base + run.offset, run.inside);
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
     }
+  }
+
+  // fetch of an operand that is dL/dy, multiplied as it is read by act'(gate), `gate` the
+  // tensor the forward saved, laid out as the operand (dL/dz, rounded to Stage).
+  template <class T, class Stage>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_gated(Stage (&regs)[per_thread], const T* base, const T* gate,
+                                                           activation act, index_t row0, index_t col0, index_t rows,
+                                                           index_t cols, index_t stride, int tid) {
+    DSCONV_UNROLL
+    for (int j = 0; j < runs; ++j) {
+      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
+      const platform::vec<float, V> dz =
+          detail::gate_run<V>(load_run(base + run.offset, run.inside), load_run(gate + run.offset, run.inside), act);
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) regs[j * V + e] = Stage(dz[e]);
+    }
+  }
+
+  // fetch_gated where `gate` is set, else fetch. CanGate: whether the kernel ever gates this
+  // operand (only then is the gated code compiled into it).
+  template <bool CanGate, class T, class Stage, class Convert>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_operand(Stage (&regs)[per_thread], const T* base, const T* gate,
+                                                             activation act, index_t row0, index_t col0, index_t rows,
+                                                             index_t cols, index_t stride, int tid, Convert convert) {
+    if constexpr (CanGate)
+      if (gate) return fetch_gated(regs, base, gate, act, row0, col0, rows, cols, stride, tid);
+    fetch(regs, base, row0, col0, rows, cols, stride, tid, convert);
+  }
+
+  // The V elements at p of which `inside` lie inside the matrix (zero past them): one vector
+  // load where all do (rows are aligned to V elements then), else element by element.
+  template <class T>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<T, V> load_run(const T* p, int inside) {
+    if (V > 1 && inside == V) return platform::load_vec<V>(p);
+    platform::vec<T, V> x;
+    DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) x[e] = e < inside ? platform::load(p + e) : T(0.f);
+    return x;
   }
 
   // The same share copied straight to shared memory, asynchronously where the target can
@@ -113,6 +147,16 @@ struct operand_tile {
         const tile_position t = position(run_start(tid, j) + e);
         put(t.r, t.c, regs[j * V + e]);
       }
+  }
+
+  // Calls at(j, row, col) with the place of each of this thread's runs in the tile.
+  template <class At>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void stash_places(int tid, At at) {
+    DSCONV_UNROLL
+    for (int j = 0; j < runs; ++j) {
+      const tile_position t = position(run_start(tid, j));
+      at(j, t.r, t.c);
+    }
   }
 
   // Hands each run to put(row, col, run): the V values that follow (row, col) along the

@@ -38,10 +38,11 @@ struct gemm_tile {
   using element_form = gemm_tile<BM, BN, BK, TM, TN, MinBlocks, false>;
 };
 
-// KMajorB: B is contiguous along k (the NHWC form: weight^T) rather than along n (NCHW: the
-// input); A is always contiguous along k (gemm_operands.hpp).
+// MMajorA: A is contiguous along m (the backward data GEMM of NCHW and the backward weight GEMM
+// of NHWC) rather than along k; KMajorB: B is contiguous along k (the forward NHWC form:
+// weight^T) rather than along n (gemm_operands.hpp).
 // Out: fused_output<T> or partial_output (gemm_epilogue.hpp).
-template <class T, class Tile, bool KMajorB, class Out>
+template <class T, class Tile, bool MMajorA, bool KMajorB, class Out>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwise_gemm_tiled(detail::gemm_operands g,
                                                                                      const T* __restrict__ a,
                                                                                      const T* __restrict__ b, Out out) {
@@ -51,29 +52,45 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int TX = BN / TN;              // threads along n; one run of each covers TX * RUN columns
   static_assert(TN % RUN == 0, "a thread's columns must be whole runs");
   // rows m, columns k / rows k, columns n
-  using a_tile = operand_tile<BM, BK, Tile::threads, true, Tile::template a_run<T>>;
+  using a_tile = operand_tile<BM, BK, Tile::threads, !MMajorA, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, Tile::template b_run<T>>;
   using run_t = pf::vec<float, RUN>;
   // The A tile k-major (a thread's m values are a row), the B tile n-contiguous, each row
-  // padded by 4 floats: the staging writes columns of them (A always; B in the NHWC form,
-  // where it arrives k-contiguous), and rows 4 banks apart keep those writes conflict-free.
+  // padded by 4 floats: the staging writes columns of them (A where it arrives k-contiguous; B
+  // in the NHWC form, where it arrives k-contiguous), and rows 4 banks apart keep those writes
+  // conflict-free.
   constexpr int PAD = 4;
   DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM + PAD]);
   DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN + PAD / RUN]);
+  static_assert(row_sums<a_tile>::scratch_floats <= 2 * BK * (BM + PAD), "A's row sums fit the A tiles");
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % TX, ty = tid / TX;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
   const gemm_block blk = select_block(g, a, b);
+  k_steps<T, BK> at(g, blk, a, b, block_gate<T>(g, blk));  // the step the next fetch loads
+  const bool sum_rows = out.sums_rows() && pf::block_idx().x == 0;
+  row_sums<a_tile> sums;
 
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
-  auto fetch = [&](index_t k0) {
-    a_tile::fetch(a_next, a, m0, k0, g.m, blk.k_end, g.a_m, tid, to_stage);
-    b_tile::fetch(b_next, b, k0, n0, blk.k_end, g.n, KMajorB ? g.b_n : g.b_k, tid, to_stage);
+  const index_t a_stride = MMajorA ? g.a_k : g.a_m, b_stride = KMajorB ? g.b_n : g.b_k;
+  auto fetch = [&]() {
+    // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
+    a_tile::template fetch_operand<true>(a_next, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
+                                         at.limit, a_stride, tid, to_stage);
+    b_tile::template fetch_operand<MMajorA>(b_next, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
+                                            at.limit, g.n, b_stride, tid, to_stage);
+    if (sum_rows) sums.add(a_next);
+    at.advance(g);
   };
   auto stash = [&](int buf) {
-    a_tile::stash(a_next, tid, [&](int m, int k, float v) { pf::shared_store(&a_s[buf][k][m], v); });
+    if constexpr (MMajorA)  // runs along m, as the rows: one vector store each
+      a_tile::stash_runs(a_next, tid, [&](int m, int k, const auto& run) {
+        pf::shared_store(reinterpret_cast<std::decay_t<decltype(run)>*>(&a_s[buf][k][m]), run);
+      });
+    else
+      a_tile::stash(a_next, tid, [&](int m, int k, float v) { pf::shared_store(&a_s[buf][k][m], v); });
     float* b_row = &b_s[buf][0][0][0];  // row k at b_row + k * b_pitch
     constexpr int b_pitch = BN + PAD;
     if constexpr (KMajorB)
@@ -90,13 +107,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     DSCONV_UNROLL
     for (int j = 0; j < TN; ++j) acc[i][j] = 0.f;
 
-  fetch(blk.k_begin);
-  stash(0);
+  const index_t steps = at.count;
+  if (steps > 0) {
+    fetch();
+    stash(0);
+  }
   pf::sync_threads();
-  const index_t steps = (blk.k_end - blk.k_begin + BK - 1) / BK;
   for (index_t step = 0; step < steps; ++step) {
     const int buf = static_cast<int>(step & 1);
-    if (step + 1 < steps) fetch(blk.k_begin + (step + 1) * BK);
+    if (step + 1 < steps) fetch();
     DSCONV_UNROLL
     for (int kk = 0; kk < BK; ++kk) {
       float av[TM], bv[TN];
@@ -126,6 +145,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     for (int jr = 0; jr < RUNS; ++jr)
       out.template store_run<RUN>(g, blk, m, n0 + (jr * TX + tx) * RUN, acc[i] + jr * RUN);
   }
+  // (the loop ended at a barrier: the A tiles are free)
+  if (sum_rows) sums.finish(&a_s[0][0][0], tid, Tile::threads, out, g, blk, m0);
 }
 
 }  // namespace kernels

@@ -78,6 +78,24 @@ struct mma_sync_unit {
         round(f[i]);
       }
     }
+    // A from n_rows (rows k, contiguous along m: the backward GEMMs whose A is W^T or dz^T).
+    // 16-bit types: the same four matrices transposed, k rows 0-7 / 8-15 of 8 m-columns each:
+    // lane l names k row l % 8 + 8 * (l / 16) at m column 8 * (l / 8 % 2). float: a float per
+    // register, a[0..3] = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4].
+    template <int MI, int K, int M>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][4], const n_rows<T, K, M>& a, int row0, int lane) {
+      DSCONV_UNROLL
+      for (int i = 0; i < MI; ++i) {
+        if constexpr (sizeof(T) == 2) {
+          platform::ldmatrix_x4<true>(f[i], a.at(lane % 8 + 8 * (lane / 16), row0 + 16 * i + 8 * (lane / 8 % 2)));
+        } else {
+          const int m = row0 + 16 * i + lane / 4, k = lane % 4;
+          f[i][0] = detail_units::word(a.at(k, m)), f[i][1] = detail_units::word(a.at(k, m + 8));
+          f[i][2] = detail_units::word(a.at(k + 4, m)), f[i][3] = detail_units::word(a.at(k + 4, m + 8));
+          round(f[i]);
+        }
+      }
+    }
     // B from k_rows (rows n): matrices (n 0-7, k-half 0), (n 0-7, k-half 1) are b[0..1] of one
     // 8-column tile, the next two those of the next tile: lane l names row l % 8 + 8 * (l / 16)
     // of k-half l / 8 % 2.
@@ -165,21 +183,22 @@ struct mfma_unit {
       for (int i = 0; i < MI; ++i)
         detail_units::two_words(f[i], a.at(row0 + 16 * i + lane % 16, k_per_lane_group * (lane / 16)));
     }
-    template <int NI, int ROWS>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const k_rows<T, ROWS, mfma_unit>& b, int row0,
-                                                        int lane) {
-      load_a(f, b, row0, lane);
-    }
-    template <int NI, int K, int N>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const n_rows<T, K, N>& b, int row0, int lane) {
+    // From n_rows (rows k, contiguous along m or n): the same fragments, element by element.
+    template <int MI, int K, int M>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][2], const n_rows<T, K, M>& a, int row0, int lane) {
       DSCONV_UNROLL
-      for (int j = 0; j < NI; ++j) {
-        const int n = row0 + 16 * j + lane % 16, k = k_per_lane_group * (lane / 16);
+      for (int i = 0; i < MI; ++i) {
+        const int m = row0 + 16 * i + lane % 16, k = k_per_lane_group * (lane / 16);
         if constexpr (sizeof(T) == 2)
-          f[j][0] = detail_units::pair(b.at(k, n), b.at(k + 1, n)), f[j][1] = detail_units::pair(b.at(k + 2, n), b.at(k + 3, n));
+          f[i][0] = detail_units::pair(a.at(k, m), a.at(k + 1, m)), f[i][1] = detail_units::pair(a.at(k + 2, m), a.at(k + 3, m));
         else
-          f[j][0] = detail_units::word(b.at(k, n)), f[j][1] = detail_units::word(b.at(k + 1, n));
+          f[i][0] = detail_units::word(a.at(k, m)), f[i][1] = detail_units::word(a.at(k + 1, m));
       }
+    }
+    // B^T's fragments are A's (the product runs transposed).
+    template <int NI, class Tile>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const Tile& b, int row0, int lane) {
+      load_a(f, b, row0, lane);
     }
     // B^T is the instruction's A operand, A^T its B.
     static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {

@@ -28,12 +28,19 @@ void pointwise_warp_dot(detail::gemm_operands g, const T* __restrict__ a, const 
   const index_t first = static_cast<index_t>(pf::block_idx().x) * warps_per_block + pf::thread_idx().x / ws;
   const index_t stride = static_cast<index_t>(pf::grid_dim().x) * warps_per_block;
   const gemm_block blk = select_block(g, a, b);
-  // Outputs (row, column), one per warp, uniform per warp: no lane diverges.
+  // dz read as dL/dy times act'(gate) (backward data of a layer with a fused activation).
+  const T* gate = block_gate<T>(g, blk);
+  const auto operand = [&](const T* p, index_t off, bool gated) {
+    const float v = to_float(pf::load(p + off));
+    return gated ? v * detail::activation_gradient(to_float(pf::load(gate + off)), g.gate_act) : v;
+  };
+  // Outputs (row, column), one per warp, uniform per warp: no lane diverges. (One GEMM along K:
+  // the planner sends no summed ones here.)
   detail::for_each_strided<2>(g.m * g.n, {g.n}, first, stride, [&](const auto& at) {
     const index_t m = at.outer(), n = at[0];
     float acc = 0.f;
     for (index_t k = blk.k_begin + lane; k < blk.k_end; k += ws)
-      acc += to_float(pf::load(a + m * g.a_m + k * g.a_k)) * to_float(pf::load(b + k * g.b_k + n * g.b_n));
+      acc += operand(a, m * g.a_m + k * g.a_k, gate && g.gate_on_a) * operand(b, k * g.b_k + n * g.b_n, gate && !g.gate_on_a);
     for (int offset = ws / 2; offset > 0; offset /= 2) acc += pf::shfl_xor(acc, offset);
     if (lane == 0) out.store(g, blk, m, n, acc);
   });

@@ -5,6 +5,8 @@
 // any wait for all). A kernel that reads a stage before waiting for it, or waits for too few
 // groups, reads what shared memory held before: the poison of a block start, or an older
 // stage, which the tests then see.
+// The instructions are not inlined: a kernel issues dozens per K step, and inlining each
+// emulation made the matrix-unit kernels' code, and their compile time, several times larger.
 
 #include <cstdint>
 #include <cstring>
@@ -24,7 +26,7 @@ inline fiber& async_copier() {
 
 // Issues the copy of `src_bytes` (0..16) bytes from `src` into the 16 bytes at `dst`, the
 // rest zero.
-inline void async_copy(void* dst, const void* src, int src_bytes) {
+DSCONV_NOINLINE inline void async_copy(void* dst, const void* src, int src_bytes) {
   current_runner()->check_shared(dst, 16);
   if (reinterpret_cast<std::uintptr_t>(dst) % 16 || reinterpret_cast<std::uintptr_t>(src) % 16)
     throw std::logic_error("an asynchronous 16-byte copy between addresses not both 16-byte aligned");

@@ -1,6 +1,8 @@
 #pragma once
 // The warp matrix multiply-accumulate of ../warp_mma.hpp on the host platform, a
 // warp-collective operation (fragment_exchange.hpp).
+// The instructions are not inlined: a kernel issues dozens per K step, and inlining each
+// emulation made the matrix-unit kernels' code, and their compile time, several times larger.
 
 #include <cstdint>
 #include <cstring>
@@ -34,7 +36,7 @@ inline void accumulate(float (&d)[4], const float (&a_rows)[2][K], const float (
 
 // Each lane rebuilds only what its outputs need: rows g and g+8 of A, which lanes 4g..4g+3
 // hold, and columns 2t and 2t+1 of B, which lanes 4 * column + 0..3 hold.
-inline void mma_16x8x8_f16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[1]) {
+DSCONV_NOINLINE inline void mma_16x8x8_f16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[1]) {
   const host_detail::fragment_exchange<matrix_unit::mma_sync_f16, 2, 1> x(a, b);
   const int g = x.lane() / 4, t = x.lane() % 4;
   const half* type = nullptr;
@@ -50,7 +52,7 @@ inline void mma_16x8x8_f16(float (&d)[4], const unsigned (&a)[2], const unsigned
 }
 
 template <class T>
-inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+DSCONV_NOINLINE inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
                 "mma_16x8x16 takes half or bfloat16 operands");
   if (std::is_same<T, half>::value && host_detail::current_runner()->launch().matrix == matrix_unit::mma_sync_f16) {
@@ -82,7 +84,7 @@ inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], const unsigned (&
   host_detail::accumulate(d, a_rows, b_cols);
 }
 
-inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
+DSCONV_NOINLINE inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
   const host_detail::mma_exchange x(a, b);
   const int g = x.lane() / 4, t = x.lane() % 4;
   // The hardware reads only the tf32 bits of each operand (it truncates the rest).
@@ -104,7 +106,7 @@ inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigne
 // i; one request of four 8-lane phases in the bank model, as on the GPU); after the warp
 // barrier each takes its elements from the rows the others loaded.
 template <bool Trans>
-inline void ldmatrix_x4(unsigned (&r)[4], const void* row) {
+DSCONV_NOINLINE inline void ldmatrix_x4(unsigned (&r)[4], const void* row) {
   host_detail::block_runner* runner = host_detail::matrix_warp<matrix_unit::mma_sync_f16>();
   if (reinterpret_cast<std::uintptr_t>(row) % 16) throw std::logic_error("ldmatrix: a row address not 16-byte aligned");
   const auto mine = shared_load(static_cast<const vec<unsigned, 4>*>(row));

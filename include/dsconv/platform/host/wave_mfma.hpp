@@ -1,6 +1,8 @@
 #pragma once
 // The wave matrix multiply-accumulate of ../wave_mfma.hpp on the host platform, a
 // wave-collective operation (fragment_exchange.hpp).
+// The instructions are not inlined: a kernel issues dozens per K step, and inlining each
+// emulation made the matrix-unit kernels' code, and their compile time, several times larger.
 
 #include <type_traits>
 
@@ -29,7 +31,7 @@ inline void mfma_accumulate(float (&d)[4], const float (&a_rows)[4][K], const fl
 // Lane (i, q) computes D[4q + r][i] for r = 0..3: it needs column i of B, which lanes
 // i + 16p hold (k = 4p..4p+3), and rows 4q + r of A, which lanes 4q + r + 16p hold.
 template <class T>
-inline void mfma_16x16x16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
+DSCONV_NOINLINE inline void mfma_16x16x16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
   static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
                 "mfma_16x16x16 takes half or bfloat16 operands");
   const host_detail::fragment_exchange<matrix_unit::mfma, 2, 2> x(a, b);
@@ -51,7 +53,7 @@ inline void mfma_16x16x16(float (&d)[4], const unsigned (&a)[2], const unsigned 
 }
 
 // The same with K = 4 and one fp32 operand a lane: lanes i + 16p hold A[i][p] and B[p][i].
-inline void mfma_16x16x4_f32(float (&d)[4], float a, float b) {
+DSCONV_NOINLINE inline void mfma_16x16x4_f32(float (&d)[4], float a, float b) {
   const unsigned a_reg[1] = {detail::float_bits(a)}, b_reg[1] = {detail::float_bits(b)};
   const host_detail::fragment_exchange<matrix_unit::mfma, 1, 1> x(a_reg, b_reg);
   const int i = x.lane() % 16, q = x.lane() / 16;

@@ -1,0 +1,24 @@
+#pragma once
+// dL/dz = dL/dy * act'(saved) for a run of elements, as the backward kernels read grad_output
+// of a layer with a fused activation (activation.hpp: activation_gradient). One out-of-line
+// function per run width and type: the derivative's six cases inlined at every element of
+// every staging loop multiplied the kernels' code (and their compile time) several times
+// over, and a call per run costs nothing next to the loads it follows.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "activation.hpp"
+
+namespace dsconv {
+namespace detail {
+
+template <int V, class T>
+DSCONV_DEVICE DSCONV_NOINLINE platform::vec<float, V> gate_run(const platform::vec<T, V> dy, const platform::vec<T, V> saved,
+                                                               activation act) {
+  platform::vec<float, V> dz;
+  for (int e = 0; e < V; ++e) dz[e] = to_float(dy[e]) * activation_gradient(to_float(saved[e]), act);
+  return dz;
+}
+
+}  // namespace detail
+}  // namespace dsconv
