@@ -4,6 +4,7 @@
 
 #include "config.hpp"
 #include "dispatch/depthwise.hpp"
+#include "dispatch/depthwise_backward.hpp"
 #include "dispatch/pointwise.hpp"
 #include "dispatch/pointwise_backward.hpp"
 #include "dispatch/variants.hpp"

@@ -10,6 +10,7 @@
 // (cmake/instantiate.cpp.in), which the programs link.
 
 #include "dispatch/depthwise.hpp"
+#include "dispatch/depthwise_backward.hpp"
 #include "dispatch/pointwise.hpp"
 #include "dispatch/pointwise_backward.hpp"
 
@@ -22,6 +23,17 @@
   prefix status depthwise_forward<T>(const depthwise_params&, const T*, const T*, const T*, T*, stream_t);        \
   prefix status can_implement<T>(depthwise_variant, const depthwise_params&);                                   \
   prefix depthwise_variant select_variant<T>(const depthwise_params&);                                          \
+  prefix status depthwise_backward_data<T>(const depthwise_params&, const depthwise_backward_options&, const T*, \
+                                           const T*, T*, stream_t);                                             \
+  prefix status depthwise_backward_data<T>(const depthwise_params&, const T*, const T*, T*, stream_t);          \
+  prefix status depthwise_backward_weight<T>(const depthwise_params&, const depthwise_backward_options&,         \
+                                             const T*, const T*, T*, T*, stream_t);                             \
+  prefix status depthwise_backward_weight<T>(const depthwise_params&, const T*, const T*, T*, T*, stream_t);    \
+  prefix status can_implement_backward_data<T>(depthwise_variant, const depthwise_params&);                     \
+  prefix status can_implement_backward_weight<T>(depthwise_variant, const depthwise_params&);                   \
+  prefix depthwise_variant select_backward_data_variant<T>(const depthwise_params&);                            \
+  prefix depthwise_variant select_backward_weight_variant<T>(const depthwise_params&);                          \
+  prefix std::size_t depthwise_backward_weight_workspace_size<T>(const depthwise_params&);                      \
   }
 
 // The pointwise backward passes run through the forward's GEMM launches (detail::run_gemm), so

@@ -16,6 +16,9 @@ struct depthwise_shape {
   int kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w;
   layout data_layout;
   activation act;
+  // The data gradient at stride 1, run as a forward convolution of grad_output: the filter
+  // rotated by 180 degrees (tap (ky, kx) takes weight (kernel_h - 1 - ky, kernel_w - 1 - kx)).
+  bool rotate_filter;
 
   DSCONV_HOST_DEVICE index_t input_elements() const { return static_cast<index_t>(n) * c * h * w; }
   DSCONV_HOST_DEVICE index_t output_elements() const { return static_cast<index_t>(n) * out_c * out_h * out_w; }
@@ -26,7 +29,8 @@ struct depthwise_shape {
 inline depthwise_shape make_shape(const depthwise_params& p) {
   return depthwise_shape{p.n,          p.c,          p.h,          p.w,          p.multiplier,  static_cast<int>(p.out_c()),
                          p.out_h(),    p.out_w(),    p.kernel_h,   p.kernel_w,   p.stride_h,    p.stride_w,
-                         p.pad_h,      p.pad_w,      p.dilation_h, p.dilation_w, p.data_layout, p.act};
+                         p.pad_h,      p.pad_w,      p.dilation_h, p.dilation_w, p.data_layout, p.act,
+                         false};
 }
 
 struct pointwise_shape {

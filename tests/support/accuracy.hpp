@@ -42,6 +42,8 @@ struct error_bound {
   std::vector<double> term_norms;  // ||t||_2 of each output element
   int products;                    // K
   double operand_unit = 0;         // TF32 rounding of the operands, else 0
+  double operand_floor = 0;        // where operands are rounded to a 16-bit type: the absolute error
+                                   // of their subnormal rounding, summed over one element's terms
 };
 
 // The values as floats, squared (exact for 16-bit types).
@@ -87,7 +89,8 @@ template <class T>
 double allowed_error(double ref, double norm, const error_bound& b) {
   constexpr double u32 = 0x1p-24, lambda = 8, slope = 1.5;
   const double accumulation = slope * lambda * (std::sqrt(b.products + 34.0) * u32 + 2 * b.operand_unit) * norm;
-  return accumulation * (1 + unit_roundoff<T>()) + (unit_roundoff<T>() + 8 * u32) * std::fabs(ref) + rounding_floor<T>();
+  return accumulation * (1 + unit_roundoff<T>()) + (unit_roundoff<T>() + 8 * u32) * std::fabs(ref) + rounding_floor<T>() +
+         b.operand_floor;
 }
 
 // Judges a kernel's output against the double reference: no unwritten (NaN-poisoned) or

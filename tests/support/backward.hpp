@@ -75,9 +75,10 @@ inline std::vector<float> squares(const std::vector<double>& v) {
 
 // The bound of each element of a gradient whose sums have `products` terms, with ||t||_2 the
 // square roots of `term_squares` (a reference run on the squared operands).
-inline error_bound bound_from(std::vector<double> term_squares, int products, double operand_unit) {
+inline error_bound bound_from(std::vector<double> term_squares, int products, double operand_unit,
+                              double operand_floor = 0) {
   for (double& v : term_squares) v = std::sqrt(v);
-  return error_bound{std::move(term_squares), products, operand_unit};
+  return error_bound{std::move(term_squares), products, operand_unit, operand_floor};
 }
 
 }  // namespace dsconv_test

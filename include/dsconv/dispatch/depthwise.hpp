@@ -54,41 +54,58 @@ depthwise_variant select_variant(const depthwise_params& p) {
   return ok ? tiled : depthwise_variant::direct;
 }
 
+namespace detail {
+
+// Launches the forward tiled kernel of the layout that `plan` was made for: the forward of
+// shape `s` (the layer's, or the transposed problem of a stride-1 data gradient: grad_output
+// through its gate, the filter rotated).
+template <class T>
+status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s, const depthwise_plan& plan, const T* input,
+                            gate_tensor<T> gate, const T* weight, const T* bias, T* output, T* pre_activation,
+                            stream_t stream) {
+  platform::launch_config cfg;
+  cfg.block = platform::dims{depthwise_block_threads, 1, 1};
+  cfg.grid = plan.grid;
+  cfg.shared_bytes = plan.shared_bytes;
+  cfg.stream = stream;
+  if (p.data_layout == layout::nchw) {
+    cfg.name = "depthwise_nchw_tiled";
+    return platform::launch(tiled_kernel<nchw_tiled_family, T>(p), cfg, s, plan.tile, input, gate, weight, bias, output,
+                            pre_activation);
+  }
+  cfg.name = "depthwise_nhwc_tiled";
+  return platform::launch(tiled_kernel<nhwc_tiled_family, T>(p), cfg, s, plan.tile, input, gate, weight, bias, output,
+                          pre_activation);
+}
+
+}  // namespace detail
+
 template <class T>
 status depthwise_forward(const depthwise_params& p, const depthwise_options& options, const T* input, const T* weight,
                          const T* bias, T* output, stream_t stream = {}) {
   platform::device_properties dev;
   depthwise_variant variant = depthwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate(p, input, weight, bias, output), options.variant,
+      detail::validate(p, input, weight, bias, output, options.pre_activation), options.variant,
       [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
   if (s != status::success) return s;
   const detail::depthwise_shape shape = detail::make_shape(p);
+  T* pre = static_cast<T*>(options.pre_activation);
   detail::depthwise_plan plan;
-  // Both tiled variants launch the same way: the plan's grid and shared memory, and the
-  // kernel specialisation for the filter.
-  auto launch_tiled = [&](auto kernel, const char* name) {
-    platform::launch_config cfg;
-    cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
-    cfg.grid = plan.grid;
-    cfg.shared_bytes = plan.shared_bytes;
-    cfg.stream = stream;
-    cfg.name = name;
-    return platform::launch(kernel, cfg, shape, plan.tile, input, weight, bias, output);
-  };
   switch (variant) {
     case depthwise_variant::nchw_tiled:
-      if (!detail::plan_nchw_tiled(p, dev, input, plan)) break;
-      return launch_tiled(detail::tiled_kernel<detail::nchw_tiled_family, T>(p), "depthwise_nchw_tiled");
-    case depthwise_variant::nhwc_tiled:
-      if (!detail::plan_nhwc_tiled(p, dev, input, plan)) break;
-      return launch_tiled(detail::tiled_kernel<detail::nhwc_tiled_family, T>(p), "depthwise_nhwc_tiled");
+    case depthwise_variant::nhwc_tiled: {
+      const bool nchw = variant == depthwise_variant::nchw_tiled;
+      if (!(nchw ? detail::plan_nchw_tiled(p, dev, input, plan) : detail::plan_nhwc_tiled(p, dev, input, plan))) break;
+      return detail::launch_forward_tiled(p, shape, plan, input, detail::gate_tensor<T>{nullptr, activation::none}, weight,
+                                          bias, output, pre, stream);
+    }
     case depthwise_variant::automatic:
     case depthwise_variant::direct:
       return platform::launch(platform::registered<kernels::depthwise_direct<T>>(),
                               detail::grid_stride_launch(shape.output_elements(), detail::grid_stride_block_threads, dev,
                                                          stream, "depthwise_direct"),
-                              shape, input, weight, bias, output);
+                              shape, input, weight, bias, output, pre);
   }
   return detail::invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");
 }

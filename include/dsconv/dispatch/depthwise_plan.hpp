@@ -193,9 +193,11 @@ inline long long power_of_two_below(long long x) {  // the largest power of two 
 // NCHW: whole planes when they fit, grouped as channels x images (channels first in whole
 // sectors, images next so weights are reused); else bands of full rows of one plane.
 // A block fills at most `floats` of shared memory.
+// one_channel: tiles of a single channel (the weight gradient's blocks keep each thread on one
+// channel: its sums are that channel's).
 template <class T>
 bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
-                            long long floats, depthwise_plan& out) {
+                            long long floats, depthwise_plan& out, bool one_channel = false) {
   if (p.multiplier != 1 || p.data_layout != layout::nchw) return false;
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   long long pitch = staged_row_pitch(p);
@@ -210,7 +212,7 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   // one exists within five times the row; else rows of 16 or fewer stacked in a group,
   // several rows of the plane, at a pitch that keeps each row's banks apart
   // (stacked_row_pitch), and longer rows in whole groups.
-  const bool sector_rows = ow * static_cast<long long>(sizeof(T)) % 32 == 0;
+  const bool sector_rows = !one_channel && ow * static_cast<long long>(sizeof(T)) % 32 == 0;
   long long slots = round_up(ow, shared_banks), channel_slots = 1;
   const long long in_order_pitch = sector_rows ? 0 : in_order_row_pitch(p, pitch, ow);
   if (in_order_pitch) {
@@ -247,9 +249,9 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
     // below one (a block's planes then start on as large a power of two as they can).
     auto aligned = [&](long long x) { return x % sector_group == 0 || (x < sector_group && (x & (x - 1)) == 0); };
     auto align_down = [&](long long x) { return x >= sector_group ? x - x % sector_group : power_of_two_below(x); };
-    long long g = align_down(sector_group < planes ? sector_group : planes);
+    long long g = one_channel ? 1 : align_down(sector_group < planes ? sector_group : planes);
     long long nb = planes / g < p.n ? planes / g : p.n;
-    if (nb == p.n && planes / nb > g) g = align_down(planes / nb < p.c ? planes / nb : p.c);
+    if (!one_channel && nb == p.n && planes / nb > g) g = align_down(planes / nb < p.c ? planes / nb : p.c);
     // More blocks where the grid is small: fewer channels down to a sector group, then fewer
     // images (each image group reads the weights again), then fewer channels (any count: the
     // blocks' ranges are then shorter than a sector).
@@ -367,9 +369,11 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
 }
 
 template <class T>
-bool plan_nchw_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {
+bool plan_nchw_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out,
+                     bool one_channel = false) {
   return plan_for_occupancy(
-      dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_tiled_within(p, dev, input, floats, o); }, out);
+      dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_tiled_within(p, dev, input, floats, o, one_channel); },
+      out);
 }
 template <class T>
 bool plan_nhwc_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {
@@ -388,6 +392,18 @@ auto tiled_kernel(const depthwise_params& p) {
     case 52: return platform::registered<Family<T, 5, 2>::kernel>();
     case 71: return platform::registered<Family<T, 7, 1>::kernel>();
     case 72: return platform::registered<Family<T, 7, 2>::kernel>();
+    default: return platform::registered<Family<T, 0, 0>::kernel>();
+  }
+}
+
+// The kernel of a data-gradient family of stride > 1: compile-time 3x3, 5x5 and 7x7 at stride 2
+// (no dilation), the run-time sizes otherwise.
+template <template <class, int, int> class Family, class T>
+auto transposed_kernel(const depthwise_params& p) {
+  switch (specialised_filter(p) && p.stride_h == 2 ? p.kernel_h : 0) {
+    case 3: return platform::registered<Family<T, 3, 2>::kernel>();
+    case 5: return platform::registered<Family<T, 5, 2>::kernel>();
+    case 7: return platform::registered<Family<T, 7, 2>::kernel>();
     default: return platform::registered<Family<T, 0, 0>::kernel>();
   }
 }

@@ -12,6 +12,14 @@
 namespace dsconv {
 namespace detail {
 
+// The tensor a backward kernel multiplies grad_output by act'() of as it reads it: the one the
+// forward saved (activation_saved), laid out as grad_output; saved == nullptr: none.
+template <class T>
+struct gate_tensor {
+  const T* saved;
+  activation act;
+};
+
 template <int V, class T>
 DSCONV_DEVICE DSCONV_NOINLINE platform::vec<float, V> gate_run(const platform::vec<T, V> dy, const platform::vec<T, V> saved,
                                                                activation act) {

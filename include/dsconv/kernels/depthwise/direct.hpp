@@ -7,6 +7,7 @@
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/grid_stride.hpp"
+#include "tile.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -14,7 +15,7 @@ namespace kernels {
 template <class T>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
 void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input, const T* __restrict__ weight,
-                      const T* __restrict__ bias, T* __restrict__ output) {
+                      const T* __restrict__ bias, T* __restrict__ output, T* __restrict__ pre_activation) {
   // The output's coordinates in the layout's order (its flat index is its offset), the
   // channel split into input channel and multiplier copy.
   const bool nchw = s.data_layout == layout::nchw;
@@ -33,7 +34,7 @@ void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input, co
       }
     }
     if (bias) acc += to_float(platform::load(bias + oc));
-    platform::store(output + i, from_float<T>(detail::activate(acc, s.act)));
+    detail::store_activated(output, pre_activation, i, acc, s.act);
   };
   const index_t total = s.output_elements();
   if (nchw)

@@ -7,6 +7,7 @@
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
+#include "../common/activation.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -96,6 +97,14 @@ DSCONV_UNROLL
 DSCONV_UNROLL
     for (int k = 0; k < V; ++k) v[k] = r[k];
   }
+}
+
+// The epilogue of a forward output: act(z) into `output`, and z, the activation's input, into
+// `pre` where the caller saves it for the backward pass.
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_activated(T* output, T* pre, index_t offset, float z, activation act) {
+  if (pre) platform::store(pre + offset, from_float<T>(z));
+  platform::store(output + offset, from_float<T>(activate(z, act)));
 }
 
 // Filter geometry of a tiled kernel: compile-time where the variant is specialised (K and

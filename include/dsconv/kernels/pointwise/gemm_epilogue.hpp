@@ -133,7 +133,7 @@ struct fused_output {
   T* pre = nullptr;      // forward: z = acc + bias + residual, before the activation, or nullptr
   T* row_sums = nullptr; // backward weight: the bias gradient [m], or nullptr
 
-  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
+  DSCONV_HOST_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_row_sum(const detail::gemm_operands&, const gemm_block&, index_t m,
                                                       float sum) const {
     platform::store(row_sums + m, from_float<T>(sum));
@@ -215,7 +215,7 @@ struct partial_output {
   int vector_elems;             // widest aligned run: partial_vector_elems
   float* row_sums = nullptr;    // backward weight: [slice][m], or nullptr
 
-  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
+  DSCONV_HOST_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_row_sum(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                                       float sum) const {
     platform::store(row_sums + blk.slice * g.m + m, sum);

@@ -1,0 +1,207 @@
+#pragma once
+// The gradients of a depthwise layer: dsconv::depthwise_backward_data (grad_input) and
+// dsconv::depthwise_backward_weight (grad_weight and grad_bias from the same pass), of z =
+// conv + bias; with a fused activation, grad_output is dL/dy and the call multiplies it by
+// act'() as it reads it (depthwise_backward_options::activation_saved). Variants: direct (any
+// shape), nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <=
+// (kernel - 1) * dilation): the data gradient of stride 1 on the forward's tiled kernels
+// (grad_output convolved with the rotated filter), of larger strides on the transposed kernels
+// (each element sums only its own taps), the weight gradient on the forward's tiles with
+// per-block sums added in a fixed order (with a workspace, over more blocks: the same bits on
+// every run either way).
+
+#include <string>
+
+#include "../kernels/depthwise/backward_direct.hpp"
+#include "../platform/platform.hpp"
+#include "../problem.hpp"
+#include "depthwise.hpp"
+#include "depthwise_backward_plan.hpp"
+#include "launch_shape.hpp"
+#include "prepare.hpp"
+#include "validate.hpp"
+#include "variants.hpp"
+
+namespace dsconv {
+namespace detail {
+
+// Whether `variant` can run the backward data (weight: `weight`) pass of `p`.
+template <class T>
+status can_implement_depthwise_backward(depthwise_variant variant, const depthwise_params& p, bool weight) {
+  const char* op = weight ? "depthwise backward weight" : "depthwise backward data";
+  if (!is_valid(variant)) return invalid(status::invalid_variant, op, "variant value " + std::to_string(static_cast<int>(variant)));
+  status s = validate_params(p, sizeof(T));
+  if (s != status::success) return s;
+  if (variant == depthwise_variant::automatic || variant == depthwise_variant::direct) return status::success;
+  platform::device_properties dev;
+  s = platform::get_device_properties(dev);
+  if (s != status::success) return s;
+  const bool nchw = variant == depthwise_variant::nchw_tiled;
+  const std::string name = to_string(variant);
+  if (p.data_layout != (nchw ? layout::nchw : layout::nhwc))
+    return invalid(status::unsupported_variant, op, name + " needs the " + (nchw ? "nchw" : "nhwc") + " layout");
+  if (p.multiplier != 1) return invalid(status::unsupported_variant, op, name + " needs multiplier 1");
+  const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
+  if (weight) {
+    weight_plan plan;
+    if (!plan_backward_weight(p, nchw, dev, aligned, 0, plan))
+      return invalid(status::unsupported_variant, op, name + ": even one output row's input exceeds shared memory, or the grid is too large");
+    return status::success;
+  }
+  if (!transposable(p))
+    return invalid(status::unsupported_variant, op, name + " needs pad <= (kernel - 1) * dilation in both dimensions");
+  depthwise_plan plan;
+  bool forward = false;
+  if (!plan_backward_data(p, nchw, dev, aligned, plan, forward))
+    return invalid(status::unsupported_variant, op, name + ": even one row's grad_output exceeds shared memory, or the grid is too large");
+  return status::success;
+}
+
+template <class T>
+depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight) {
+  const depthwise_variant tiled = p.data_layout == layout::nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled;
+  const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
+  const bool ok = can_implement_depthwise_backward<T>(tiled, p, weight) == status::success;
+  platform::error_detail_slot() = detail;
+  return ok ? tiled : depthwise_variant::direct;
+}
+
+}  // namespace detail
+
+template <class T = float>
+status can_implement_backward_data(depthwise_variant variant, const depthwise_params& p) {
+  return detail::can_implement_depthwise_backward<T>(variant, p, false);
+}
+template <class T = float>
+status can_implement_backward_weight(depthwise_variant variant, const depthwise_params& p) {
+  return detail::can_implement_depthwise_backward<T>(variant, p, true);
+}
+// The variants automatic runs: the tiled one of the layout where it applies, else direct.
+template <class T = float>
+depthwise_variant select_backward_data_variant(const depthwise_params& p) {
+  return detail::select_depthwise_backward<T>(p, false);
+}
+template <class T = float>
+depthwise_variant select_backward_weight_variant(const depthwise_params& p) {
+  return detail::select_depthwise_backward<T>(p, true);
+}
+
+// Bytes of workspace with which the tiled weight gradient spreads each channel's sums over
+// several blocks (partial sums, added in a fixed order afterwards): where one block per
+// channel (group) would leave the device idle, as at batch 1. 0 where it gains nothing or the
+// tiled variant cannot run `p`.
+template <class T = float>
+std::size_t depthwise_backward_weight_workspace_size(const depthwise_params& p) {
+  platform::device_properties dev;
+  detail::weight_plan plan;
+  const T* aligned = nullptr;
+  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success ||
+      !detail::plan_backward_weight(p, p.data_layout == layout::nchw, dev, aligned, ~std::size_t{0} >> 1, plan))
+    return 0;
+  return static_cast<std::size_t>(plan.workspace_bytes);
+}
+
+// grad_output [n, c*multiplier, out_h, out_w] in the layer's layout: dL/dy; weight as the
+// forward's; grad_input shaped like the input. With p.act != none, options.activation_saved is
+// required (variants.hpp).
+template <class T>
+status depthwise_backward_data(const depthwise_params& p, const depthwise_backward_options& options, const T* grad_output,
+                               const T* weight, T* grad_input, stream_t stream = {}) {
+  platform::device_properties dev;
+  depthwise_variant variant = depthwise_variant::automatic;
+  const status s = detail::prepare_launch(
+      detail::validate_backward_data(p, grad_output, weight, grad_input, options.activation_saved), options.variant,
+      [&] { return can_implement_backward_data<T>(options.variant, p); }, [&] { return select_backward_data_variant<T>(p); },
+      dev, variant);
+  if (s != status::success) return s;
+  const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
+  const detail::depthwise_shape shape = detail::make_shape(p);
+  if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
+    const bool nchw = variant == depthwise_variant::nchw_tiled;
+    detail::depthwise_plan plan;
+    bool forward = false;
+    if (!detail::plan_backward_data(p, nchw, dev, detail::least_aligned(grad_output, gate.saved), plan, forward))
+      return detail::invalid(status::unsupported_variant, "depthwise backward data", "no launch plan for the chosen variant");
+    if (forward) {
+      const depthwise_params q = detail::transposed_problem(p);
+      detail::depthwise_shape rotated = detail::make_shape(q);
+      rotated.rotate_filter = true;
+      return detail::launch_forward_tiled(q, rotated, plan, grad_output, gate, weight, static_cast<const T*>(nullptr),
+                                          grad_input, static_cast<T*>(nullptr), stream);
+    }
+    platform::launch_config cfg;
+    cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
+    cfg.grid = plan.grid;
+    cfg.shared_bytes = plan.shared_bytes;
+    cfg.stream = stream;
+    cfg.name = nchw ? "depthwise_nchw_backward_data" : "depthwise_nhwc_backward_data";
+    return nchw ? platform::launch(detail::transposed_kernel<detail::nchw_backward_data_family, T>(p), cfg, shape, plan.tile,
+                                   grad_output, gate, weight, grad_input)
+                : platform::launch(detail::transposed_kernel<detail::nhwc_backward_data_family, T>(p), cfg, shape, plan.tile,
+                                   grad_output, gate, weight, grad_input);
+  }
+  return platform::launch(platform::registered<kernels::depthwise_backward_data_direct<T>>(),
+                          detail::grid_stride_launch(shape.input_elements(), detail::grid_stride_block_threads, dev, stream,
+                                                     "depthwise_backward_data_direct"),
+                          shape, grad_output, gate, weight, grad_input);
+}
+
+// The plain call: p.act must be none (a fused activation needs the options' saved tensor).
+template <class T>
+status depthwise_backward_data(const depthwise_params& p, const T* grad_output, const T* weight, T* grad_input,
+                               stream_t stream = {}) {
+  return depthwise_backward_data(p, depthwise_backward_options{}, grad_output, weight, grad_input, stream);
+}
+
+// input like the forward's; grad_output: dL/dy; grad_weight [c*multiplier][kernel_h][kernel_w];
+// grad_bias [c*multiplier] or nullptr.
+template <class T>
+status depthwise_backward_weight(const depthwise_params& p, const depthwise_backward_options& options, const T* input,
+                                 const T* grad_output, T* grad_weight, T* grad_bias, stream_t stream = {}) {
+  platform::device_properties dev;
+  depthwise_variant variant = depthwise_variant::automatic;
+  const status s = detail::prepare_launch(
+      detail::validate_backward_weight(p, input, grad_output, grad_weight, grad_bias, options.activation_saved,
+                                       detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)}),
+      options.variant, [&] { return can_implement_backward_weight<T>(options.variant, p); },
+      [&] { return select_backward_weight_variant<T>(p); }, dev, variant);
+  if (s != status::success) return s;
+  const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
+  const detail::depthwise_shape shape = detail::make_shape(p);
+  if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
+    const bool nchw = variant == depthwise_variant::nchw_tiled;
+    detail::weight_plan plan;
+    if (!detail::plan_backward_weight(p, nchw, dev, input, options.workspace ? options.workspace_bytes : 0, plan))
+      return detail::invalid(status::unsupported_variant, "depthwise backward weight", "no launch plan for the chosen variant");
+    if (plan.items.groups > 1) plan.items.partial = static_cast<float*>(options.workspace);
+    platform::launch_config cfg;
+    cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
+    cfg.grid = plan.tile.grid;
+    cfg.shared_bytes = plan.tile.shared_bytes;
+    cfg.stream = stream;
+    cfg.name = nchw ? "depthwise_nchw_backward_weight" : "depthwise_nhwc_backward_weight";
+    const status launched =
+        nchw ? platform::launch(detail::tiled_kernel<detail::nchw_backward_weight_family, T>(p), cfg, shape, plan.tile.tile,
+                                plan.items, input, grad_output, gate, grad_weight, grad_bias)
+             : platform::launch(detail::tiled_kernel<detail::nhwc_backward_weight_family, T>(p), cfg, shape, plan.tile.tile,
+                                plan.items, input, grad_output, gate, grad_weight, grad_bias);
+    if (launched != status::success || !plan.items.partial) return launched;
+    const int taps = p.kernel_h * p.kernel_w;
+    return platform::launch(platform::registered<kernels::depthwise_weight_reduce<T>>(),
+                            detail::grid_stride_launch(static_cast<index_t>(p.c) * (taps + 1), detail::grid_stride_block_threads,
+                                                       dev, stream, "depthwise_weight_reduce"),
+                            static_cast<const float*>(plan.items.partial), plan.items.groups, p.c, taps, grad_weight, grad_bias);
+  }
+  return platform::launch(platform::registered<kernels::depthwise_backward_weight_direct<T>>(),
+                          detail::grid_stride_launch(shape.weight_elements() + shape.out_c, detail::grid_stride_block_threads,
+                                                     dev, stream, "depthwise_backward_weight_direct"),
+                          shape, input, grad_output, gate, grad_weight, grad_bias);
+}
+
+template <class T>
+status depthwise_backward_weight(const depthwise_params& p, const T* input, const T* grad_output, T* grad_weight,
+                                 T* grad_bias, stream_t stream = {}) {
+  return depthwise_backward_weight(p, depthwise_backward_options{}, input, grad_output, grad_weight, grad_bias, stream);
+}
+
+}  // namespace dsconv

@@ -1,0 +1,288 @@
+// dsconv::depthwise_backward_data / depthwise_backward_weight against the double reference:
+// every variant (forced through the options overload) and automatic, for float, half and
+// bfloat16, both layouts, with and without a fused activation's gradient and the bias
+// gradient, the weight gradient with and without a workspace (sums spread over more blocks),
+// on odd shapes (stride 2 with odd sizes, dilation, multipliers, 1x1 maps, one channel) and on
+// every depthwise layer of both networks; results identical from run to run.
+#include <catch2/catch.hpp>
+
+#include <cstddef>
+#include <cstring>
+#include <vector>
+
+#include <dsconv/dsconv.hpp>
+
+#include "support/backward.hpp"
+#include "support/shapes.hpp"
+#include "support/test_data.hpp"
+
+namespace {
+
+using dsconv::activation;
+using dsconv::depthwise_variant;
+using dsconv::layout;
+using dsconv::status;
+using namespace dsconv_test;
+
+enum class pass { data, weight };
+const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "backward weight"; }
+
+// Whether `variant` must run the pass of `p`, by the variants' documented contract: the tiled
+// variants take their layout with multiplier 1, the data gradient only where pad <= (kernel -
+// 1) * dilation in both dimensions (every test shape's tiles fit shared memory); direct takes
+// everything.
+bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
+  const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
+                            (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
+  switch (variant) {
+    case depthwise_variant::nchw_tiled:
+    case depthwise_variant::nhwc_tiled:
+      return tiled_layout && p.multiplier == 1 &&
+             (ps == pass::weight ||
+              (p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w));
+    default: return true;
+  }
+}
+
+// Runs pass `ps` of `p` (its act: the fused activation whose gradient the call applies) with
+// random data through automatic and every variant (the weight gradient with and without a
+// workspace); each result against the reference, each refusal before anything was launched
+// or written.
+template <class T>
+void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, std::size_t misalign = 0) {
+  INFO(type_name<T>() << ", " << name_of(ps) << ", " << describe(p) << (with_bias ? ", bias" : ", no bias")
+                      << ", misaligned by " << misalign << ", device " << current_device().name);
+  const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+  const std::size_t out_count = static_cast<std::size_t>(p.n) * p.out_c() * p.out_h() * p.out_w();
+  const std::size_t w_count = static_cast<std::size_t>(p.out_c()) * p.kernel_h * p.kernel_w;
+  const std::vector<T> x = random_tensor<T>(in_count), w = random_tensor<T>(w_count), dy = random_tensor<T>(out_count);
+  const std::vector<T> saved = saved_activation_tensor<T>(out_count);
+  dsconv::depthwise_params plain = p;
+  plain.act = activation::none;
+
+  // The reference through the activation, and the bound from |dz| and the other operand.
+  const std::vector<float> dz2 = squares(gradient_scale(dy, saved, p.act));
+  std::vector<double> ref, ref_bias(p.out_c()), t2, b2(p.out_c());
+  error_bound bound, bias_bound;
+  if (ps == pass::data) {
+    ref.resize(in_count), t2.resize(in_count);
+    REQUIRE(dsconv::reference::depthwise_backward_data(p, dy.data(), w.data(), ref.data(), saved.data()) == status::success);
+    REQUIRE(dsconv::reference::depthwise_backward_data(plain, dz2.data(), squares(w).data(), t2.data()) == status::success);
+    // The NHWC tiles stage dz as T (16-bit types stay 16-bit there): a gated dz is rounded once,
+    // relatively and, where it is subnormal, by up to the type's rounding floor times each |w|.
+    const bool rounds = p.act != activation::none && p.data_layout == layout::nhwc && sizeof(T) == 2;
+    const int taps = p.kernel_h * p.kernel_w * p.multiplier;
+    double w_max = 0;
+    for (const T& v : w) w_max = std::max(w_max, std::fabs(static_cast<double>(dsconv::to_float(v))));
+    bound = bound_from(t2, taps, rounds ? unit_roundoff<T>() : 0, rounds ? rounding_floor<T>() * taps * w_max : 0);
+  } else {
+    ref.resize(w_count), t2.resize(w_count);
+    REQUIRE(dsconv::reference::depthwise_backward_weight(p, x.data(), dy.data(), ref.data(), ref_bias.data(), saved.data()) ==
+            status::success);
+    REQUIRE(dsconv::reference::depthwise_backward_weight(plain, squares(x).data(), dz2.data(), t2.data(), b2.data()) ==
+            status::success);
+    const int products = static_cast<int>(out_count / p.out_c());
+    bound = bound_from(t2, products, 0);
+    bias_bound = bound_from(b2, products, 0);
+  }
+
+  const device_input<T> d_x(x, misalign), d_w(w, misalign), d_dy(dy, misalign), d_saved(saved, misalign);
+  const std::size_t workspace_bytes = ps == pass::weight ? dsconv::depthwise_backward_weight_workspace_size<T>(p) : 0;
+  guarded_output<float> workspace(workspace_bytes / sizeof(float));
+  for (const depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants))
+    for (const bool with_workspace : {false, true}) {
+      if (with_workspace && workspace_bytes == 0) continue;
+      INFO("variant " << dsconv::to_string(variant) << (with_workspace ? ", with workspace" : ""));
+      const bool expected = supports(variant, ps, p);
+      const status can = ps == pass::data ? dsconv::can_implement_backward_data<T>(variant, p)
+                                          : dsconv::can_implement_backward_weight<T>(variant, p);
+      CHECK(can == (expected ? status::success : status::unsupported_variant));
+      dsconv::depthwise_backward_options options;
+      options.variant = variant;
+      options.activation_saved = d_saved.data();
+      if (with_workspace) options.workspace = workspace.data(), options.workspace_bytes = workspace_bytes;
+      guarded_output<T> grad(ps == pass::data ? in_count : w_count, misalign), bias(p.out_c(), misalign);
+      const unsigned long long launches = launches_so_far();
+      const status s = ps == pass::data
+                           ? dsconv::depthwise_backward_data(p, options, d_dy.data(), d_w.data(), grad.data())
+                           : dsconv::depthwise_backward_weight(p, options, d_x.data(), d_dy.data(), grad.data(),
+                                                               with_bias ? bias.data() : nullptr);
+      if (!expected) {
+        CHECK(s == status::unsupported_variant);
+        CHECK(launches_so_far() == launches);
+        CHECK(grad.untouched());
+        continue;
+      }
+      REQUIRE(s == status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      check_close(grad.download_checked(), ref, bound);
+      if (ps == pass::weight && with_bias)
+        check_close(bias.download_checked(), ref_bias, bias_bound);
+      else
+        CHECK(bias.untouched());
+      if (workspace_bytes) (void)workspace.download_checked();  // checks the guards around it
+    }
+}
+
+dsconv::depthwise_params make_params(int n, int c, int h, int w, int kernel_h, int kernel_w, int stride_h, int stride_w,
+                                     int pad_h, int pad_w, int dilation_h, int dilation_w, int multiplier) {
+  dsconv::depthwise_params p;
+  p.n = n, p.c = c, p.h = h, p.w = w;
+  p.kernel_h = kernel_h, p.kernel_w = kernel_w;
+  p.stride_h = stride_h, p.stride_w = stride_w;
+  p.pad_h = pad_h, p.pad_w = pad_w;
+  p.dilation_h = dilation_h, p.dilation_w = dilation_w;
+  p.multiplier = multiplier;
+  return p;
+}
+
+struct shape_case {
+  const char* name;
+  int n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, multiplier;
+};
+
+// clang-format off
+const shape_case odd_shapes[] = {
+    // name                                     n    c    h    w   kh   kw   sh   sw   ph   pw   dh   dw    m
+    {"7x5 map, 3 channels",                     2,   3,   7,   5,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"37 channels, 6x13 map",                   2,  37,   6,  13,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"53 channels, stride 2, 11x9 map",         1,  53,  11,   9,   3,   3,   2,   2,   1,   1,   1,   1,   1},
+    {"1 channel, 1x1 map, 1x1 kernel",          3,   1,   1,   1,   1,   1,   1,   1,   0,   0,   1,   1,   1},
+    {"1x1 map, 3x3 kernel, pad 1",              2,   7,   1,   1,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"2x2 map, stride 2",                       1,   9,   2,   2,   3,   3,   2,   2,   1,   1,   1,   1,   1},
+    {"stride 2, odd 9x7 map",                   2,   5,   9,   7,   3,   3,   2,   2,   1,   1,   1,   1,   1},
+    {"stride 2, odd 15x13 map, kernel 5",       1,   6,  15,  13,   5,   5,   2,   2,   2,   2,   1,   1,   1},
+    {"stride 2, no padding, 8x7 (last row unused)", 1, 4, 8,   7,   3,   3,   2,   2,   0,   0,   1,   1,   1},
+    {"stride 3, 10x11",                         1,   5,  10,  11,   3,   3,   3,   3,   1,   1,   1,   1,   1},
+    {"stride 2x1",                              1,   5,   9,   8,   3,   3,   2,   1,   1,   1,   1,   1,   1},
+    {"pad 3 with a 3x3 kernel",                 2,   5,   5,   4,   3,   3,   1,   1,   3,   3,   1,   1,   1},
+    {"pad 2x4 with a 3x3 kernel, stride 2",     1,   3,   6,   5,   3,   3,   2,   2,   2,   4,   1,   1,   1},
+    {"dilation 2, pad 2",                       2,   5,   9,   8,   3,   3,   1,   1,   2,   2,   2,   2,   1},
+    {"dilation 2x3, stride 2",                  1,   4,  13,  12,   3,   3,   2,   2,   1,   3,   2,   3,   1},
+    {"multiplier 2",                            2,   5,   7,   6,   3,   3,   1,   1,   1,   1,   1,   1,   2},
+    {"multiplier 3, stride 2",                  1,   3,   9,   9,   3,   3,   2,   2,   1,   1,   1,   1,   3},
+    {"kernel 7, pad 3",                         1,   5,  11,  12,   7,   7,   1,   1,   3,   3,   1,   1,   1},
+    {"kernel 7, stride 2, odd 15x13 map",       1,   6,  15,  13,   7,   7,   2,   2,   3,   3,   1,   1,   1},
+    {"kernel 3x5, pad 1x2",                     1,   6,   8,   9,   3,   5,   1,   1,   1,   2,   1,   1,   1},
+    {"kernel 5x3, pad 0x1, stride 2",           1,   5,  11,   7,   5,   3,   2,   2,   0,   1,   1,   1,   1},
+    {"kernel 2x2, even",                        2,   5,   6,   7,   2,   2,   1,   1,   0,   0,   1,   1,   1},
+    {"kernel as large as the input",            2,   4,   5,   6,   5,   6,   1,   1,   0,   0,   1,   1,   1},
+    {"many channels, small map",                1, 130,   3,   4,   3,   3,   1,   1,   1,   1,   1,   1,   1},
+    {"kernel 5, stride 2, 4x5 map, pad 2",      3,  17,   4,   5,   5,   5,   2,   2,   2,   2,   1,   1,   1},
+};
+// clang-format on
+
+}  // namespace
+
+TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on odd shapes, both layouts",
+                   "[depthwise][backward][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  std::size_t i = 0;
+  for (const shape_case& sc : odd_shapes) {
+    INFO(sc.name);
+    dsconv::depthwise_params p = make_params(sc.n, sc.c, sc.h, sc.w, sc.kernel_h, sc.kernel_w, sc.stride_h, sc.stride_w,
+                                             sc.pad_h, sc.pad_w, sc.dilation_h, sc.dilation_w, sc.multiplier);
+    p.data_layout = data_layout;
+    p.act = all_activations[i % 6];
+    check_backward<TestType>(pass::data, p, false);
+    check_backward<TestType>(pass::weight, p, i % 3 != 2);
+    ++i;
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, with and without the bias gradient",
+                   "[depthwise][backward][epilogue]", float, dsconv::half, dsconv::bfloat16) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  for (const activation act : all_activations)
+    for (dsconv::depthwise_params p :
+         {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1)}) {
+      p.data_layout = data_layout;
+      p.act = act;
+      check_backward<TestType>(pass::data, p, false);
+      check_backward<TestType>(pass::weight, p, act != activation::relu);
+    }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: tensors misaligned by one element", "[depthwise][backward][misaligned]", float,
+                   dsconv::half, dsconv::bfloat16) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  for (dsconv::depthwise_params p : {make_params(2, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1),
+                                     make_params(1, 16, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {
+    p.data_layout = data_layout;
+    p.act = activation::relu6;
+    check_backward<TestType>(pass::data, p, false, 1);
+    check_backward<TestType>(pass::weight, p, true, 1);
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on every depthwise layer of both networks",
+                   "[depthwise][backward][layers][network]", float, dsconv::half, dsconv::bfloat16) {
+  // Every 224x224 depthwise shape of at most 2M multiply-adds at batch 1, the 32x32 ones at
+  // batch 2, with the layer's activation's gradient.
+  for (const layer_case& lc : layer_cases(layer_kind::dw, 2'000'000, {1}, 2)) {
+    INFO(lc.name());
+    const layer_row& r = *lc.row;
+    dsconv::depthwise_params p =
+        make_params(lc.batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad, r.pad, 1, 1, r.cout / r.cin);
+    p.data_layout = lc.data_layout;
+    p.act = r.act;
+    check_backward<TestType>(pass::data, p, false);
+    check_backward<TestType>(pass::weight, p, lc.bias);
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: the weight gradient is the same bits on every run", "[depthwise][backward]", float,
+                   dsconv::half) {
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  dsconv::depthwise_params p = make_params(3, 24, 14, 14, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.data_layout = data_layout;
+  p.act = activation::silu;
+  const std::size_t outputs = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+  const device_input<TestType> x(random_tensor<TestType>(static_cast<std::size_t>(p.n) * p.c * p.h * p.w)),
+      dy(random_tensor<TestType>(outputs)), saved(saved_activation_tensor<TestType>(outputs));
+  const std::size_t bytes = dsconv::depthwise_backward_weight_workspace_size<TestType>(p);
+  REQUIRE(bytes > 0);
+  dsconv::device_buffer<float> workspace;
+  REQUIRE(workspace.allocate(bytes / sizeof(float)) == status::success);
+  for (const depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
+    if (dsconv::can_implement_backward_weight<TestType>(variant, p) != status::success) continue;
+    INFO("variant " << dsconv::to_string(variant));
+    dsconv::depthwise_backward_options options;
+    options.variant = variant, options.workspace = workspace.data(), options.workspace_bytes = bytes;
+    options.activation_saved = saved.data();
+    std::vector<TestType> first_w, first_b;
+    for (int run = 0; run < 3; ++run) {
+      dsconv::device_buffer<TestType> gw, gb;
+      REQUIRE(gw.allocate(static_cast<std::size_t>(p.c) * 9) == status::success);
+      REQUIRE(gb.allocate(p.c) == status::success);
+      REQUIRE(dsconv::depthwise_backward_weight(p, options, x.data(), dy.data(), gw.data(), gb.data()) == status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      std::vector<TestType> w, b;
+      REQUIRE(gw.download(w) == status::success);
+      REQUIRE(gb.download(b) == status::success);
+      if (run == 0) {
+        first_w = w, first_b = b;
+        continue;
+      }
+      CHECK(std::memcmp(w.data(), first_w.data(), w.size() * sizeof(TestType)) == 0);
+      CHECK(std::memcmp(b.data(), first_b.data(), b.size() * sizeof(TestType)) == 0);
+    }
+  }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: a layer with a fused activation needs the tensor its forward saved",
+                   "[depthwise][backward][validation]", float, dsconv::half) {
+  dsconv::depthwise_params p = make_params(2, 8, 5, 5, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.act = activation::relu6;
+  const std::size_t count = 2 * 8 * 25;
+  const device_input<TestType> x(random_tensor<TestType>(count)), w(random_tensor<TestType>(72)),
+      dy(random_tensor<TestType>(count));
+  guarded_output<TestType> gx(count), gw(72), gb(8);
+  const unsigned long long launches = launches_so_far();
+  CHECK(dsconv::depthwise_backward_data(p, dy.data(), w.data(), gx.data()) == status::missing_activation_tensor);
+  CHECK(dsconv::depthwise_backward_weight(p, x.data(), dy.data(), gw.data(), gb.data()) == status::missing_activation_tensor);
+  CHECK(launches_so_far() == launches);
+  CHECK(gx.untouched());
+  CHECK(gw.untouched());
+  CHECK(gb.untouched());
+}
