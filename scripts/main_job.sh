@@ -14,11 +14,13 @@
 #
 # Usage: scripts/main_job.sh [--model all|mobilenet_v2|efficientnet_b0] [--input 224|32]
 #                            [--kind all|dw|pw] [--batch 1,8] [--type float,half,bfloat16]
-#                            [--layout nchw,nhwc] [--out DIR]
+#                            [--layout nchw,nhwc] [--pass forward|backward|all] [--out DIR]
 #                            [--device sm80|sm90|sm75|gfx906|gfx90a]  (host platform: the GPU
 #                            whose plans and limits the kernels run with; default sm80)
+# --pass backward checks and measures the data and weight gradients of every layer instead of
+# the forward (all: both); without a GPU the report gives their traffic against the targets.
 # (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_KIND,
-# DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_RESULTS). On a GPU they narrow the
+# DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_PASS, DSCONV_RESULTS). On a GPU they narrow the
 # benchmark as well; without them it covers the full grid, while the layer check runs batch 1.
 set -euo pipefail
 cd "$(dirname "$0")/.."

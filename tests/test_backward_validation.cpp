@@ -106,7 +106,7 @@ template <class T>
 struct backward_buffers {
   device_input<T> first, second, saved;
   guarded_output<T> grad, grad_bias;
-  static constexpr std::size_t workspace_floats = 4096;
+  static constexpr std::size_t workspace_floats = 16384;
   guarded_output<float> workspace{workspace_floats};
 
   backward_buffers(const counts& c, pass ps)

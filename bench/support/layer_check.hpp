@@ -5,6 +5,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <random>
 #include <string>
 #include <vector>
@@ -51,24 +52,30 @@ std::vector<T> random_values(std::size_t n, std::mt19937& gen) {
 }
 
 namespace detail {
+// The error of the outputs (one or more buffers, each against its reference) as one vector.
 template <class T>
-void finish(layer_result& r, const dsconv::device_buffer<T>& out, const std::vector<double>& ref) {
-  std::vector<T> got;
-  if (out.download(got) != dsconv::status::success) {
-    r.status = dsconv::status::platform_error;
-    r.detail = dsconv::last_error_detail();
-    return;
-  }
+void finish(layer_result& r, std::initializer_list<const dsconv::device_buffer<T>*> outs,
+            std::initializer_list<const std::vector<double>*> refs) {
   double d2 = 0, r2 = 0;
-  for (std::size_t i = 0; i < got.size(); ++i) {
-    const double g = dsconv::to_float(got[i]);
-    if (!std::isfinite(g)) {
-      ++r.bad_elements;
-      continue;
+  auto ref = refs.begin();
+  for (const dsconv::device_buffer<T>* out : outs) {
+    const std::vector<double>& expected = **ref++;
+    std::vector<T> got;
+    if (out->download(got) != dsconv::status::success) {
+      r.status = dsconv::status::platform_error;
+      r.detail = dsconv::last_error_detail();
+      return;
     }
-    d2 += (g - ref[i]) * (g - ref[i]);
-    r2 += ref[i] * ref[i];
-    r.max_abs_error = std::max(r.max_abs_error, std::fabs(g - ref[i]));
+    for (std::size_t i = 0; i < got.size(); ++i) {
+      const double g = dsconv::to_float(got[i]);
+      if (!std::isfinite(g)) {
+        ++r.bad_elements;
+        continue;
+      }
+      d2 += (g - expected[i]) * (g - expected[i]);
+      r2 += expected[i] * expected[i];
+      r.max_abs_error = std::max(r.max_abs_error, std::fabs(g - expected[i]));
+    }
   }
   r.relative_error = r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2);
 }
@@ -140,7 +147,7 @@ layer_result check_layer(const layer& l, int batch, dsconv::layout lay, bool cou
     if (r.status != dsconv::status::success) return r;
     std::vector<double> ref(out_n);
     dsconv::reference::depthwise_forward(p, x.data(), w.data(), b.data(), ref.data());
-    detail::finish(r, dy, ref);
+    detail::finish(r, {&dy}, {&ref});
   } else {
     const auto p = l.pointwise_params(batch, lay);
     const std::size_t px = static_cast<std::size_t>(batch) * p.h * p.w;
@@ -169,7 +176,7 @@ layer_result check_layer(const layer& l, int batch, dsconv::layout lay, bool cou
     if (r.status != dsconv::status::success) return r;
     std::vector<double> ref(px * p.c_out);
     dsconv::reference::pointwise_forward(p, x.data(), w.data(), b.data(), l.residual ? res.data() : nullptr, ref.data());
-    detail::finish(r, dy, ref);
+    detail::finish(r, {&dy}, {&ref});
   }
   return r;
 }

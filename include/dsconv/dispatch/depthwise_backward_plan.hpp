@@ -86,7 +86,11 @@ bool plan_nchw_backward_data_within(const depthwise_params& p, const platform::d
   t.in_rows = staged_rows(t.rows);
   t.row_stride = static_cast<int>(pitch);
   t.plane_stride = static_cast<int>(t.in_rows * pitch);
-  t.row_slots = static_cast<int>(round_up(p.w, shared_banks));
+  // Rows narrower than 32 threads: the threads take a plane's elements in order, so that a
+  // group's stores are whole sectors of grad_input (a row per 32 threads would store a
+  // straddling part-sector run per row); the group's reads of the staged rows (a stride's
+  // worth of elements per staged word) then span a few rows at the plane's pitch.
+  t.row_slots = static_cast<int>(t.rows == p.h && p.w < shared_banks ? p.w : round_up(p.w, shared_banks));
   t.channel_slots = 1;
   t.vector = vector_width<T>(grad_output, p.out_w());
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(p.h, t.rows),

@@ -177,9 +177,13 @@ pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, co
   if (plan_variant<T>(large, pass, p, dev, grid) && static_cast<long long>(grid.volume()) >= sms) return large;
   const bool small_fits = plan_variant<T>(small, pass, p, dev, grid);
   if (small_fits && static_cast<long long>(grid.volume()) >= sms) return small;
-  if (plan_variant<T>(pointwise_variant::warp_dot, pass, p, dev, grid)) return pointwise_variant::warp_dot;
+  // warp_dot's lanes split K: only where both operands are contiguous along K are its reads
+  // coalesced (not A = W^T of the data pass, whose K is the weight's rows).
+  const gemm_operands g = make_pass_gemm(pass, p);
+  if (g.a_k == 1 && g.b_k == 1 && plan_variant<T>(pointwise_variant::warp_dot, pass, p, dev, grid))
+    return pointwise_variant::warp_dot;
   split_k_plan plan;
-  if (plan_split_k<T>(p, make_pass_gemm(pass, p), dev, pass == gemm_pass::backward_weight, plan) &&
+  if (plan_split_k<T>(p, g, dev, pass == gemm_pass::backward_weight, plan) &&
       plan.g.k_slice < plan.g.k_batches * plan.g.k_padded && static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)
     return pointwise_variant::split_k;
   return small_fits ? small : pointwise_variant::direct;

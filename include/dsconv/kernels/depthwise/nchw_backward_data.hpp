@@ -60,7 +60,8 @@ void depthwise_nchw_backward_data(detail::depthwise_shape s, detail::depthwise_t
   // The generic kernel divides by the strides with multiplies (no division in the loop).
   const detail::fast_divmod div_h(static_cast<unsigned>(win.sh)), div_w(static_cast<unsigned>(win.sw));
   const int lift_h = ((kh - 1) * win.dh + win.sh - 1) / win.sh * win.sh, lift_w = ((kw - 1) * win.dw + win.sw - 1) / win.sw * win.sw;
-  // Elements by (image, channel, row, column), a row on whole groups of 32 threads.
+  // Elements by (image, channel, row, column), a row on whole groups of 32 threads, or for
+  // whole planes of narrow rows in order (row_slots = w: the plan's choice).
   const int g_count = pl.g_count, w = s.w;
   const index_t in_plane = static_cast<index_t>(s.h) * w;
   detail::for_each_strided<4>(pl.i_count * g_count * o.rows * t.row_slots, {g_count, o.rows, t.row_slots}, tid, threads,
