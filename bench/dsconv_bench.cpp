@@ -1,18 +1,26 @@
 // dsconv_bench: dsconv against the platform's baseline (cuDNN on CUDA, MIOpen on HIP where
 // installed, the CPU reference on the host platform) on every unique depthwise and 1x1 shape
 // of MobileNetV2 and EfficientNet-B0, at batch 1, 8, 16, 32, 64 and 128, in float, half and
-// bfloat16, NCHW and NHWC. Benchmark names read
+// bfloat16, NCHW and NHWC, forward and backward. Benchmark names read
 //   op/model_input_index:shape/b<batch>/type/layout/implementation
 // e.g. dw/mobilenet_v2_224_3:c96_h112_k3_s2/b8/float/nchw/dsconv, so --benchmark_filter
-// selects any slice. Times are per launch, from device events (CPU wall time of the emulated
-// run on the host platform); see kernel_bench/run_case.hpp for the method and the counters.
+// selects any slice. The op is dw or pw for the forward pass (with the layer's activation and
+// residual), and for the gradients of the layer without activation or residual (the baselines'
+// backward calls fuse none): dwbd and pwbd, the data gradient (grad_input from grad_output and
+// the weight), dwbw and pwbw, the weight gradient with the bias gradient (from the input and
+// grad_output); the baselines are cuDNN's / MIOpen's backward data and backward filter (weights)
+// calls with their backward bias call, and the reference's backward functions. Times are per
+// launch, from device events (CPU wall time of the emulated run on the host platform); see
+// kernel_bench/run_case.hpp for the method and the counters.
 //
 // Defaults that Google Benchmark flags given on the command line override:
 //   --benchmark_min_time=0.05 (every platform), and on a GPU --benchmark_repetitions=5 with
 //   --benchmark_display_aggregates_only=true (the JSON output keeps every repetition; the
-//   report uses the median).
+//   report uses the median); --benchmark_filter=.* (or on the host platform, for a run without
+//   selection options, its default slice: kernel_bench/selection.hpp).
 // dsconv_bench's own options (kernel_bench/selection.hpp) narrow what is registered:
-//   --model, --input, --kind, --batch, --type, --layout, --all.
+//   --model, --input, --kind, --pass (forward|backward|all, default all), --batch, --type,
+//   --layout, --all.
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
@@ -91,7 +99,13 @@ int main(int argc, char** argv) try {
   }
   const bool host_default_slice =
       !on_gpu && !sel.narrowed && !sel.all && !listing && flag_value(user, "benchmark_filter", "").empty();
-  if (host_default_slice) defaults.push_back(std::string("--benchmark_filter=") + dsconv_bench::host_default_filter);
+  if (host_default_slice)
+    defaults.push_back(std::string("--benchmark_filter=") + dsconv_bench::host_default_filter);
+  else if (flag_value(user, "benchmark_filter", "").empty())
+    // Google Benchmark 1.7 grows its list of selected benchmarks by one family at a time when
+    // the filter is ".", its default: quadratic in the benchmarks selected (40 s to list the
+    // whole grid). ".*" selects the same names in linear time.
+    defaults.push_back("--benchmark_filter=.*");
   std::vector<char*> args = {argv[0]};
   for (auto& d : defaults) args.push_back(d.data());
   args.insert(args.end(), user.begin(), user.end());
@@ -142,8 +156,10 @@ int main(int argc, char** argv) try {
                                  [id, &c](benchmark::State& state) {
                                    if (c.impl == dsconv_bench::implementation::dsconv)
                                      run_typed<dsconv_bench::dsconv_impl>(state, id, c, facts);
-                                   else
+                                   else if (c.forward())
                                      run_typed<dsconv_bench::baseline_impl>(state, id, c, facts);
+                                   else
+                                     run_typed<dsconv_bench::backward_baseline_impl>(state, id, c, facts);
                                  })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);

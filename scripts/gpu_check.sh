@@ -7,8 +7,9 @@
 # Catch2 and Google Benchmark come from deps/, gathered beforehand on a development machine by
 # scripts/gather_gpu_deps.sh (an ignored folder that travels with the source tree). Each step
 # is a separate command that fits in 10 minutes on a 16-core machine (bench and sanitize keep
-# to a time budget, and bench continues where it stopped when run again); together they take
-# about 25 minutes.
+# to a time budget, and bench continues where it stopped when run again); together they took
+# about 25 minutes before the backward cases, which triple the bench step's work (run bench
+# again until every chunk is done, or narrow it with --pass forward).
 #
 # Usage: scripts/gpu_check.sh STEP [options]
 # Steps:
@@ -21,14 +22,17 @@
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck, in parallel, over test
 #             cases chosen by tag (one Catch2 test case per process, in the order of --tags,
 #             while the budget lasts); fails on any report
-#   bench     dsconv_bench against cuDNN over every case it lists for --batch/--type/--layout
-#             (every layer of both networks, and any backward or fused-block case it has), in
-#             chunks of at most 128 benchmarks, each chunk's JSON kept gzipped in OUT/bench/;
+#   bench     dsconv_bench against cuDNN over every case it lists for --batch/--type/--layout/
+#             --pass (every layer of both networks: the forward pass, the data gradient against
+#             cuDNN's backward data, the weight and bias gradients against its backward filter
+#             and backward bias; and any fused-block case it has), in chunks of at most 128
+#             benchmarks of one op, batch and type, each chunk's JSON kept gzipped in OUT/bench/;
 #             a warm-up first, GPU clocks sampled before, during and after, the copy bandwidth
 #             measured by dsconv_bench itself. Run it again to finish chunks the budget left out.
 #   report    OUT/bench.md (tables), bench.csv, speedup.png, bandwidth.png (percent of the
-#             copy bandwidth), roofline.png from OUT/bench/*.json.gz (scripts/report.py; needs
-#             no GPU; without matplotlib only the tables)
+#             copy bandwidth), roofline.png for the forward pass and the same charts with
+#             _backward_data and _backward_weight for the gradients, from OUT/bench/*.json.gz
+#             (scripts/report.py; needs no GPU; without matplotlib only the tables)
 #   all       build, test, sanitize, bench (until every chunk is done), report
 # Options (environment variables in brackets):
 #   --out DIR            results folder [DSCONV_GPU_OUT], default results/gpu
@@ -40,6 +44,7 @@
 #   --budget SECONDS     time budget of sanitize (the tools run in parallel, each within it; default
 #                        300), bench (480) and test (ctest's timeout, 540); 0: none [DSCONV_GPU_BUDGET]
 #   --batch LIST --type LIST --layout LIST   benchmark grid, default 1,8,32,128 / float,half / nchw,nhwc
+#   --pass forward|backward|all              benchmark passes, default all
 #   --repetitions N      benchmark repetitions (the report takes the median), default 3
 #   --min-time SECONDS   benchmark time per repetition, default 0.02
 #   --fresh              bench: discard earlier chunks instead of continuing them
@@ -70,6 +75,7 @@ read -r -a cmake_extra <<< "${DSCONV_GPU_CMAKE_ARGS:-}"
 batches=1,8,32,128
 types=float,half
 layouts=nchw,nhwc
+passes=all
 repetitions=3
 min_time=0.02
 fresh=0
@@ -94,6 +100,7 @@ while [ $# -gt 0 ]; do
     --batch) batches=$2 ;;
     --type) types=$2 ;;
     --layout) layouts=$2 ;;
+    --pass) passes=$2 ;;
     --repetitions) repetitions=$2 ;;
     --min-time) min_time=$2 ;;
     --tools) tools=$2 ;;
@@ -528,7 +535,7 @@ step_bench() {
   write_environment >/dev/null
   runtime_env
   local bin=$build/bench/dsconv_bench dir=$out/bench plan=$logs/bench_plan start deadline
-  local sel=("--batch=$batches" "--type=$types" "--layout=$layouts")
+  local sel=("--batch=$batches" "--type=$types" "--layout=$layouts" "--pass=$passes")
   local listed stem key count remaining est rc chunk_start secs errors done_secs=0 done_count=0
   local total=0 finished=0 failed=0 sampler
   mkdir -p "$dir"
@@ -536,7 +543,7 @@ step_bench() {
   deadline=$((start + budget))
   "$bin" --benchmark_list_tests "${sel[@]}" > "$logs/bench_list.txt" || die "dsconv_bench cannot list its benchmarks"
   listed=$(grep -c . "$logs/bench_list.txt" || true)
-  [ "$listed" -gt 0 ] || die "dsconv_bench lists no benchmark for --batch $batches --type $types --layout $layouts"
+  [ "$listed" -gt 0 ] || die "dsconv_bench lists no benchmark for --batch $batches --type $types --layout $layouts --pass $passes"
   if [ "$fresh" -eq 1 ] || ! cmp -s "$logs/bench_list.txt" "$dir/list.txt"; then
     [ -f "$dir/list.txt" ] && say "starting afresh (--fresh, or another list of benchmarks than the earlier run's)"
     rm -f "$dir"/*.json.gz "$dir"/*.names "$out/clocks.csv"

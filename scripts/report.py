@@ -5,14 +5,17 @@ Inputs (one or more, recognised by content):
   - the JSON of dsconv_bench (--benchmark_out=FILE --benchmark_out_format=json, or
     --benchmark_format=json on stdout), plain or gzipped; several files (the chunks of one
     run, as scripts/gpu_check.sh writes them) make one report, a benchmark found twice taken
-    from the later file. Writes <out>/bench.md (per layer and batch: dsconv time, baseline
-    time, speedup, % of the measured copy bandwidth; summaries per operation, type and layout
-    and per network and batch; benchmarks of other name forms, such as backward or fused-block
-    cases, in a table of their own) and <out>/bench.csv, and, from a GPU run,
-    <out>/speedup.png (speedup per layer per batch), <out>/bandwidth.png (dsconv's percent of
-    the copy bandwidth per layer per batch) and <out>/roofline.png (achieved throughput
-    against the copy-bandwidth roof); from a host-platform run, where times are those of the
-    CPU emulation, <out>/traffic.png (global-memory traffic against the minimum).
+    from the later file. Operations: dw and pw (forward), dwbd and pwbd (data gradient), dwbw
+    and pwbw (weight gradient, with the bias gradient); any other op of the same name form is
+    listed after them. Writes <out>/bench.md (per layer and batch: dsconv time, baseline time,
+    speedup, % of the measured copy bandwidth; summaries per operation, type and layout and per
+    operation, network and batch; benchmarks of other name forms, such as fused-block cases, in
+    a table of their own) and <out>/bench.csv, and, from a GPU run, per pass (forward: no
+    suffix; _backward_data, _backward_weight), <out>/speedup<suffix>.png (speedup per layer per
+    batch), <out>/bandwidth<suffix>.png (dsconv's percent of the copy bandwidth per layer per
+    batch) and <out>/roofline<suffix>.png (achieved throughput against the copy-bandwidth
+    roof); from a host-platform run, where times are those of the CPU emulation,
+    <out>/traffic<suffix>.png (global-memory traffic against the minimum).
   - the main job's results/layers.csv (dsconv_layers). Writes <out>/layers_traffic.png:
     traffic against the minimum per layer, from the host platform's counters.
 Options: --notes FILE (Markdown included in bench.md after its header; repeatable),
@@ -44,6 +47,28 @@ except ImportError:  # tables only (a GPU machine may have no matplotlib)
 TIME_UNIT_TO_US = {"ns": 1e-3, "us": 1.0, "ms": 1e3, "s": 1e6}
 TYPES = ["float", "half", "bfloat16"]
 LAYOUTS = ["nchw", "nhwc"]
+# dsconv_bench's operations in report order, each with its pass; an op of the same name form
+# that is not listed here (a new one) follows them, charted as a pass of its own.
+OPS = {"dw": "forward", "dwbd": "backward data", "dwbw": "backward weight",
+       "pw": "forward", "pwbd": "backward data", "pwbw": "backward weight"}
+PASSES = ["forward", "backward data", "backward weight"]
+
+
+def op_order(op):
+    """Sort key of an operation: the listed ones first, in OPS order, then the others by name."""
+    ops = list(OPS)
+    return (ops.index(op), "") if op in OPS else (len(ops), op)
+
+
+def pass_of(op):
+    return OPS.get(op, op)
+
+
+def chart_path(out_dir, chart, pass_name):
+    """<out_dir>/<chart>.png for the forward pass, e.g. <out_dir>/<chart>_backward_data.png for
+    another."""
+    suffix = "" if pass_name == "forward" else "_" + re.sub(r"[^A-Za-z0-9]+", "_", pass_name)
+    return os.path.join(out_dir, "%s%s.png" % (chart, suffix))
 
 
 # ---------------------------------------------------------------------------------------
@@ -166,7 +191,7 @@ def split_results(results):
         else:
             entry["baseline"] = r
             baseline = impl
-    shapes.sort(key=lambda s: s[0])  # depthwise before 1x1, network order kept within each
+    shapes.sort(key=lambda s: op_order(s[0]))  # operations in OPS order, network order kept within each
     order = {s: i for i, s in enumerate(shapes)}
     types = ordered({k[3] for k in cases}, TYPES)
     layouts = ordered({k[4] for k in cases}, LAYOUTS)
@@ -232,7 +257,7 @@ def summary_lines(rows, base):
         return []
     lines = ["## Summary: geometric-mean speedup over %s" % base, "",
              "| op | type | layout | cases | geomean speedup | dsconv faster |", "|---|---|---|---|---|---|"]
-    for (op, dtype, lay), values in sorted(summary.items()):
+    for (op, dtype, lay), values in sorted(summary.items(), key=lambda kv: (op_order(kv[0][0]),) + kv[0][1:]):
         geo = math.exp(sum(math.log(v) for v in values) / len(values))
         faster = sum(1 for v in values if v > 1)
         lines.append("| %s | %s | %s | %d | %.2fx | %d of %d |" % (op, dtype, lay, len(values), geo, faster, len(values)))
@@ -242,9 +267,8 @@ def summary_lines(rows, base):
               "| op | network | batch | cases | median speedup | worst speedup (case) | best speedup | "
               "dsconv median % bw | dsconv best % bw |",
               "|---|---|---|---|---|---|---|---|---|"]
-    order = {op: i for i, op in enumerate(sorted({k[0] for k in summary}))}
     for (op, net, batch), g in sorted(summary_per_network(rows).items(),
-                                      key=lambda kv: (order.get(kv[0][0], 99), kv[0][1], kv[0][2])):
+                                      key=lambda kv: (op_order(kv[0][0]), kv[0][1], kv[0][2])):
         sp, bw = g["speedups"], g["bw"]
         if not sp:
             continue
@@ -427,8 +451,9 @@ def chart_heatmap(path, rows, shapes, value, cmap, norm, cell, colorbar_label, t
     return True
 
 
-def chart_speedup(path, rows, shapes, baseline):
-    """Heat maps of speedup (baseline time / dsconv time), layer x batch, one per type and layout."""
+def chart_speedup(path, rows, shapes, baseline, what):
+    """Heat maps of speedup (baseline time / dsconv time), layer x batch, one per type and layout;
+    `what` names the pass in the title."""
     def log_speedup(key, entry):
         s = speedup_of(entry)
         return math.log2(s) if s else None
@@ -437,10 +462,10 @@ def chart_speedup(path, rows, shapes, baseline):
     return chart_heatmap(path, rows, shapes, log_speedup, "RdYlGn",
                          matplotlib.colors.TwoSlopeNorm(vmin=-2.0, vcenter=0.0, vmax=2.0),  # 1/4x .. 4x
                          lambda v: "%.2f" % (2 ** v), "log2 speedup (green: dsconv faster)",
-                         "dsconv speedup over %s (%s time / dsconv time)" % (base, base))
+                         "dsconv speedup over %s (%s time / dsconv time), %s" % (base, base, what))
 
 
-def chart_bandwidth(path, rows, shapes, copy_gbps):
+def chart_bandwidth(path, rows, shapes, copy_gbps, what):
     """Heat maps of dsconv's achieved bandwidth (minimum bytes / time) in % of the copy bandwidth."""
     def bw_pct(key, entry):
         d = entry.get("dsconv")
@@ -450,11 +475,16 @@ def chart_bandwidth(path, rows, shapes, copy_gbps):
         return False
     return chart_heatmap(path, rows, shapes, bw_pct, "viridis", matplotlib.colors.Normalize(vmin=0.0, vmax=100.0),
                          lambda v: "%.0f" % v, "% of copy bandwidth",
-                         "dsconv: minimum bytes / time, in %% of the measured copy bandwidth (%.0f GB/s)" % copy_gbps)
+                         "dsconv: minimum bytes / time, in %% of the measured copy bandwidth (%.0f GB/s), %s"
+                         % (copy_gbps, what))
 
 
-def chart_roofline(path, rows, baseline, copy_gbps):
-    """Achieved GFLOP/s against arithmetic intensity, under the roof of the copy bandwidth."""
+def chart_roofline(path, rows, baseline, copy_gbps, what):
+    """Achieved GFLOP/s against arithmetic intensity, under the roof of the copy bandwidth; False
+    (no chart) when no result has both counters."""
+    if not any(r and not r.error and "flops" in r.counters and "GFLOP/s" in r.counters
+               for _, entry in rows for r in (entry.get("dsconv"), entry.get("baseline"))):
+        return False
     types = ordered({k[3] for k, _ in rows}, TYPES)
     fig, axes = plt.subplots(1, len(types), figsize=(5.5 * len(types), 4.8), squeeze=False)
     markers = {"dsconv": "o", "baseline": "x"}
@@ -484,12 +514,13 @@ def chart_roofline(path, rows, baseline, copy_gbps):
         ax.set_title(dtype)
         ax.grid(True, which="both", alpha=0.3)
         ax.legend(fontsize=8)
-    fig.suptitle("Achieved throughput against the memory roof (every shape, batch and layout)")
+    fig.suptitle("Achieved throughput against the memory roof (every shape, batch and layout), %s" % what)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
+    return True
 
 
-def chart_bench_traffic(path, rows, shapes):
+def chart_bench_traffic(path, rows, shapes, what):
     """Host platform: dsconv's traffic / minimum and sectors per request, per shape."""
     series = ordered({(k[2], k[3], k[4]) for k, e in rows if e.get("dsconv") and "traffic/min" in e["dsconv"].counters},
                      [])
@@ -514,10 +545,17 @@ def chart_bench_traffic(path, rows, shapes):
     axes[1].set_ylabel("sectors per request")
     axes[1].set_xticks(range(len(shapes)))
     axes[1].set_xticklabels(["%s %s" % s for s in shapes], rotation=90, fontsize=6)
-    fig.suptitle("dsconv global-memory traffic on the host platform (1.0 = every byte moved once)")
+    fig.suptitle("dsconv global-memory traffic on the host platform (1.0 = every byte moved once), %s" % what)
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
+
+
+def split_passes(rows, shapes):
+    """[(pass, its rows, its shapes)] in PASSES order (other ops' passes after them)."""
+    passes = ordered({pass_of(op) for op, _ in shapes}, PASSES)
+    return [(p, [(k, e) for k, e in rows if pass_of(k[0]) == p], [s for s in shapes if pass_of(s[0]) == p])
+            for p in passes]
 
 
 def report_bench(paths, out_dir, notes=(), clocks=None):
@@ -534,16 +572,20 @@ def report_bench(paths, out_dir, notes=(), clocks=None):
     write_bench_csv(written[1], rows, others)
     if plt is None:
         print("matplotlib is not installed: no charts (tables only)", file=sys.stderr)
-    elif on_gpu:
-        if chart_speedup(os.path.join(out_dir, "speedup.png"), rows, shapes, baseline):
-            written.append(os.path.join(out_dir, "speedup.png"))
-        if chart_bandwidth(os.path.join(out_dir, "bandwidth.png"), rows, shapes, copy_gbps):
-            written.append(os.path.join(out_dir, "bandwidth.png"))
-        if rows:
-            chart_roofline(os.path.join(out_dir, "roofline.png"), rows, baseline, copy_gbps)
-            written.append(os.path.join(out_dir, "roofline.png"))
-    elif chart_bench_traffic(os.path.join(out_dir, "traffic.png"), rows, shapes):
-        written.append(os.path.join(out_dir, "traffic.png"))
+    # One set of charts per pass: the passes' rows together would make charts three times as tall.
+    for pass_name, pass_rows, pass_shapes in ([] if plt is None else split_passes(rows, shapes)):
+        what = "%s (%s)" % (pass_name, ", ".join(ordered({op for op, _ in pass_shapes}, list(OPS))))
+        speedup, bandwidth, roofline, traffic = (chart_path(out_dir, c, pass_name)
+                                                 for c in ("speedup", "bandwidth", "roofline", "traffic"))
+        if on_gpu:
+            if chart_speedup(speedup, pass_rows, pass_shapes, baseline, what):
+                written.append(speedup)
+            if chart_bandwidth(bandwidth, pass_rows, pass_shapes, copy_gbps, what):
+                written.append(bandwidth)
+            if chart_roofline(roofline, pass_rows, baseline, copy_gbps, what):
+                written.append(roofline)
+        elif chart_bench_traffic(traffic, pass_rows, pass_shapes, what):
+            written.append(traffic)
     errors = sum(1 for r in list(results.values()) + list(others.values()) if r.error)
     print("%s: %d benchmarks (%d with errors, %d of other name forms) -> %s" % (
         source, len(results) + len(others), errors, len(others), ", ".join(written)))

@@ -1,7 +1,7 @@
 #pragma once
 // Baseline of the host platform: the library's own CPU reference (dsconv::reference, double
-// accumulation, one thread). Device memory is host memory there, so it runs on the same
-// buffers as dsconv.
+// accumulation, one thread), forward and backward. Device memory is host memory there, so it
+// runs on the same buffers as dsconv.
 
 #include <string>
 
@@ -21,18 +21,32 @@ class reference_baseline {
 
   std::string prepare(const bench_case& c, const buffer_set<T>&) {
     c_ = c;
-    label_ = std::string("dsconv::reference, act=") + dsconv::to_string(c.l.act) +
-             (c.l.residual && !c.l.depthwise() ? " +residual" : "");
+    label_ = std::string("dsconv::reference, act=") + dsconv::to_string(c.activation()) +
+             (c.residual() ? " +residual" : "") + (c.forward() ? "" : " (gradients of the layer without activation)");
     return {};
   }
 
   const std::string& label() const { return label_; }
 
+  // The case's pass in the buffers that dsconv_impl uses for it (buffer_sets.hpp).
   std::string run(const buffer_set<T>& b) const {
-    const dsconv::status s =
-        c_.l.depthwise()
-            ? dsconv::reference::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
-            : dsconv::reference::pointwise_forward(c_.pointwise(), b.input, b.weight, b.bias, b.residual, b.output);
+    namespace ref = dsconv::reference;
+    dsconv::status s = dsconv::status::success;
+    const bool dw = c_.l.depthwise();
+    switch (c_.pass) {
+      case pass_kind::forward:
+        s = dw ? ref::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
+               : ref::pointwise_forward(c_.pointwise(), b.input, b.weight, b.bias, b.residual, b.output);
+        break;
+      case pass_kind::backward_data:
+        s = dw ? ref::depthwise_backward_data(c_.depthwise(), b.output, b.weight, b.input)
+               : ref::pointwise_backward_data(c_.pointwise(), b.output, b.weight, b.input);
+        break;
+      case pass_kind::backward_weight:
+        s = dw ? ref::depthwise_backward_weight(c_.depthwise(), b.input, b.output, b.weight, b.bias)
+               : ref::pointwise_backward_weight(c_.pointwise(), b.input, b.output, b.weight, b.bias);
+        break;
+    }
     return s == dsconv::status::success ? std::string() : std::string(dsconv::last_error_detail());
   }
 

@@ -26,12 +26,16 @@ DSCONV_KERNEL void fill_uniform_kernel(T* data, dsconv::index_t count, unsigned 
   }
 }
 
+// The tensors of one pass, null where it has none (a residual, or the data gradient's bias).
+// Each backward pass works in the forward's buffers: the data gradient reads grad_output from
+// `output` and writes grad_input into `input`; the weight gradient reads `input` and `output`
+// and writes grad_weight and grad_bias into `weight` and `bias`.
 template <class T>
 struct buffer_set {
-  const T* input = nullptr;
-  const T* weight = nullptr;
-  const T* bias = nullptr;
-  const T* residual = nullptr;  // null when the layer has none
+  T* input = nullptr;
+  T* weight = nullptr;
+  T* bias = nullptr;
+  const T* residual = nullptr;
   T* output = nullptr;
 };
 
@@ -47,7 +51,7 @@ class buffer_sets {
     if (s != dsconv::status::success) return s;
     T* next = arena_.data();
     auto take = [&next](std::size_t n) {
-      T* p = next;
+      T* p = n ? next : nullptr;
       next += aligned(n);
       return p;
     };
@@ -56,8 +60,7 @@ class buffer_sets {
       b.input = take(sizes.input);
       b.weight = take(sizes.weight);
       b.bias = take(sizes.bias);
-      const T* residual = take(sizes.residual);
-      b.residual = sizes.residual ? residual : nullptr;
+      b.residual = take(sizes.residual);
       b.output = take(sizes.output);
       sets_.push_back(b);
     }

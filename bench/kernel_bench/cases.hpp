@@ -1,8 +1,8 @@
 #pragma once
 // The grid that dsconv_bench registers: every unique depthwise and 1x1 shape of MobileNetV2
-// and EfficientNet-B0 at one input resolution x batch x element type x layout x
-// implementation, each with its benchmark name and the minimum bytes and FLOPs that the
-// problem must move and compute.
+// and EfficientNet-B0 at one input resolution x pass (forward, backward data, backward weight)
+// x batch x element type x layout x implementation, each with its benchmark name and the
+// minimum bytes and FLOPs that the pass must move and compute.
 
 #include <cstddef>
 #include <string>
@@ -16,6 +16,11 @@ namespace dsconv_bench {
 
 enum class element_type { f32, f16, bf16 };
 enum class implementation { dsconv, baseline };
+// The backward passes are the gradients of the plain layer: no activation (the baselines'
+// backward calls fuse none) and no residual.
+enum class pass_kind { forward, backward_data, backward_weight };
+
+inline constexpr pass_kind bench_passes[] = {pass_kind::forward, pass_kind::backward_data, pass_kind::backward_weight};
 
 inline constexpr int bench_batches[] = {1, 8, 16, 32, 64, 128};
 inline constexpr element_type bench_types[] = {element_type::f32, element_type::f16, element_type::bf16};
@@ -32,7 +37,8 @@ inline const char* to_string(element_type t) {
 
 inline std::size_t size_of(element_type t) { return t == element_type::f32 ? 4 : 2; }
 
-// Element counts of one problem's tensors (residual is 0 when the layer has none).
+// Element counts of the tensors that one pass reads or writes (0: a tensor it does not touch,
+// such as the residual of a layer that has none, or the bias of the data gradient).
 struct tensor_sizes {
   std::size_t input = 0, weight = 0, bias = 0, residual = 0, output = 0;
   std::size_t total() const { return input + weight + bias + residual + output; }
@@ -44,10 +50,33 @@ struct bench_case {
   element_type type = element_type::f32;
   dsconv::layout data_layout = dsconv::layout::nchw;
   implementation impl = implementation::dsconv;
+  pass_kind pass = pass_kind::forward;
 
-  dsconv::depthwise_params depthwise() const { return l.depthwise_params(batch, data_layout); }
-  dsconv::pointwise_params pointwise() const { return l.pointwise_params(batch, data_layout); }
+  bool forward() const { return pass == pass_kind::forward; }
+  // The layer's activation in the forward pass, none in the backward passes.
+  dsconv::activation activation() const { return forward() ? l.act : dsconv::activation::none; }
+  bool residual() const { return forward() && l.residual && !l.depthwise(); }
 
+  dsconv::depthwise_params depthwise() const {
+    dsconv::depthwise_params p = l.depthwise_params(batch, data_layout);
+    p.act = activation();
+    return p;
+  }
+  dsconv::pointwise_params pointwise() const {
+    dsconv::pointwise_params p = l.pointwise_params(batch, data_layout);
+    p.act = activation();
+    return p;
+  }
+
+  // dw or pw for the forward pass, with bd (backward data) or bw (backward weight) after it for
+  // the gradients: dwbd, dwbw, pwbd, pwbw.
+  std::string op() const {
+    return l.kind + (pass == pass_kind::backward_data ? "bd" : pass == pass_kind::backward_weight ? "bw" : "");
+  }
+
+  // The forward reads input, weight, bias (and residual) and writes output; the data gradient
+  // reads grad_output (output's size) and weight and writes grad_input (input's size); the
+  // weight gradient reads input and grad_output and writes grad_weight and grad_bias.
   tensor_sizes sizes() const {
     tensor_sizes s;
     const std::size_t n = static_cast<std::size_t>(batch);
@@ -65,15 +94,17 @@ struct bench_case {
       s.weight = static_cast<std::size_t>(p.c_out) * p.c_in;
       s.bias = p.c_out;
       s.output = pixels * p.c_out;
-      s.residual = l.residual ? s.output : 0;
+      s.residual = residual() ? s.output : 0;
     }
+    if (pass == pass_kind::backward_data) s.bias = 0;
     return s;
   }
 
-  // Every input, weight, bias, residual and output byte once.
+  // Every byte of every tensor the pass touches, once.
   double minimum_bytes() const { return static_cast<double>(sizes().total() * size_of(type)); }
 
-  // Two FLOPs per multiply-add of the convolution (bias, residual and activation not counted).
+  // Two FLOPs per multiply-add of the convolution, the same products in every pass (bias,
+  // residual, activation and the bias gradient's sums not counted).
   double minimum_flops() const {
     if (l.depthwise()) {
       const dsconv::depthwise_params p = depthwise();
@@ -96,9 +127,10 @@ struct bench_case {
   }
 
   // op/shape/b<batch>/type/layout/implementation, e.g.
-  // dw/mobilenet_v2_224_3:c96_h112_k3_s2/b8/float/nchw/dsconv.
+  // dw/mobilenet_v2_224_3:c96_h112_k3_s2/b8/float/nchw/dsconv or
+  // pwbw/mobilenet_v2_224_1:ci32_co16_h112/b1/half/nhwc/cudnn.
   std::string name(const char* baseline_name) const {
-    return l.kind + "/" + shape_name() + "/b" + std::to_string(batch) + "/" + to_string(type) + "/" +
+    return op() + "/" + shape_name() + "/b" + std::to_string(batch) + "/" + to_string(type) + "/" +
            dsconv::to_string(data_layout) + "/" + (impl == implementation::dsconv ? "dsconv" : baseline_name);
   }
 };
@@ -117,16 +149,19 @@ inline std::vector<layer> bench_shapes(int input) {
   return out;
 }
 
-// Every case, ordered so that a shape's batches, types, layouts and implementations follow
-// one another (dsconv next to its baseline).
+// Every case: the forward pass of every shape first, then the data gradients, then the weight
+// gradients (a run cut short has the forward results), and within a pass a shape's batches,
+// types, layouts and implementations one after another (dsconv next to its baseline).
 inline std::vector<bench_case> all_cases(int input, bool with_baseline) {
   std::vector<bench_case> cases;
-  for (const auto& l : bench_shapes(input))
-    for (int batch : bench_batches)
-      for (element_type t : bench_types)
-        for (dsconv::layout lay : bench_layouts)
-          for (implementation impl : {implementation::dsconv, implementation::baseline})
-            if (impl == implementation::dsconv || with_baseline) cases.push_back(bench_case{l, batch, t, lay, impl});
+  for (pass_kind pass : bench_passes)
+    for (const auto& l : bench_shapes(input))
+      for (int batch : bench_batches)
+        for (element_type t : bench_types)
+          for (dsconv::layout lay : bench_layouts)
+            for (implementation impl : {implementation::dsconv, implementation::baseline})
+              if (impl == implementation::dsconv || with_baseline)
+                cases.push_back(bench_case{l, batch, t, lay, impl, pass});
   return cases;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// dsconv itself as a benchmark implementation: the public entry points with the heuristic's
-// variant, on the layer's activation (and residual, for 1x1 layers that have one).
+// dsconv itself as a benchmark implementation: the public entry point of the case's pass with
+// the heuristic's variant. The forward runs on the layer's activation (and residual, for 1x1
+// layers that have one); the backward passes are the plain calls (no activation).
 
+#include <cstddef>
 #include <string>
 
 #include <dsconv/dsconv.hpp>
@@ -19,41 +21,111 @@ class dsconv_impl {
   // Returns an error message, empty when the problem can run.
   std::string prepare(const bench_case& c, const buffer_set<T>&) {
     c_ = c;
-    const dsconv::status s = c.l.depthwise()
-                                 ? dsconv::can_implement<T>(dsconv::depthwise_variant::automatic, c.depthwise())
-                                 : dsconv::can_implement<T>(dsconv::pointwise_variant::automatic, c.pointwise());
-    if (s != dsconv::status::success) return dsconv::last_error_detail();
-    // The workspace split_k may use, allocated once here, outside the timed calls.
-    options_ = dsconv::pointwise_options{};
-    if (!c.l.depthwise()) {
-      options_.workspace_bytes = dsconv::pointwise_workspace_size<T>(c.pointwise());
-      if (workspace_.allocate(options_.workspace_bytes / sizeof(float)) != dsconv::status::success)
-        return dsconv::last_error_detail();
-      options_.workspace = workspace_.data();
-    }
-    label_ = std::string("variant=") +
-             (c.l.depthwise() ? dsconv::to_string(dsconv::select_variant<T>(c.depthwise()))
-                              : dsconv::to_string(dsconv::select_variant<T>(c.pointwise(), options_))) +
-             ", act=" + dsconv::to_string(c.l.act) + (c.l.residual && !c.l.depthwise() ? " +residual" : "");
+    if (can_implement() != dsconv::status::success) return dsconv::last_error_detail();
+    // The workspace that split-K and the weight gradient's per-block sums may use, allocated
+    // once here, outside the timed calls; with it the heuristic may spread long reductions
+    // over the whole device.
+    workspace_bytes_ = workspace_size();
+    if (workspace_buffer_.allocate((workspace_bytes_ + sizeof(float) - 1) / sizeof(float)) != dsconv::status::success)
+      return dsconv::last_error_detail();
+    workspace_ = workspace_buffer_.data();  // null when no workspace is needed
+    label_ = "variant=" + std::string(variant_name()) + ", act=" + dsconv::to_string(c.activation()) +
+             (c.residual() ? " +residual" : "") + (c.forward() ? "" : " (gradients of the layer without activation)");
     return {};
   }
 
   const std::string& label() const { return label_; }
 
-  // Queues one forward call on the default stream; returns an error message, empty on success.
+  // Queues one call of the pass on the default stream; returns an error message, empty on
+  // success.
   std::string run(const buffer_set<T>& b) const {
-    const dsconv::status s =
-        c_.l.depthwise() ? dsconv::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
-                         : dsconv::pointwise_forward(c_.pointwise(), options_, b.input, b.weight, b.bias, b.residual,
-                                                     b.output);
+    dsconv::status s = dsconv::status::success;
+    const bool dw = c_.l.depthwise();
+    switch (c_.pass) {
+      case pass_kind::forward:
+        s = dw ? dsconv::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
+               : dsconv::pointwise_forward(c_.pointwise(), options<dsconv::pointwise_options>(), b.input, b.weight,
+                                           b.bias, b.residual, b.output);
+        break;
+      case pass_kind::backward_data:
+        s = dw ? dsconv::depthwise_backward_data(c_.depthwise(), b.output, b.weight, b.input)
+               : dsconv::pointwise_backward_data(c_.pointwise(), options<dsconv::pointwise_backward_options>(),
+                                                 b.output, b.weight, b.input);
+        break;
+      case pass_kind::backward_weight:
+        s = dw ? dsconv::depthwise_backward_weight(c_.depthwise(), options<dsconv::depthwise_backward_options>(),
+                                                   b.input, b.output, b.weight, b.bias)
+               : dsconv::pointwise_backward_weight(c_.pointwise(), options<dsconv::pointwise_backward_options>(),
+                                                   b.input, b.output, b.weight, b.bias);
+        break;
+    }
     return s == dsconv::status::success ? std::string() : std::string(dsconv::last_error_detail());
   }
 
  private:
+  dsconv::status can_implement() const {
+    constexpr auto dw_auto = dsconv::depthwise_variant::automatic;
+    constexpr auto pw_auto = dsconv::pointwise_variant::automatic;
+    const bool dw = c_.l.depthwise();
+    switch (c_.pass) {
+      case pass_kind::forward:
+        return dw ? dsconv::can_implement<T>(dw_auto, c_.depthwise())
+                  : dsconv::can_implement<T>(pw_auto, c_.pointwise());
+      case pass_kind::backward_data:
+        return dw ? dsconv::can_implement_backward_data<T>(dw_auto, c_.depthwise())
+                  : dsconv::can_implement_backward_data<T>(pw_auto, c_.pointwise());
+      case pass_kind::backward_weight:
+        return dw ? dsconv::can_implement_backward_weight<T>(dw_auto, c_.depthwise())
+                  : dsconv::can_implement_backward_weight<T>(pw_auto, c_.pointwise());
+    }
+    return dsconv::status::success;
+  }
+
+  std::size_t workspace_size() const {
+    const bool dw = c_.l.depthwise();
+    switch (c_.pass) {
+      case pass_kind::forward: return dw ? 0 : dsconv::pointwise_workspace_size<T>(c_.pointwise());
+      case pass_kind::backward_data: return dw ? 0 : dsconv::pointwise_backward_data_workspace_size<T>(c_.pointwise());
+      case pass_kind::backward_weight:
+        return dw ? dsconv::depthwise_backward_weight_workspace_size<T>(c_.depthwise())
+                  : dsconv::pointwise_backward_weight_workspace_size<T>(c_.pointwise());
+    }
+    return 0;
+  }
+
+  // The variant that the heuristic runs, given the workspace.
+  const char* variant_name() const {
+    const bool dw = c_.l.depthwise();
+    switch (c_.pass) {
+      case pass_kind::forward:
+        return dw ? dsconv::to_string(dsconv::select_variant<T>(c_.depthwise()))
+                  : dsconv::to_string(dsconv::select_variant<T>(c_.pointwise(), options<dsconv::pointwise_options>()));
+      case pass_kind::backward_data:
+        return dw ? dsconv::to_string(dsconv::select_backward_data_variant<T>(c_.depthwise()))
+                  : dsconv::to_string(dsconv::select_backward_data_variant<T>(
+                        c_.pointwise(), options<dsconv::pointwise_backward_options>()));
+      case pass_kind::backward_weight:
+        return dw ? dsconv::to_string(dsconv::select_backward_weight_variant<T>(c_.depthwise()))
+                  : dsconv::to_string(dsconv::select_backward_weight_variant<T>(
+                        c_.pointwise(), options<dsconv::pointwise_backward_options>()));
+    }
+    return "unknown";
+  }
+
+  // The call's options (any of the forward's and backward's option structs) with the workspace.
+  template <class Options>
+  Options options() const {
+    Options o;
+    o.workspace = workspace_;
+    o.workspace_bytes = workspace_bytes_;
+    return o;
+  }
+
   bench_case c_;
   std::string label_;
-  dsconv::pointwise_options options_;
-  dsconv::device_buffer<float> workspace_;
+  dsconv::device_buffer<float> workspace_buffer_;
+  void* workspace_ = nullptr;
+  std::size_t workspace_bytes_ = 0;
 };
 
 }  // namespace dsconv_bench

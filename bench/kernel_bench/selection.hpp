@@ -3,7 +3,9 @@
 // read from an environment variable:
 //   --model all|mobilenet_v2|efficientnet_b0   DSCONV_MODEL
 //   --input 224|32                             DSCONV_INPUT   (default 224)
-//   --kind all|dw|pw                           DSCONV_KIND
+//   --kind all|dw|pw                           DSCONV_KIND    (dw: dw, dwbd and dwbw; pw likewise)
+//   --pass forward|backward|all                DSCONV_PASS    (backward: the data and weight
+//                                                              gradients; default all)
 //   --batch 1,8,16,32,64,128                   DSCONV_BATCH
 //   --type float,half,bfloat16                 DSCONV_TYPE
 //   --layout nchw,nhwc                         DSCONV_LAYOUT
@@ -22,11 +24,12 @@
 
 namespace dsconv_bench {
 
-// Batch 1 in float, both layouts, dsconv and the reference: a few minutes on two cores.
+// Batch 1 in float, both layouts, every pass, dsconv and the reference: a few minutes on two
+// cores.
 inline constexpr const char* host_default_filter = "/b1/float/";
 
 struct selection {
-  std::string model = "all", kind = "all";
+  std::string model = "all", kind = "all", pass = "all";
   int input = 224;
   std::vector<std::string> batches, types, layouts;  // empty: all
   bool all = false;
@@ -36,22 +39,26 @@ struct selection {
     auto listed = [](const std::vector<std::string>& list, const std::string& v) {
       return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
     };
-    return (model == "all" || c.l.model == model) && (kind == "all" || c.l.kind == kind) &&
+    const bool pass_selected = pass == "all" || (pass == "forward") == c.forward();
+    return (model == "all" || c.l.model == model) && (kind == "all" || c.l.kind == kind) && pass_selected &&
            listed(batches, std::to_string(c.batch)) && listed(types, to_string(c.type)) &&
            listed(layouts, dsconv::to_string(c.data_layout));
   }
 };
 
-inline const char* const selection_options[] = {"model", "input", "kind", "batch", "type", "layout", "all"};
+inline const char* const selection_options[] = {"model", "input", "kind", "pass", "batch", "type", "layout", "all"};
 
 inline selection parse_selection(const options& opt) {
   selection s;
   const std::string model = opt.get("model", "DSCONV_MODEL", ""), kind = opt.get("kind", "DSCONV_KIND", ""),
-                    input = opt.get("input", "DSCONV_INPUT", ""), batch = opt.get("batch", "DSCONV_BATCH", ""),
-                    type = opt.get("type", "DSCONV_TYPE", ""), lay = opt.get("layout", "DSCONV_LAYOUT", "");
-  s.narrowed = !(model.empty() && kind.empty() && input.empty() && batch.empty() && type.empty() && lay.empty());
+                    pass = opt.get("pass", "DSCONV_PASS", ""), input = opt.get("input", "DSCONV_INPUT", ""),
+                    batch = opt.get("batch", "DSCONV_BATCH", ""), type = opt.get("type", "DSCONV_TYPE", ""),
+                    lay = opt.get("layout", "DSCONV_LAYOUT", "");
+  s.narrowed =
+      !(model.empty() && kind.empty() && pass.empty() && input.empty() && batch.empty() && type.empty() && lay.empty());
   if (!model.empty()) s.model = model;
   if (!kind.empty()) s.kind = kind;
+  if (!pass.empty()) s.pass = pass;
   if (!input.empty()) s.input = std::stoi(input);
   s.batches = options::split(batch);
   s.types = options::split(type);
@@ -61,6 +68,8 @@ inline selection parse_selection(const options& opt) {
     throw std::runtime_error("--model must be all, mobilenet_v2 or efficientnet_b0 (got " + s.model + ")");
   if (s.kind != "all" && s.kind != "dw" && s.kind != "pw")
     throw std::runtime_error("--kind must be all, dw or pw (got " + s.kind + ")");
+  if (s.pass != "all" && s.pass != "forward" && s.pass != "backward")
+    throw std::runtime_error("--pass must be forward, backward or all (got " + s.pass + ")");
   return s;
 }
 

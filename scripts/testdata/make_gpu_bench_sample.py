@@ -4,7 +4,8 @@ dsconv_bench's JSON from a GPU run, two chunks as scripts/gpu_check.sh keeps the
 scripts/report.py without a GPU (CI renders it). The times are modelled from the minimum bytes
 and a copy bandwidth, not measured. It has depthwise and 1x1 layers of both networks at batch
 1 and 32 in float and half, both layouts, dsconv and cuDNN with repetitions and aggregates, a
-cuDNN error, a backward case of the same name form and fused-block cases of other forms.
+cuDNN error, backward cases (dwbd, dwbw, pwbd, pwbw: one shape each at batch 1 and 32, float,
+NCHW) and fused-block cases of other name forms.
 Deterministic: the same bytes on every run."""
 import gzip
 import json
@@ -33,6 +34,16 @@ def depthwise(c, h, k, s):
 def pointwise(ci, co, h, residual):
     return lambda n, b: (b * (n * h * h * ci + ci * co + co + n * h * h * co * (2 if residual else 1)),
                          2.0 * n * h * h * ci * co)
+
+
+def backward(forward_size, bias_elements, residual_elements, weight_pass):
+    """(bytes, flops) of a backward pass from the forward's: the same products; the data
+    gradient moves no bias, neither pass a residual (residual_elements(n) at batch n)."""
+    def size(n, b):
+        nbytes, flops = forward_size(n, b)
+        nbytes -= b * residual_elements(n) + (0 if weight_pass else b * bias_elements)
+        return nbytes, flops
+    return size
 
 
 # op, shape, (bytes, flops), activation, dsconv's and cuDNN's fraction of the copy bandwidth
@@ -117,11 +128,26 @@ def main():
                             error = "cudnnFindConvolutionForwardAlgorithmEx: CUDNN_STATUS_NOT_SUPPORTED_SHAPE | modelled"
                         chunks[op].add("%s/%s/b%d/%s/%s/%s/manual_time" % (op, shape, n, dtype, lay, impl), t,
                                        bandwidth_counters(nbytes, flops), label, error=error)
-    # A backward case (the same name form under another op) and fused-block cases of other forms.
-    for impl, t in (("dsconv", 9.1), ("cudnn", 14.7)):
-        chunks["dw"].add("dw_dgrad/mobilenet_v2_224_0:c32_h112_k3_s1/b1/float/nchw/%s/manual_time" % impl, t,
-                         bandwidth_counters(4 * 2 * (32 * 112 * 112 * 2 + 32 * 9)),
-                         "variant=direct" if impl == "dsconv" else "legacy API, algo=ALGO_1")
+    # Backward cases: the gradients of the layer without activation or residual.
+    dw_size, pw_size = SHAPES[0][2], SHAPES[2][2]
+    for op, shape, size, eff_dsconv, eff_cudnn, algo in (
+            ("dwbd", SHAPES[0][1], backward(dw_size, 32, lambda n: 0, False), 0.66, 0.31, "ALGO_1"),
+            ("dwbw", SHAPES[0][1], backward(dw_size, 32, lambda n: 0, True), 0.58, 0.22, "ALGO_0"),
+            ("pwbd", SHAPES[2][1], backward(pw_size, 24, lambda n: n * 56 * 56 * 24, False), 0.68, 0.52, "ALGO_1"),
+            ("pwbw", SHAPES[2][1], backward(pw_size, 24, lambda n: n * 56 * 56 * 24, True), 0.61, 0.40, "ALGO_1")):
+        for n in (1, 32):
+            nbytes, flops = size(n, 4)
+            for impl, eff in (("dsconv", eff_dsconv), ("cudnn", eff_cudnn)):
+                eff *= 0.55 if n == 1 else 1.0
+                t = nbytes / (eff * COPY_GBPS * 1e3) + (3.0 if impl == "dsconv" else 5.5)
+                if impl == "cudnn":
+                    label = "legacy API, algo=%s, act=none (gradients of the layer without activation)" % algo
+                else:
+                    label = "variant=%s, act=none (gradients of the layer without activation)" % (
+                        "nchw_tiled" if op.startswith("dw") else "gemm_small")
+                chunks[op[:2]].add("%s/%s/b%d/float/nchw/%s/manual_time" % (op, shape, n, impl), t,
+                                   bandwidth_counters(nbytes, flops), label)
+    # Fused-block cases of other name forms.
     for name, t in (("block/mobilenet_v2_224_2:ir_c24_t6/b8/half/nhwc/dsconv_fused", 21.4),
                     ("block/mobilenet_v2_224_2:ir_c24_t6/b8/half/nhwc/cudnn/unfused", 30.2)):
         chunks["pw"].add(name + "/manual_time", t, bandwidth_counters(3.6e6),
