@@ -18,7 +18,8 @@
 #                            [--device sm80|sm90|sm75|gfx906|gfx90a]  (host platform: the GPU
 #                            whose plans and limits the kernels run with; default sm80)
 # --pass backward checks and measures the data and weight gradients of every layer instead of
-# the forward (all: both); without a GPU the report gives their traffic against the targets.
+# the forward (all: both; default forward); without a GPU the report gives their traffic
+# against the targets. On a GPU the benchmark covers all three passes unless --pass is given.
 # (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_KIND,
 # DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_PASS, DSCONV_RESULTS). On a GPU they narrow the
 # benchmark as well; without them it covers the full grid, while the layer check runs batch 1.

@@ -611,7 +611,8 @@ def report_layers(path, out_dir):
         print("%s: no traffic counts (a GPU run, or --traffic 0): no chart" % path)
         return True
     models = ordered({r["layer"].split("/")[0] for r in rows}, ["mobilenet_v2", "efficientnet_b0"])
-    series = ordered({(r["batch"], r["type"], r["layout"]) for r in rows}, [])
+    # One bar series per pass (forward, data and weight gradients), batch, type and layout.
+    series = ordered({(r.get("pass", "forward"), r["batch"], r["type"], r["layout"]) for r in rows}, [])
     fig, axes = plt.subplots(len(models), 1, squeeze=False,
                              figsize=(max(10, 0.2 * max(len([r for r in rows if r["layer"].startswith(m)]) for m in models)),
                                       4.2 * len(models)))
@@ -621,11 +622,12 @@ def report_layers(path, out_dir):
         for r in rows:
             if r["layer"].startswith(model + "/") and r["layer"] not in [l for l, _ in layers]:
                 layers.append((r["layer"], r["shape"]))
-        for i, (batch, dtype, lay) in enumerate(series):
+        for i, (ps, batch, dtype, lay) in enumerate(series):
             ratio = {r["layer"]: float(r["traffic_ratio"]) for r in rows
-                     if (r["batch"], r["type"], r["layout"]) == (batch, dtype, lay)}
+                     if (r.get("pass", "forward"), r["batch"], r["type"], r["layout"]) == (ps, batch, dtype, lay)}
             xs = [x + (i - (len(series) - 1) / 2) * width for x in range(len(layers))]
-            ax.bar(xs, [ratio.get(l, float("nan")) for l, _ in layers], width, label="b%s %s %s" % (batch, dtype, lay))
+            ax.bar(xs, [ratio.get(l, float("nan")) for l, _ in layers], width,
+                   label="%sb%s %s %s" % ("" if ps == "forward" else ps + " ", batch, dtype, lay))
         ax.axhline(1.0, color="k", linewidth=0.8)
         ax.set_yscale("log")
         ax.set_ylabel("traffic / minimum")

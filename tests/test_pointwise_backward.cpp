@@ -247,7 +247,8 @@ TEMPLATE_TEST_CASE("pointwise backward: tensors misaligned by one element", "[po
 }
 
 TEMPLATE_TEST_CASE("pointwise backward: every variant matches the reference on every 1x1 layer of both networks",
-                   "[pointwise][backward][layers][network]", float, dsconv::half, dsconv::bfloat16) {
+                   "[pointwise][backward][layers][network]", float, dsconv::half) {
+  // (bfloat16: as in the depthwise backward sweep, on the odd shapes and activations above.)
   // Each 224x224 1x1 shape of at most 2.5M multiply-adds at batch 1, the 32x32 ones at batch
   // 2, with the layer's own activation's gradient.
   for (const layer_case& lc : layer_cases(layer_kind::pw, 2'500'000, {1}, 2)) {

@@ -30,7 +30,7 @@ class miopen_backward_baseline {
   // `b`. Returns an error message, or empty.
   std::string prepare(const bench_case& c, const buffer_set<T>& b) {
     using namespace miopen_detail;
-    weight_pass_ = c.pass == pass_kind::backward_weight;
+    weight_pass_ = c.pass == layer_pass::backward_weight;
     std::string e = problem_.template describe<T>(c);
     if (!e.empty()) return e;
     const char* algorithm = nullptr;

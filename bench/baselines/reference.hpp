@@ -34,15 +34,15 @@ class reference_baseline {
     dsconv::status s = dsconv::status::success;
     const bool dw = c_.l.depthwise();
     switch (c_.pass) {
-      case pass_kind::forward:
+      case layer_pass::forward:
         s = dw ? ref::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
                : ref::pointwise_forward(c_.pointwise(), b.input, b.weight, b.bias, b.residual, b.output);
         break;
-      case pass_kind::backward_data:
+      case layer_pass::backward_data:
         s = dw ? ref::depthwise_backward_data(c_.depthwise(), b.output, b.weight, b.input)
                : ref::pointwise_backward_data(c_.pointwise(), b.output, b.weight, b.input);
         break;
-      case pass_kind::backward_weight:
+      case layer_pass::backward_weight:
         s = dw ? ref::depthwise_backward_weight(c_.depthwise(), b.input, b.output, b.weight, b.bias)
                : ref::pointwise_backward_weight(c_.pointwise(), b.input, b.output, b.weight, b.bias);
         break;

@@ -18,9 +18,7 @@ enum class element_type { f32, f16, bf16 };
 enum class implementation { dsconv, baseline };
 // The backward passes are the gradients of the plain layer: no activation (the baselines'
 // backward calls fuse none) and no residual.
-enum class pass_kind { forward, backward_data, backward_weight };
-
-inline constexpr pass_kind bench_passes[] = {pass_kind::forward, pass_kind::backward_data, pass_kind::backward_weight};
+inline constexpr layer_pass bench_passes[] = {layer_pass::forward, layer_pass::backward_data, layer_pass::backward_weight};
 
 inline constexpr int bench_batches[] = {1, 8, 16, 32, 64, 128};
 inline constexpr element_type bench_types[] = {element_type::f32, element_type::f16, element_type::bf16};
@@ -50,9 +48,9 @@ struct bench_case {
   element_type type = element_type::f32;
   dsconv::layout data_layout = dsconv::layout::nchw;
   implementation impl = implementation::dsconv;
-  pass_kind pass = pass_kind::forward;
+  layer_pass pass = layer_pass::forward;
 
-  bool forward() const { return pass == pass_kind::forward; }
+  bool forward() const { return pass == layer_pass::forward; }
   // The layer's activation in the forward pass, none in the backward passes.
   dsconv::activation activation() const { return forward() ? l.act : dsconv::activation::none; }
   bool residual() const { return forward() && l.residual && !l.depthwise(); }
@@ -71,7 +69,7 @@ struct bench_case {
   // dw or pw for the forward pass, with bd (backward data) or bw (backward weight) after it for
   // the gradients: dwbd, dwbw, pwbd, pwbw.
   std::string op() const {
-    return l.kind + (pass == pass_kind::backward_data ? "bd" : pass == pass_kind::backward_weight ? "bw" : "");
+    return l.kind + (pass == layer_pass::backward_data ? "bd" : pass == layer_pass::backward_weight ? "bw" : "");
   }
 
   // The forward reads input, weight, bias (and residual) and writes output; the data gradient
@@ -96,7 +94,7 @@ struct bench_case {
       s.output = pixels * p.c_out;
       s.residual = residual() ? s.output : 0;
     }
-    if (pass == pass_kind::backward_data) s.bias = 0;
+    if (pass == layer_pass::backward_data) s.bias = 0;
     return s;
   }
 
@@ -154,7 +152,7 @@ inline std::vector<layer> bench_shapes(int input) {
 // types, layouts and implementations one after another (dsconv next to its baseline).
 inline std::vector<bench_case> all_cases(int input, bool with_baseline) {
   std::vector<bench_case> cases;
-  for (pass_kind pass : bench_passes)
+  for (layer_pass pass : bench_passes)
     for (const auto& l : bench_shapes(input))
       for (int batch : bench_batches)
         for (element_type t : bench_types)

@@ -42,17 +42,17 @@ class dsconv_impl {
     dsconv::status s = dsconv::status::success;
     const bool dw = c_.l.depthwise();
     switch (c_.pass) {
-      case pass_kind::forward:
+      case layer_pass::forward:
         s = dw ? dsconv::depthwise_forward(c_.depthwise(), b.input, b.weight, b.bias, b.output)
                : dsconv::pointwise_forward(c_.pointwise(), options<dsconv::pointwise_options>(), b.input, b.weight,
                                            b.bias, b.residual, b.output);
         break;
-      case pass_kind::backward_data:
+      case layer_pass::backward_data:
         s = dw ? dsconv::depthwise_backward_data(c_.depthwise(), b.output, b.weight, b.input)
                : dsconv::pointwise_backward_data(c_.pointwise(), options<dsconv::pointwise_backward_options>(),
                                                  b.output, b.weight, b.input);
         break;
-      case pass_kind::backward_weight:
+      case layer_pass::backward_weight:
         s = dw ? dsconv::depthwise_backward_weight(c_.depthwise(), options<dsconv::depthwise_backward_options>(),
                                                    b.input, b.output, b.weight, b.bias)
                : dsconv::pointwise_backward_weight(c_.pointwise(), options<dsconv::pointwise_backward_options>(),
@@ -68,13 +68,13 @@ class dsconv_impl {
     constexpr auto pw_auto = dsconv::pointwise_variant::automatic;
     const bool dw = c_.l.depthwise();
     switch (c_.pass) {
-      case pass_kind::forward:
+      case layer_pass::forward:
         return dw ? dsconv::can_implement<T>(dw_auto, c_.depthwise())
                   : dsconv::can_implement<T>(pw_auto, c_.pointwise());
-      case pass_kind::backward_data:
+      case layer_pass::backward_data:
         return dw ? dsconv::can_implement_backward_data<T>(dw_auto, c_.depthwise())
                   : dsconv::can_implement_backward_data<T>(pw_auto, c_.pointwise());
-      case pass_kind::backward_weight:
+      case layer_pass::backward_weight:
         return dw ? dsconv::can_implement_backward_weight<T>(dw_auto, c_.depthwise())
                   : dsconv::can_implement_backward_weight<T>(pw_auto, c_.pointwise());
     }
@@ -84,9 +84,9 @@ class dsconv_impl {
   std::size_t workspace_size() const {
     const bool dw = c_.l.depthwise();
     switch (c_.pass) {
-      case pass_kind::forward: return dw ? 0 : dsconv::pointwise_workspace_size<T>(c_.pointwise());
-      case pass_kind::backward_data: return dw ? 0 : dsconv::pointwise_backward_data_workspace_size<T>(c_.pointwise());
-      case pass_kind::backward_weight:
+      case layer_pass::forward: return dw ? 0 : dsconv::pointwise_workspace_size<T>(c_.pointwise());
+      case layer_pass::backward_data: return dw ? 0 : dsconv::pointwise_backward_data_workspace_size<T>(c_.pointwise());
+      case layer_pass::backward_weight:
         return dw ? dsconv::depthwise_backward_weight_workspace_size<T>(c_.depthwise())
                   : dsconv::pointwise_backward_weight_workspace_size<T>(c_.pointwise());
     }
@@ -97,14 +97,14 @@ class dsconv_impl {
   const char* variant_name() const {
     const bool dw = c_.l.depthwise();
     switch (c_.pass) {
-      case pass_kind::forward:
+      case layer_pass::forward:
         return dw ? dsconv::to_string(dsconv::select_variant<T>(c_.depthwise()))
                   : dsconv::to_string(dsconv::select_variant<T>(c_.pointwise(), options<dsconv::pointwise_options>()));
-      case pass_kind::backward_data:
+      case layer_pass::backward_data:
         return dw ? dsconv::to_string(dsconv::select_backward_data_variant<T>(c_.depthwise()))
                   : dsconv::to_string(dsconv::select_backward_data_variant<T>(
                         c_.pointwise(), options<dsconv::pointwise_backward_options>()));
-      case pass_kind::backward_weight:
+      case layer_pass::backward_weight:
         return dw ? dsconv::to_string(dsconv::select_backward_weight_variant<T>(c_.depthwise()))
                   : dsconv::to_string(dsconv::select_backward_weight_variant<T>(
                         c_.pointwise(), options<dsconv::pointwise_backward_options>()));

@@ -78,7 +78,7 @@ double agreement_tolerance(const bench_case& c) {
   double tolerance = 1e-3;
   if (std::is_same<T, dsconv::half>::value) tolerance = 1e-2;
   if (std::is_same<T, dsconv::bfloat16>::value) tolerance = 5e-2;
-  if (c.pass != pass_kind::backward_weight) return tolerance;
+  if (c.pass != layer_pass::backward_weight) return tolerance;
   // Each weight (and bias) gradient element sums a product for every output pixel of every
   // image: K = batch x out_h x out_w terms (1.6 million at batch 128 on 112x112), where the
   // forward's sums have at most a few thousand. Both sides add the same products of the same
@@ -121,9 +121,9 @@ template <class T>
 std::vector<written_tensor<T>> written_tensors(const bench_case& c, const buffer_set<T>& b) {
   const tensor_sizes s = c.sizes();
   switch (c.pass) {
-    case pass_kind::forward: return {{b.output, s.output, "output"}};
-    case pass_kind::backward_data: return {{b.input, s.input, "input gradient"}};
-    case pass_kind::backward_weight:
+    case layer_pass::forward: return {{b.output, s.output, "output"}};
+    case layer_pass::backward_data: return {{b.input, s.input, "input gradient"}};
+    case layer_pass::backward_weight:
       return {{b.weight, s.weight, "weight gradient"}, {b.bias, s.bias, "bias gradient"}};
   }
   return {};

@@ -11,12 +11,6 @@
 
 namespace dsconv_bench {
 
-enum class layer_pass { forward, backward_data, backward_weight };
-
-inline const char* to_string(layer_pass p) {
-  return p == layer_pass::forward ? "forward" : p == layer_pass::backward_data ? "data" : "weight";
-}
-
 namespace detail {
 
 // The backward call of either operation with its options, plain where the layer has no

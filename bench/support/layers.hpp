@@ -14,6 +14,14 @@
 
 namespace dsconv_bench {
 
+// Which pass of a layer a check or benchmark runs: the forward, the data gradient or the
+// weight gradient (with the bias gradient).
+enum class layer_pass { forward, backward_data, backward_weight };
+
+inline const char* to_string(layer_pass p) {
+  return p == layer_pass::forward ? "forward" : p == layer_pass::backward_data ? "data" : "weight";
+}
+
 struct layer {
   std::string model;  // mobilenet_v2 | efficientnet_b0
   int input = 0;      // 224 | 32
