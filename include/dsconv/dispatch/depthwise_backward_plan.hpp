@@ -212,7 +212,7 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   d.grid = platform::dims{static_cast<unsigned>(gx), 1, 1};
   // The block's reduction reuses its staged memory: at least its scratch.
   const long long warps = depthwise_block_threads / static_cast<unsigned>(dev.warp_size);
-  const long long chunk = p.kernel_h == p.kernel_w && specialised_filter(p) ? (p.kernel_h <= 5 ? taps : 25) : 16;
+  const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
   const std::size_t scratch = static_cast<std::size_t>(warps * (nchw ? 1 : d.tile.channels) * (chunk + 1)) * sizeof(float);
   if (d.shared_bytes < scratch) d.shared_bytes = scratch;
   return true;

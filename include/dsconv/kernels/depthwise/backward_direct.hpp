@@ -68,7 +68,14 @@ template <class T>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
 void depthwise_backward_weight_direct(detail::depthwise_shape s, const T* __restrict__ input, const T* __restrict__ grad_output,
                                       detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
+  // Element strides of (image, row, column, channel) in both tensors: one linear form for
+  // either layout (fewer values live across the loops than a form per layout).
   const bool nchw = s.data_layout == layout::nchw;
+  const index_t in_x = nchw ? 1 : s.c, in_y = in_x * s.w, in_c = nchw ? static_cast<index_t>(s.h) * s.w : 1,
+                in_b = static_cast<index_t>(s.c) * s.h * s.w;
+  const index_t out_x = nchw ? 1 : s.out_c, out_y = out_x * s.out_w,
+                out_c = nchw ? static_cast<index_t>(s.out_h) * s.out_w : 1,
+                out_b = static_cast<index_t>(s.out_c) * s.out_h * s.out_w;
   // Coordinates (channel, copy, ky, kx): row ky = kernel_h is the bias (its kx = 0).
   detail::for_each_grid_stride<4>(static_cast<index_t>(s.c) * s.multiplier * (s.kernel_h + 1) * s.kernel_w,
                                   {static_cast<index_t>(s.multiplier), static_cast<index_t>(s.kernel_h + 1),
@@ -85,15 +92,8 @@ void depthwise_backward_weight_direct(detail::depthwise_shape s, const T* __rest
         for (int ox = 0; ox < s.out_w; ++ox) {
           const int ix = ox * s.stride_w - s.pad_w + kx * s.dilation_w;
           if (!is_bias && (ix < 0 || ix >= s.w)) continue;
-          const index_t out = nchw ? ((b * s.out_c + oc) * s.out_h + oy) * s.out_w + ox
-                                   : ((b * s.out_h + oy) * s.out_w + ox) * s.out_c + oc;
-          const float dz = detail_direct::gated_load(grad_output, gate, out);
-          if (is_bias) {
-            acc += dz;
-          } else {
-            const index_t in = nchw ? ((b * s.c + ic) * s.h + iy) * s.w + ix : ((b * s.h + iy) * s.w + ix) * s.c + ic;
-            acc += dz * to_float(platform::load(input + in));
-          }
+          const float dz = detail_direct::gated_load(grad_output, gate, b * out_b + oy * out_y + ox * out_x + oc * out_c);
+          acc += is_bias ? dz : dz * to_float(platform::load(input + b * in_b + iy * in_y + ix * in_x + ic * in_c));
         }
       }
     if (is_bias)

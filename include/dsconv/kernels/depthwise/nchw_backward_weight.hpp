@@ -42,6 +42,7 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
   const detail::window_geometry<K, S> win(s);
   const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+  const detail::warp_position wp(tid, threads);
   constexpr int phases = S > 1 ? S : 1;  // column phases of a staged row (tile.hpp)
   const int pitch = t.row_stride, plane_stage = t.plane_stride, phase_pitch = pitch / phases;
   float* staged = pf::dynamic_shared<float>();
@@ -111,7 +112,7 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
     if constexpr (K == 0)
       for (int i = 0; i < C; ++i)
         if (++kx0 == kw) kx0 = 0, ++ky0;
-    detail::reduce_chunk<C>(sums, bias, staged, 1, tid, threads);
+    detail::reduce_chunk<C>(sums, bias, staged, 1, wp, tid, threads);
     for (int i = tid; i <= C; i += threads) {
       const int tap = first_tap + i;
       if (i < C && tap >= taps) continue;

@@ -31,6 +31,7 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
   const detail::window_geometry<K, S> win(s);
   const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+  const detail::warp_position wp(tid, threads);
   constexpr int phases = S > 1 ? S : 1;  // column phases of a staged row (tile.hpp)
   const int pitch = t.row_stride, phase_pitch = pitch / phases, cs = t.channels;
   T* staged = pf::dynamic_shared<T>();
@@ -103,7 +104,7 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
       for (int i = 0; i < C; ++i)
         if (++kx0 == kw) kx0 = 0, ++ky0;
     float* scratch = reinterpret_cast<float*>(staged);
-    detail::reduce_chunk<C>(sums, bias, scratch, cs, tid, threads);
+    detail::reduce_chunk<C>(sums, bias, scratch, cs, wp, tid, threads);
     // scratch[channel * (C + 1) + i]: tap first_tap + i of channel c0 + channel (the bias at C).
     const int cc_count = s.c - c0 < cs ? s.c - c0 : cs;
     for (int j = tid; j < cc_count * (C + 1); j += threads) {

@@ -10,12 +10,23 @@
 namespace dsconv {
 namespace detail {
 
-// Taps whose sums a thread keeps in registers at once: the whole filter up to 5x5; larger or
-// run-time filters take several passes over the block's work, `chunk` taps each.
+// Taps whose sums a thread keeps in registers at once (K: the specialised square filter's
+// size, 0 for run-time filters): the whole filter up to 5x5; larger or run-time filters take
+// several passes over the block's work, `chunk` taps each. (The planner sizes the block's
+// reduction scratch from the same count.)
+DSCONV_HOST_DEVICE constexpr int weight_chunk_of(int k) { return k != 0 && k * k <= 25 ? k * k : k != 0 ? 25 : 16; }
 template <int K>
 DSCONV_HOST_DEVICE constexpr int weight_chunk() {
-  return K != 0 && K * K <= 25 ? K * K : K != 0 ? 25 : 16;
+  return weight_chunk_of(K);
 }
+
+// Where a thread sits in its block's warps (computed once per block: the warp width is a
+// run-time value on some platforms, and the callers reduce inside their loops).
+struct warp_position {
+  int width, warps, warp, lane;
+  DSCONV_DEVICE warp_position(int tid, int threads)
+      : width(platform::warp_size()), warps(threads / width), warp(tid / width), lane(tid - warp * width) {}
+};
 
 // Adds the per-thread sums of a chunk of taps (`sums[i]`, tap first + i for i < valid; and the
 // bias gradient where first is 0) over the threads of the block that share a channel: those
@@ -24,23 +35,22 @@ DSCONV_HOST_DEVICE constexpr int weight_chunk() {
 // order through `scratch` (warps * group * (C + 1) floats). Ends with the sums in
 // scratch[group index][i] (tap i, the bias at C) for the caller to store after a barrier.
 template <int C>
-DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias, float* scratch, int group, int tid,
-                                                   int threads) {
+DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias, float* scratch, int group,
+                                                   const warp_position& wp, int tid, int threads) {
   namespace pf = platform;
-  const int ws = pf::warp_size(), warps = threads / ws, warp = tid / ws, lane = tid % ws;
   constexpr int values = C + 1;
   DSCONV_UNROLL
   for (int i = 0; i < values; ++i) {
     float v = i < C ? sums[i] : bias;
-    for (int offset = ws / 2; offset >= group; offset /= 2) v += pf::shfl_xor(v, offset);
-    if (lane < group) pf::shared_store(scratch + (warp * group + lane) * values + i, v);
+    for (int offset = wp.width >> 1; offset >= group; offset >>= 1) v += pf::shfl_xor(v, offset);
+    if (wp.lane < group) pf::shared_store(scratch + (wp.warp * group + wp.lane) * values + i, v);
   }
   pf::sync_threads();
   // Entry j (< group * values: value j % values of group member j / values) added over the
   // warps into warp 0's copy, which is entry j itself: no other thread reads or writes it.
   for (int j = tid; j < group * values; j += threads) {
     float total = 0.f;
-    for (int w = 0; w < warps; ++w) total += pf::shared_load(scratch + w * group * values + j);
+    for (int w = 0; w < wp.warps; ++w) total += pf::shared_load(scratch + w * group * values + j);
     pf::shared_store(scratch + j, total);
   }
   pf::sync_threads();
