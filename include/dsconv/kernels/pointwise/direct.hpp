@@ -25,17 +25,20 @@ void pointwise_direct(detail::gemm_operands g, const T* __restrict__ a, const T*
     const index_t batch = at.outer(), m = at[0], n = at[1];
     const bool sum_row = out.sums_rows() && n == 0;
     float acc = 0.f, row = 0.f;
+    // Row m of A and column n of B walked by pointer (few values live across the loop); the
+    // gate moves with the operand it gates.
+    const index_t gate_step = g.gate_on_a ? g.a_k : g.b_k;
     for (index_t kb = 0; kb < g.k_batches; ++kb) {
       const index_t gemm = batch + kb;  // an output GEMM or a summed one: never both above 0
-      const T* ab = a + gemm * g.a_batch;
-      const T* bb = b + gemm * g.b_batch;
-      const T* gb = gate ? gate + gemm * gate_batch : nullptr;
-      for (index_t k = 0; k < g.k; ++k) {
-        const index_t a_off = m * g.a_m + k * g.a_k, b_off = k * g.b_k + n * g.b_n;
-        float x = to_float(platform::load(ab + a_off)), y = to_float(platform::load(bb + b_off));
-        if (gb) {
+      const T* pa = a + gemm * g.a_batch + m * g.a_m;
+      const T* pb = b + gemm * g.b_batch + n * g.b_n;
+      const T* pg = gate ? gate + gemm * gate_batch + (g.gate_on_a ? m * g.a_m : n * g.b_n) : nullptr;
+      for (index_t k = 0; k < g.k; ++k, pa += g.a_k, pb += g.b_k) {
+        float x = to_float(platform::load(pa)), y = to_float(platform::load(pb));
+        if (pg) {
           float& gated = g.gate_on_a ? x : y;
-          gated *= detail::activation_gradient(to_float(platform::load(gb + (g.gate_on_a ? a_off : b_off))), g.gate_act);
+          gated *= detail::activation_gradient(to_float(platform::load(pg)), g.gate_act);
+          pg += gate_step;
         }
         acc += x * y;
         if (sum_row) row += x;
