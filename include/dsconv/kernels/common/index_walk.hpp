@@ -7,13 +7,38 @@
 // each step adds the stride's coordinates with carries: a coordinate and a stride coordinate
 // are both below their extent, so each carries at most one into the next.
 
+#include <type_traits>
+
 #include "../../config.hpp"
 
 namespace dsconv {
 namespace detail {
 
+// q = a / b and r = a % b for 0 <= a < 2^22 and b >= 1 (a block's index math: thread ids and
+// block sizes split by extents), from a float reciprocal and one correction: the quotient's
+// error is below 1 there, and this is a few instructions where an integer division is a long
+// sequence (weight-gradient blocks split their thread ids again for every item they take).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void small_divmod(int a, int b, int& q, int& r) {
+  q = static_cast<int>(static_cast<float>(a) * (1.0f / static_cast<float>(b)));
+  r = a - q * b;
+  if (r < 0) {
+    --q, r += b;
+  } else if (r >= b) {
+    ++q, r -= b;
+  }
+}
+template <class I>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void split(I a, I b, I& q, I& r) {
+  if constexpr (std::is_same<I, int>::value) {
+    small_divmod(a, b, q, r);
+  } else {
+    q = a / b, r = a % b;
+  }
+}
+
 // N coordinates of type I: the outermost unbounded, the N - 1 inner ones below their extents
-// (innermost last). I is int inside a block, index_t for grid-stride walks over tensors.
+// (innermost last). I is int inside a block (start and stride below 2^22: small_divmod),
+// index_t for grid-stride walks over tensors.
 template <int N, class I = int>
 class index_walk {
   static_assert(N >= 2, "a walk has an outer and at least one inner coordinate");
@@ -24,10 +49,8 @@ class index_walk {
     DSCONV_UNROLL
     for (int k = N - 2; k >= 0; --k) {
       extent_[k] = inner[k];
-      at_[k] = start % inner[k];
-      step_[k] = stride % inner[k];
-      start /= inner[k];
-      stride /= inner[k];
+      split(start, inner[k], start, at_[k]);
+      split(stride, inner[k], stride, step_[k]);
     }
     outer_ = start;
     outer_step_ = stride;

@@ -56,7 +56,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nhwc_window(T* staged, const T* __re
   const int pitch = t.row_stride, phase_pitch = pitch / Phases, cs = t.channels;
   const index_t row_pitch = static_cast<index_t>(win.w) * channels;
   const int v = t.vector;  // channels per load: 1, or 16 bytes' worth when C and the pointers allow
-  const int per_pixel = cs / v;
+  const int per_pixel = v == 1 ? cs : cs * static_cast<int>(sizeof(T)) / 16;  // (v: 1 or 16 bytes' worth)
   // Coordinates (image, staged row, staged column, vector of channels).
   detail::for_each_strided<4>(gr.i_count * win.rows * win.cols * per_pixel, {win.rows, win.cols, per_pixel}, tid, threads,
                               [&](const auto& at) {
