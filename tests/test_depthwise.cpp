@@ -77,31 +77,10 @@ void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::siz
   }
 }
 
-dsconv::depthwise_params make_params(int n, int c, int h, int w, int kernel_h, int kernel_w, int stride_h, int stride_w,
-                                     int pad_h, int pad_w, int dilation_h, int dilation_w, int multiplier) {
-  dsconv::depthwise_params p;
-  p.n = n, p.c = c, p.h = h, p.w = w;
-  p.kernel_h = kernel_h, p.kernel_w = kernel_w;
-  p.stride_h = stride_h, p.stride_w = stride_w;
-  p.pad_h = pad_h, p.pad_w = pad_w;
-  p.dilation_h = dilation_h, p.dilation_w = dilation_w;
-  p.multiplier = multiplier;
-  return p;
-}
-
-struct shape_case {
-  const char* name;
-  int n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, multiplier;
-  dsconv::depthwise_params params() const {
-    return make_params(n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
-                       multiplier);
-  }
-};
-
 // Shapes the network layers do not have: odd extents and channel counts, tiny maps, every
 // geometry parameter off its usual value.
 // clang-format off
-const shape_case odd_shapes[] = {
+const depthwise_shape_case odd_shapes[] = {
     // name                                     n    c    h    w   kh   kw   sh   sw   ph   pw   dh   dw    m
     {"7x5 map, 3 channels",                     2,   3,   7,   5,   3,   3,   1,   1,   1,   1,   1,   1,   1},
     {"5 channels, 9x11 map",                    1,   5,   9,  11,   3,   3,   1,   1,   1,   1,   1,   1,   1},
@@ -243,7 +222,7 @@ TEMPLATE_TEST_CASE("depthwise: odd shapes, tiny maps, strides, padding, dilation
                    "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
   std::size_t i = 0;
-  for (const shape_case& sc : odd_shapes) {
+  for (const depthwise_shape_case& sc : odd_shapes) {
     INFO(sc.name);
     dsconv::depthwise_params p = sc.params();
     p.data_layout = data_layout;

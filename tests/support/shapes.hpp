@@ -42,6 +42,30 @@ std::vector<Variant> variants_with_automatic(const Variant (&concrete)[N]) {
   return v;
 }
 
+// A depthwise problem from its extents (NCHW, no activation).
+inline dsconv::depthwise_params make_params(int n, int c, int h, int w, int kernel_h, int kernel_w, int stride_h,
+                                            int stride_w, int pad_h, int pad_w, int dilation_h, int dilation_w,
+                                            int multiplier) {
+  dsconv::depthwise_params p;
+  p.n = n, p.c = c, p.h = h, p.w = w;
+  p.kernel_h = kernel_h, p.kernel_w = kernel_w;
+  p.stride_h = stride_h, p.stride_w = stride_w;
+  p.pad_h = pad_h, p.pad_w = pad_w;
+  p.dilation_h = dilation_h, p.dilation_w = dilation_w;
+  p.multiplier = multiplier;
+  return p;
+}
+
+// A named depthwise problem of the tests' odd-shape tables.
+struct depthwise_shape_case {
+  const char* name;
+  int n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w, multiplier;
+  dsconv::depthwise_params params() const {
+    return make_params(n, c, h, w, kernel_h, kernel_w, stride_h, stride_w, pad_h, pad_w, dilation_h, dilation_w,
+                       multiplier);
+  }
+};
+
 inline std::string describe(const dsconv::depthwise_params& p) {
   std::ostringstream s;
   s << "n=" << p.n << " c=" << p.c << " h=" << p.h << " w=" << p.w << " kernel " << p.kernel_h << "x" << p.kernel_w
