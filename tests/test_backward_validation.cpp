@@ -23,20 +23,9 @@ using namespace dsconv_test;
 using dw_params = dsconv::depthwise_params;
 using pw_params = dsconv::pointwise_params;
 
-// The valid problems every test breaks in one way (test_validation.cpp's, without an
-// activation): depthwise 2x3x5x4, 3x3 kernel, pad 1; pointwise 2 images of 3x2 pixels, 3 -> 4.
-dw_params valid_depthwise() {
-  dw_params p;
-  p.n = 2, p.c = 3, p.h = 5, p.w = 4;
-  p.kernel_h = p.kernel_w = 3;
-  p.pad_h = p.pad_w = 1;
-  return p;
-}
-pw_params valid_pointwise() {
-  pw_params p;
-  p.n = 2, p.c_in = 3, p.c_out = 4, p.h = 3, p.w = 2;
-  return p;
-}
+// The valid problems every test breaks in one way (support/shapes.hpp), without an activation.
+dw_params valid_depthwise() { return small_depthwise(dsconv::activation::none); }
+pw_params valid_pointwise() { return small_pointwise(dsconv::activation::none); }
 
 // Element counts of the valid problems' tensors (the buffers of every test, whatever it broke).
 struct counts {

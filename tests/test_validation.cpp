@@ -26,24 +26,11 @@ using dw_params = dsconv::depthwise_params;
 using pw_params = dsconv::pointwise_params;
 
 
-// The valid problems every test breaks in one way: 2 images of 3 channels, 5x4, 3x3 kernel,
-// pad 1 (output 2x3x5x4); and 2 images of 3x2 pixels, 3 -> 4 channels.
-dw_params valid_depthwise() {
-  dw_params p;
-  p.n = 2, p.c = 3, p.h = 5, p.w = 4;
-  p.kernel_h = p.kernel_w = 3;
-  p.pad_h = p.pad_w = 1;
-  p.act = dsconv::activation::relu;
-  return p;
-}
+// The valid problems every test breaks in one way (support/shapes.hpp), with an activation.
+dw_params valid_depthwise() { return small_depthwise(dsconv::activation::relu); }
 constexpr std::size_t dw_input = 120, dw_weight = 27, dw_bias = 3, dw_output = 120;
 
-pw_params valid_pointwise() {
-  pw_params p;
-  p.n = 2, p.c_in = 3, p.c_out = 4, p.h = 3, p.w = 2;
-  p.act = dsconv::activation::relu;
-  return p;
-}
+pw_params valid_pointwise() { return small_pointwise(dsconv::activation::relu); }
 constexpr std::size_t pw_input = 36, pw_weight = 12, pw_bias = 4, pw_output = 48;
 
 template <class T>

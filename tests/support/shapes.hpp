@@ -56,6 +56,21 @@ inline dsconv::depthwise_params make_params(int n, int c, int h, int w, int kern
   return p;
 }
 
+// The small valid problems the validation tests break one way each: depthwise 2 images of 3
+// channels, 5x4, 3x3 kernel, pad 1 (output 2x3x5x4: 120 input and output elements, 27
+// weights); pointwise 2 images of 3x2 pixels, 3 -> 4 channels (36 inputs, 48 outputs).
+inline dsconv::depthwise_params small_depthwise(dsconv::activation act) {
+  dsconv::depthwise_params p = make_params(2, 3, 5, 4, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.act = act;
+  return p;
+}
+inline dsconv::pointwise_params small_pointwise(dsconv::activation act) {
+  dsconv::pointwise_params p;
+  p.n = 2, p.c_in = 3, p.c_out = 4, p.h = 3, p.w = 2;
+  p.act = act;
+  return p;
+}
+
 // A named depthwise problem of the tests' odd-shape tables.
 struct depthwise_shape_case {
   const char* name;
