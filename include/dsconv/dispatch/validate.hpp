@@ -173,45 +173,6 @@ inline status check_backward_buffers(const char* op, std::initializer_list<std::
   return status::success;
 }
 
-// depthwise_backward_data: grad_input from grad_output (gated by act'(activation_saved)) and the weight.
-template <class T>
-status validate_backward_data(const depthwise_params& p, const T* grad_output, const T* weight, const T* grad_input,
-                              const void* activation_saved) {
-  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const char* op = "depthwise backward data";
-  status s = validate_params(p, sizeof(T));
-  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
-  if (s != status::success) return s;
-  const depthwise_extents x = depthwise_extents::of<T>(p);
-  const void* saved = p.act == activation::none ? nullptr : activation_saved;
-  return check_backward_buffers(op, {{"grad_input", buffer{grad_input, x.input}}},
-                                {{"grad_output", buffer{grad_output, x.output}},
-                                 {"weight", buffer{weight, x.weight}},
-                                 {"activation_saved", buffer{saved, x.output}}},
-                                {"activation_saved"});
-}
-
-// depthwise_backward_weight: grad_weight and the optional grad_bias from the input and
-// grad_output; `workspace` (optional) is written too.
-template <class T>
-status validate_backward_weight(const depthwise_params& p, const T* input, const T* grad_output, const T* grad_weight,
-                                const T* grad_bias, const void* activation_saved, buffer workspace) {
-  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const char* op = "depthwise backward weight";
-  status s = validate_params(p, sizeof(T));
-  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
-  if (s != status::success) return s;
-  const depthwise_extents x = depthwise_extents::of<T>(p);
-  const void* saved = p.act == activation::none ? nullptr : activation_saved;
-  return check_backward_buffers(
-      op,
-      {{"grad_weight", buffer{grad_weight, x.weight}}, {"grad_bias", buffer{grad_bias, x.bias}}, {"workspace", workspace}},
-      {{"input", buffer{input, x.input}},
-       {"grad_output", buffer{grad_output, x.output}},
-       {"activation_saved", buffer{saved, x.output}}},
-      {"grad_bias", "workspace", "activation_saved"});
-}
-
 inline status validate_params(const pointwise_params& p, std::size_t element_bytes) {
   const char* op = "pointwise";
   status s = check_enums(op, p.data_layout, p.act);
@@ -252,17 +213,33 @@ status validate(const pointwise_params& p, const T* input, const T* weight, cons
                                 {"bias", "residual", "workspace", "pre_activation"});
 }
 
-// pointwise_backward_data: grad_input from grad_output (gated by act'(activation_saved)) and
-// the weight; `workspace` (optional) is written too.
+// The byte extents and the names of a problem's backward calls, for the checks they share.
 template <class T>
-status validate_backward_data(const pointwise_params& p, const T* grad_output, const T* weight, const T* grad_input,
-                              const void* activation_saved, buffer workspace) {
+depthwise_extents extents_of(const depthwise_params& p) {
+  return depthwise_extents::of<T>(p);
+}
+template <class T>
+pointwise_extents extents_of(const pointwise_params& p) {
+  return pointwise_extents::of<T>(p);
+}
+inline const char* backward_name(const depthwise_params&, bool weight) {
+  return weight ? "depthwise backward weight" : "depthwise backward data";
+}
+inline const char* backward_name(const pointwise_params&, bool weight) {
+  return weight ? "pointwise backward weight" : "pointwise backward data";
+}
+
+// A backward data call of either operation: grad_input from grad_output (gated by
+// act'(activation_saved)) and the weight; `workspace` (optional) is written too.
+template <class T, class Params>
+status validate_backward_data(const Params& p, const T* grad_output, const T* weight, const T* grad_input,
+                              const void* activation_saved, buffer workspace = {nullptr, 0}) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const char* op = "pointwise backward data";
+  const char* op = backward_name(p, false);
   status s = validate_params(p, sizeof(T));
   if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
   if (s != status::success) return s;
-  const pointwise_extents x = pointwise_extents::of<T>(p);
+  const auto x = extents_of<T>(p);
   const void* saved = p.act == activation::none ? nullptr : activation_saved;
   return check_backward_buffers(op, {{"grad_input", buffer{grad_input, x.input}}, {"workspace", workspace}},
                                 {{"grad_output", buffer{grad_output, x.output}},
@@ -271,17 +248,17 @@ status validate_backward_data(const pointwise_params& p, const T* grad_output, c
                                 {"activation_saved", "workspace"});
 }
 
-// pointwise_backward_weight: grad_weight and the optional grad_bias from the input and
-// grad_output; `workspace` (optional) is written too.
-template <class T>
-status validate_backward_weight(const pointwise_params& p, const T* input, const T* grad_output, const T* grad_weight,
-                                const T* grad_bias, const void* activation_saved, buffer workspace) {
+// A backward weight call of either operation: grad_weight and the optional grad_bias from the
+// input and grad_output; `workspace` (optional) is written too.
+template <class T, class Params>
+status validate_backward_weight(const Params& p, const T* input, const T* grad_output, const T* grad_weight,
+                                const T* grad_bias, const void* activation_saved, buffer workspace = {nullptr, 0}) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
-  const char* op = "pointwise backward weight";
+  const char* op = backward_name(p, true);
   status s = validate_params(p, sizeof(T));
   if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
   if (s != status::success) return s;
-  const pointwise_extents x = pointwise_extents::of<T>(p);
+  const auto x = extents_of<T>(p);
   const void* saved = p.act == activation::none ? nullptr : activation_saved;
   return check_backward_buffers(
       op,
