@@ -128,21 +128,10 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
   }
 }
 
-dsconv::pointwise_params make_params(int n, int c_in, int c_out, int h, int w) {
-  dsconv::pointwise_params p;
-  p.n = n, p.c_in = c_in, p.c_out = c_out, p.h = h, p.w = w;
-  return p;
-}
-
-struct shape_case {
-  const char* name;
-  int n, c_in, c_out, h, w;
-};
-
 // Shapes the network layers do not have: one input or output channel, odd channel counts and
 // extents, 1x1 and 2x2 maps, long dot products.
 // clang-format off
-const shape_case odd_shapes[] = {
+const pointwise_shape_case odd_shapes[] = {
     // name                                   n  c_in c_out   h    w
     {"c_in = 1",                              2,    1,    8,   5,   3},
     {"c_out = 1",                             2,    9,    1,   4,   4},
@@ -254,7 +243,7 @@ TEST_CASE("pointwise: with TF32 allowed, float matches the reference within TF32
           "[pointwise][tf32]") {
   std::vector<dsconv::pointwise_params> problems;
   std::size_t i = 0;
-  for (const shape_case& sc : odd_shapes)
+  for (const pointwise_shape_case& sc : odd_shapes)
     for (const layout data_layout : all_layouts) {
       dsconv::pointwise_params p = make_params(sc.n, sc.c_in, sc.c_out, sc.h, sc.w);
       p.data_layout = data_layout;
@@ -313,7 +302,7 @@ TEMPLATE_TEST_CASE("pointwise: odd channel counts, tiny maps, long dot products"
                    dsconv::half, dsconv::bfloat16) {
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
   std::size_t i = 0;
-  for (const shape_case& sc : odd_shapes) {
+  for (const pointwise_shape_case& sc : odd_shapes) {
     INFO(sc.name);
     dsconv::pointwise_params p = make_params(sc.n, sc.c_in, sc.c_out, sc.h, sc.w);
     p.data_layout = data_layout;

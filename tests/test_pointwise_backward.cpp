@@ -180,20 +180,8 @@ void check_backward(pass ps, const dsconv::pointwise_params& p, bool with_bias, 
   }
 }
 
-dsconv::pointwise_params make_params(int n, int c_in, int c_out, int h, int w, layout l, activation act) {
-  dsconv::pointwise_params p;
-  p.n = n, p.c_in = c_in, p.c_out = c_out, p.h = h, p.w = w;
-  p.data_layout = l, p.act = act;
-  return p;
-}
-
-struct shape_case {
-  const char* name;
-  int n, c_in, c_out, h, w;
-};
-
 // clang-format off
-const shape_case odd_shapes[] = {
+const pointwise_shape_case odd_shapes[] = {
     // name                                   n  c_in c_out   h    w
     {"c_in = 1",                              2,    1,    8,   5,   3},
     {"c_out = 1",                             2,    9,    1,   4,   4},
@@ -216,7 +204,7 @@ TEMPLATE_TEST_CASE("pointwise backward: every variant matches the reference on o
                    "[pointwise][backward][shapes]", float, dsconv::half, dsconv::bfloat16) {
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
   std::size_t i = 0;
-  for (const shape_case& sc : odd_shapes) {
+  for (const pointwise_shape_case& sc : odd_shapes) {
     INFO(sc.name);
     const dsconv::pointwise_params p =
         make_params(sc.n, sc.c_in, sc.c_out, sc.h, sc.w, data_layout, all_activations[i % 6]);

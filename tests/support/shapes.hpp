@@ -71,6 +71,22 @@ inline dsconv::pointwise_params small_pointwise(dsconv::activation act) {
   return p;
 }
 
+// A pointwise problem from its extents.
+inline dsconv::pointwise_params make_params(int n, int c_in, int c_out, int h, int w,
+                                            dsconv::layout l = dsconv::layout::nchw,
+                                            dsconv::activation act = dsconv::activation::none) {
+  dsconv::pointwise_params p;
+  p.n = n, p.c_in = c_in, p.c_out = c_out, p.h = h, p.w = w;
+  p.data_layout = l, p.act = act;
+  return p;
+}
+
+// A named pointwise problem of the tests' odd-shape tables.
+struct pointwise_shape_case {
+  const char* name;
+  int n, c_in, c_out, h, w;
+};
+
 // A named depthwise problem of the tests' odd-shape tables.
 struct depthwise_shape_case {
   const char* name;
