@@ -132,4 +132,13 @@ inline const char* type_name<dsconv::half>() { return "half"; }
 template <>
 inline const char* type_name<dsconv::bfloat16>() { return "bfloat16"; }
 
+// A variant that cannot run the problem it was given: its call returned unsupported_variant,
+// launched nothing since `launches` and left `out` (with its guard zones) untouched.
+template <class T>
+void check_refused_cleanly(dsconv::status s, unsigned long long launches, guarded_output<T>& out) {
+  CHECK(s == dsconv::status::unsupported_variant);
+  CHECK(launches_so_far() == launches);
+  CHECK(out.untouched());
+}
+
 }  // namespace dsconv_test
