@@ -208,7 +208,8 @@ status validate(const pointwise_params& p, const T* input, const T* weight, cons
   s = check_buffers("pointwise", out, {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}},
                     {"bias", "residual"});
   if (s != status::success) return s;
-  return check_backward_buffers("pointwise", {{"workspace", workspace}, {"pre_activation", buffer{pre_activation, x.output}}},
+  const buffer pre{pre_activation, x.output};
+  return check_backward_buffers("pointwise", {{"workspace", workspace}, {"pre_activation", pre}},
                                 {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}, {"output", out}},
                                 {"bias", "residual", "workspace", "pre_activation"});
 }
@@ -241,10 +242,11 @@ status validate_backward_data(const Params& p, const T* grad_output, const T* we
   if (s != status::success) return s;
   const auto x = extents_of<T>(p);
   const void* saved = p.act == activation::none ? nullptr : activation_saved;
-  return check_backward_buffers(op, {{"grad_input", buffer{grad_input, x.input}}, {"workspace", workspace}},
-                                {{"grad_output", buffer{grad_output, x.output}},
-                                 {"weight", buffer{weight, x.weight}},
-                                 {"activation_saved", buffer{saved, x.output}}},
+  // Named buffers, not temporaries inside the braced lists: nvcc's front end miscompiles the
+  // latter in these templates.
+  const buffer gi{grad_input, x.input}, go{grad_output, x.output}, w{weight, x.weight}, act{saved, x.output};
+  return check_backward_buffers(op, {{"grad_input", gi}, {"workspace", workspace}},
+                                {{"grad_output", go}, {"weight", w}, {"activation_saved", act}},
                                 {"activation_saved", "workspace"});
 }
 
@@ -260,13 +262,11 @@ status validate_backward_weight(const Params& p, const T* input, const T* grad_o
   if (s != status::success) return s;
   const auto x = extents_of<T>(p);
   const void* saved = p.act == activation::none ? nullptr : activation_saved;
-  return check_backward_buffers(
-      op,
-      {{"grad_weight", buffer{grad_weight, x.weight}}, {"grad_bias", buffer{grad_bias, x.bias}}, {"workspace", workspace}},
-      {{"input", buffer{input, x.input}},
-       {"grad_output", buffer{grad_output, x.output}},
-       {"activation_saved", buffer{saved, x.output}}},
-      {"grad_bias", "workspace", "activation_saved"});
+  const buffer gw{grad_weight, x.weight}, gb{grad_bias, x.bias}, in{input, x.input}, go{grad_output, x.output},
+      act{saved, x.output};
+  return check_backward_buffers(op, {{"grad_weight", gw}, {"grad_bias", gb}, {"workspace", workspace}},
+                                {{"input", in}, {"grad_output", go}, {"activation_saved", act}},
+                                {"grad_bias", "workspace", "activation_saved"});
 }
 
 }  // namespace detail
