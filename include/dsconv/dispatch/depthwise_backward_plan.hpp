@@ -106,7 +106,7 @@ bool plan_nhwc_backward_data_within(const depthwise_params& p, const platform::d
   if (!transposable(p) || p.data_layout != layout::nhwc) return false;
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   depthwise_tile t{};
-  t.channels = static_cast<int>(32 / sizeof(T));
+  t.channels = nhwc_block_channels<T>();
   constexpr long long pixel_floats = 32 / sizeof(float);
   const int slot_group = shared_banks / t.channels;
   const long long groups = ceil_div(p.c, t.channels);
@@ -194,10 +194,12 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   depthwise_plan& d = out.tile;
   if (!(nchw ? plan_nchw_tiled(p, dev, input, d, true) : plan_nhwc_tiled(p, dev, input, d))) return false;
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
+  const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
+  const long long passes = ceil_div(taps, chunk);  // grid.y: a block's taps (weight_reduce.hpp)
   out.channel_blocks = nchw ? p.c : ceil_div(p.c, d.tile.channels);
   out.item_count = static_cast<long long>(d.grid.y) * ceil_div(p.n, d.tile.images);
-  // Spread: as many blocks per channel as give every multiprocessor two blocks.
-  long long groups = ceil_div(2LL * dev.multiprocessor_count, out.channel_blocks);
+  // Spread: as many blocks per channel and pass as give every multiprocessor two blocks.
+  long long groups = ceil_div(2LL * dev.multiprocessor_count, out.channel_blocks * passes);
   groups = groups < out.item_count ? groups : out.item_count;
   const long long per_block = ceil_div(out.item_count, groups > 0 ? groups : 1);
   groups = ceil_div(out.item_count, per_block);
@@ -208,11 +210,10 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   out.items.per_block = spread ? static_cast<int>(per_block) : static_cast<int>(out.item_count);
   out.items.partial = nullptr;
   const long long gx = out.channel_blocks * out.items.groups;
-  if (gx > dev.max_grid_x) return false;
-  d.grid = platform::dims{static_cast<unsigned>(gx), 1, 1};
+  if (gx > dev.max_grid_x || passes > dev.max_grid_y) return false;
+  d.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(passes), 1};
   // The block's reduction reuses its staged memory: at least its scratch.
   const long long warps = depthwise_block_threads / static_cast<unsigned>(dev.warp_size);
-  const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
   const std::size_t scratch = static_cast<std::size_t>(warps * (nchw ? 1 : d.tile.channels) * (chunk + 1)) * sizeof(float);
   if (d.shared_bytes < scratch) d.shared_bytes = scratch;
   return true;

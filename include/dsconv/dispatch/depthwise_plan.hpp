@@ -321,7 +321,7 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   const int oh = p.out_h(), ow = p.out_w();
   depthwise_tile t{};
-  t.channels = static_cast<int>(32 / sizeof(T));
+  t.channels = nhwc_block_channels<T>();
   // A staged pixel: 32 bytes of channels, as in memory (16-bit types are not widened).
   constexpr long long pixel_floats = 32 / sizeof(float);
   // Pixels per row: whole groups of 32 threads (a thread per staged channel).

@@ -93,7 +93,13 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
     const bool aligned = g.a_align >= Tile::template a_run<T> * static_cast<int>(sizeof(T)) &&
                          g.b_align >= Tile::template b_run<T> * static_cast<int>(sizeof(T)) &&
                          out.vector_elems >= Tile::run;
-    if (!aligned) return launch_tiled<typename Tile::element_form, Kernel>(name, grid, stream, g, a, b, out);
+    using element_form = typename Tile::element_form;
+    if (!aligned) {
+      if (element_form::bm != Tile::bm || element_form::bn != Tile::bn)  // (its grid: planned with the variant's)
+        grid = platform::dims{static_cast<unsigned>((g.n + element_form::bn - 1) / element_form::bn),
+                              static_cast<unsigned>((g.m + element_form::bm - 1) / element_form::bm), grid.z};
+      return launch_tiled<element_form, Kernel>(name, grid, stream, g, a, b, out);
+    }
   }
   platform::launch_config cfg;
   cfg.stream = stream;

@@ -32,8 +32,11 @@ struct mma_tiles<kernels::mma_sync_unit> {
 };
 template <>
 struct mma_tiles<kernels::mfma_unit> {
-  using large = kernels::mma_tile<128, 128, 2, 2, 1, kernels::mfma_unit>;
   using small = kernels::mma_tile<64, 64, 2, 2, 2, kernels::mfma_unit>;
+  // Where operands are misaligned the large tile moves single elements as the small one does:
+  // AMD's 128x128 tile moving them needs more scalar registers than a wave has (each of a
+  // thread's 16 elements per operand keeps its offset in them) and spills.
+  using large = kernels::mma_tile<128, 128, 2, 2, 1, kernels::mfma_unit, true, small::element_form>;
 };
 using mma_large_tile = mma_tiles<kernels::mma_sync_unit>::large;
 using mma_small_tile = mma_tiles<kernels::mma_sync_unit>::small;
@@ -147,7 +150,8 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
     case pointwise_variant::gemm_large: return plan_gemm<gemm_large_tile>(g, dev, grid);
     case pointwise_variant::gemm_small: return plan_gemm<gemm_small_tile>(g, dev, grid);
     case pointwise_variant::warp_dot: return pass != gemm_pass::backward_weight && plan_warp_dot(g, dev, grid);
-    case pointwise_variant::mma_large: return mma_usable<T>(p, dev) && plan_gemm<mma_large_tile>(g, dev, grid);
+    case pointwise_variant::mma_large:  // (its element form may be the small tile's: its grid too)
+      return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(g, dev, grid) && plan_gemm<mma_large_tile>(g, dev, grid);
     case pointwise_variant::mma_small: return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(g, dev, grid);
     case pointwise_variant::split_k: {
       split_k_plan plan;

@@ -9,7 +9,8 @@
 // in a fixed order (weight_reduce.hpp) and stores the channel's gradient, or, where the items
 // are spread over several blocks (with the caller's workspace, so that batch 1 fills the
 // device too), its partial sums for depthwise_weight_reduce. Filters up to 5x5 keep every
-// tap's sum in registers; larger ones take several passes (weight_chunk). Multiplier 1.
+// tap's sum in registers; the taps of larger ones are split into passes (weight_chunk), one
+// per block row of the grid (grid.y), each over all of the items. Multiplier 1.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -57,77 +58,50 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
   const int first_band = first % bands, first_image_group = first / bands;
   const index_t out_plane = static_cast<index_t>(s.out_h) * s.out_w;
 
-  // Taps first .. first + C - 1 per pass; the bias with the first.
-  int ky0 = 0, kx0 = 0;  // the pass's first tap, walked without dividing
-  for (int first_tap = 0; first_tap < taps; first_tap += C) {
-    float sums[C], bias = 0.f;
-    DSCONV_UNROLL
-    for (int i = 0; i < C; ++i) sums[i] = 0.f;
-    // The staged offset of each tap of the pass from a window's first element (run-time
-    // filters; compile-time ones compute them as constants).
-    int offsets[K != 0 ? 1 : C];
-    (void)offsets;
-    if constexpr (K == 0) {
-      int ky = ky0, kx = kx0;
+  // This block's taps (the bias with the first pass's).
+  const detail::pass_taps<K, phases, C> pass(static_cast<int>(pf::block_idx().y), taps, kw, dw, dh * pitch, 1, phase_pitch);
+  const int first_tap = pass.first;
+  float sums[C], bias = 0.f;
+  DSCONV_UNROLL
+  for (int i = 0; i < C; ++i) sums[i] = 0.f;
+  int band = first_band, image_group = first_image_group;
+  for (int item = first; item < last; ++item) {
+    const nchw_planes pl(t, s.c, s.n, channel, image_group * t.images);
+    const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
+    const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
+    stage_nchw_band<phases>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t, tid, threads);
+    pf::sync_threads();
+    // dz of every output of the item, threads in the forward's order (rows in row slots).
+    detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, tid, threads, [&](const auto& at) {
+      const int bi = at.outer(), oy = at[0], ox = at[1];
+      if (ox >= s.out_w) return;
+      const index_t off = (static_cast<index_t>(pl.b0 + bi) * s.c + channel) * out_plane +
+                          static_cast<index_t>(oy0 + oy) * s.out_w + ox;
+      const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
+                                                       gate.act)[0]
+                                  : to_float(pf::load(grad_output + off));
+      if (first_tap == 0) bias += dz;
+      const float* window = staged + bi * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
       DSCONV_UNROLL
-      for (int i = 0; i < C; ++i) {
-        offsets[i] = ky * dh * pitch + kx * dw;
-        if (++kx == kw) kx = 0, ++ky;
-      }
+      for (int i = 0; i < C; ++i) sums[i] += dz * pf::shared_load(window + pass.at(i));
+    });
+    pf::sync_threads();  // before the next item's staging
+    if (++band == bands) band = 0, ++image_group;
+  }
+  detail::reduce_chunk<C>(sums, bias, staged, 1, wp, tid, threads);
+  for (int i = tid; i <= C; i += threads) {
+    const int tap = first_tap + i;
+    if (i < C && tap >= taps) continue;
+    if (i == C && first_tap != 0) continue;
+    const float v = pf::shared_load(staged + i);
+    const bool is_bias = i == C;
+    if (items.partial) {
+      pf::store(items.partial + (static_cast<index_t>(group) * s.c + channel) * (taps + 1) + (is_bias ? taps : tap), v);
+    } else if (is_bias) {
+      if (grad_bias) pf::store(grad_bias + channel, from_float<T>(v));
+    } else {
+      pf::store(grad_weight + static_cast<index_t>(channel) * taps + tap, from_float<T>(v));
     }
-    int band = first_band, image_group = first_image_group;
-    for (int item = first; item < last; ++item) {
-      const nchw_planes pl(t, s.c, s.n, channel, image_group * t.images);
-      const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
-      const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
-      stage_nchw_band<phases>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t, tid, threads);
-      pf::sync_threads();
-      // dz of every output of the item, threads in the forward's order (rows in row slots).
-      detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, tid, threads, [&](const auto& at) {
-        const int bi = at.outer(), oy = at[0], ox = at[1];
-        if (ox >= s.out_w) return;
-        const index_t off = (static_cast<index_t>(pl.b0 + bi) * s.c + channel) * out_plane +
-                            static_cast<index_t>(oy0 + oy) * s.out_w + ox;
-        const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
-                                                         gate.act)[0]
-                                    : to_float(pf::load(grad_output + off));
-        if (first_tap == 0) bias += dz;
-        const float* window = staged + bi * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
-        DSCONV_UNROLL
-        for (int i = 0; i < C; ++i) {
-          if constexpr (K != 0) {
-            const int tap = first_tap + i;
-            if (K * K % C != 0 && tap >= K * K) break;
-            const int ky = tap / K, kx = tap % K;  // (constants: the loop is unrolled, K and C known)
-            sums[i] += dz * pf::shared_load(window + ky * pitch + (kx / phases) + (kx % phases) * phase_pitch);
-          } else {
-            if (first_tap + i < taps) sums[i] += dz * pf::shared_load(window + offsets[i]);
-          }
-        }
-      });
-      pf::sync_threads();  // before the next item's staging
-      if (++band == bands) band = 0, ++image_group;
-    }
-    // (first_tap + i: K known, `tap / K` above folds; the run-time walk moves on C taps)
-    if constexpr (K == 0)
-      for (int i = 0; i < C; ++i)
-        if (++kx0 == kw) kx0 = 0, ++ky0;
-    detail::reduce_chunk<C>(sums, bias, staged, 1, wp, tid, threads);
-    for (int i = tid; i <= C; i += threads) {
-      const int tap = first_tap + i;
-      if (i < C && tap >= taps) continue;
-      if (i == C && first_tap != 0) continue;
-      const float v = pf::shared_load(staged + i);
-      const bool is_bias = i == C;
-      if (items.partial) {
-        pf::store(items.partial + (static_cast<index_t>(group) * s.c + channel) * (taps + 1) + (is_bias ? taps : tap), v);
-      } else if (is_bias) {
-        if (grad_bias) pf::store(grad_bias + channel, from_float<T>(v));
-      } else {
-        pf::store(grad_weight + static_cast<index_t>(channel) * taps + tap, from_float<T>(v));
-      }
-    }
-    pf::sync_threads();  // before the next pass stages over the sums
   }
 }
 

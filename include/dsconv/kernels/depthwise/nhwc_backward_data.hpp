@@ -32,7 +32,7 @@ void depthwise_nhwc_backward_data(detail::depthwise_shape s, detail::depthwise_t
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
 
   const nhwc_group gr(t, s.c, s.n, static_cast<int>(pf::block_idx().x));
-  const int cs = t.channels;
+  constexpr int cs = detail::nhwc_block_channels<T>();  // (t.channels)
   const detail::tile_origin o(t, s.h, s.w, static_cast<int>(pf::block_idx().y));  // a tile of grad_input's pixels
   const detail::transposed_extent rows(o.oy0, o.oy0 + o.rows - 1, s.pad_h, kh, win.dh, win.sh);
   const detail::transposed_extent cols(o.ox0, o.ox0 + o.cols - 1, s.pad_w, kw, win.dw, win.sw);
@@ -40,7 +40,7 @@ void depthwise_nhwc_backward_data(detail::depthwise_shape s, detail::depthwise_t
   const int pitch = t.row_stride;
 
   T* staged = pf::dynamic_shared<T>();  // [images][rows][pitch][cs]
-  const int w_pitch = detail::nhwc_weight_pitch(cs);
+  constexpr int w_pitch = detail::nhwc_weight_pitch(cs);
   float* w_s = reinterpret_cast<float*>(staged + t.images * t.plane_stride);
   stage_nhwc_weights(w_s, w_s + taps * w_pitch, weight, static_cast<const T*>(nullptr), gr, taps, w_pitch, false, tid, threads);
   stage_nhwc_window<1>(staged, grad_output, gate.saved, gate.act, s.c * s.multiplier, gr, window, t, tid, threads);

@@ -6,7 +6,8 @@
 // forward does (nhwc_band.hpp), reads each dz of the item once (coalesced, threads in the
 // forward's order: channel-fastest) and adds dz times every
 // tap's staged input into per-thread sums; after its items it adds the sums of the threads of
-// each channel in a fixed order (weight_reduce.hpp). Multiplier 1.
+// each channel in a fixed order (weight_reduce.hpp). Filters larger than 5x5 take passes of
+// their taps, one per block row of the grid, as in nchw_backward_weight.hpp. Multiplier 1.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -33,7 +34,8 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
   const detail::warp_position wp(tid, threads);
   constexpr int phases = S > 1 ? S : 1;  // column phases of a staged row (tile.hpp)
-  const int pitch = t.row_stride, phase_pitch = pitch / phases, cs = t.channels;
+  const int pitch = t.row_stride, phase_pitch = pitch / phases;
+  constexpr int cs = detail::nhwc_block_channels<T>();  // (t.channels)
   T* staged = pf::dynamic_shared<T>();
 
   // This block's channel group and its items: item i is tile i % tiles (of the map: bands x
@@ -47,81 +49,59 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
   const int c0 = channel_group * cs;
   const int first_row_tile = first % tiles / col_tiles, first_col_tile = first % tiles % col_tiles, first_image_group = first / tiles;
 
-  int ky0 = 0, kx0 = 0;  // the pass's first tap, walked without dividing
-  for (int first_tap = 0; first_tap < taps; first_tap += C) {
-    float sums[C], bias = 0.f;
-    DSCONV_UNROLL
-    for (int i = 0; i < C; ++i) sums[i] = 0.f;
-    int offsets[K != 0 ? 1 : C];  // staged offsets of the pass's taps (run-time filters)
-    (void)offsets;
-    if constexpr (K == 0) {
-      int ky = ky0, kx = kx0;
+  // This block's taps (the bias with the first pass's).
+  const detail::pass_taps<K, phases, C> pass(static_cast<int>(pf::block_idx().y), taps, kw, dw, dh * pitch * cs, cs,
+                                             phase_pitch * cs);
+  const int first_tap = pass.first;
+  float sums[C], bias = 0.f;
+  DSCONV_UNROLL
+  for (int i = 0; i < C; ++i) sums[i] = 0.f;
+  int row_tile = first_row_tile, col_tile = first_col_tile, image_group = first_image_group;
+  for (int item = first; item < last; ++item) {
+    const nhwc_group gr(t, s.c, s.n, c0, image_group * t.images);
+    const int oy0 = row_tile * t.rows, ox0 = col_tile * t.cols;
+    const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows, cols = s.out_w - ox0 < t.cols ? s.out_w - ox0 : t.cols;
+    const nhwc_window window{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1,
+                             ox0 * sw - s.pad_w, (cols - 1) * sw + (kw - 1) * dw + 1, s.h, s.w};
+    stage_nhwc_window<phases>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, gr, window, t, tid,
+                              threads);
+    pf::sync_threads();
+    detail::for_each_strided<4>(gr.i_count * rows * t.row_slots * cs, {rows, t.row_slots, cs}, tid, threads,
+                                [&](const auto& at) {
+      const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
+      if (c >= gr.cc_count || ox >= cols) return;
+      const index_t off = ((static_cast<index_t>(gr.b0 + bi) * s.out_h + oy0 + oy) * s.out_w + ox0 + ox) * s.c + c0 + c;
+      const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
+                                                       gate.act)[0]
+                                  : to_float(pf::load(grad_output + off));
+      if (first_tap == 0) bias += dz;
+      const T* in = staged + bi * t.plane_stride + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
       DSCONV_UNROLL
-      for (int i = 0; i < C; ++i) {
-        offsets[i] = (ky * dh * pitch + kx * dw) * cs;
-        if (++kx == kw) kx = 0, ++ky;
-      }
+      for (int i = 0; i < C; ++i) sums[i] += dz * to_float(pf::shared_load(in + pass.at(i)));
+    });
+    pf::sync_threads();  // before the next item's staging
+    if (++col_tile == col_tiles) {
+      col_tile = 0;
+      if (++row_tile * col_tiles == tiles) row_tile = 0, ++image_group;
     }
-    int row_tile = first_row_tile, col_tile = first_col_tile, image_group = first_image_group;
-    for (int item = first; item < last; ++item) {
-      const nhwc_group gr(t, s.c, s.n, c0, image_group * t.images);
-      const int oy0 = row_tile * t.rows, ox0 = col_tile * t.cols;
-      const int rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows, cols = s.out_w - ox0 < t.cols ? s.out_w - ox0 : t.cols;
-      const nhwc_window window{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1,
-                               ox0 * sw - s.pad_w, (cols - 1) * sw + (kw - 1) * dw + 1, s.h, s.w};
-      stage_nhwc_window<phases>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, gr, window, t, tid,
-                                threads);
-      pf::sync_threads();
-      detail::for_each_strided<4>(gr.i_count * rows * t.row_slots * cs, {rows, t.row_slots, cs}, tid, threads,
-                                  [&](const auto& at) {
-        const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
-        if (c >= gr.cc_count || ox >= cols) return;
-        const index_t off = ((static_cast<index_t>(gr.b0 + bi) * s.out_h + oy0 + oy) * s.out_w + ox0 + ox) * s.c + c0 + c;
-        const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
-                                                         gate.act)[0]
-                                    : to_float(pf::load(grad_output + off));
-        if (first_tap == 0) bias += dz;
-        const T* in = staged + bi * t.plane_stride + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
-        DSCONV_UNROLL
-        for (int i = 0; i < C; ++i) {
-          if constexpr (K != 0) {
-            const int tap = first_tap + i;
-            if (K * K % C != 0 && tap >= K * K) break;
-            const int ky = tap / K, kx = tap % K;  // (constants: the loop is unrolled, K and C known)
-            sums[i] += dz * to_float(pf::shared_load(in + (ky * pitch + kx / phases + (kx % phases) * phase_pitch) * cs));
-          } else {
-            if (first_tap + i < taps) sums[i] += dz * to_float(pf::shared_load(in + offsets[i]));
-          }
-        }
-      });
-      pf::sync_threads();  // before the next item's staging
-      if (++col_tile == col_tiles) {
-        col_tile = 0;
-        if (++row_tile * col_tiles == tiles) row_tile = 0, ++image_group;
-      }
+  }
+  float* scratch = reinterpret_cast<float*>(staged);
+  detail::reduce_chunk<C>(sums, bias, scratch, cs, wp, tid, threads);
+  // scratch[channel * (C + 1) + i]: tap first_tap + i of channel c0 + channel (the bias at C).
+  const int cc_count = s.c - c0 < cs ? s.c - c0 : cs;
+  for (int j = tid; j < cc_count * (C + 1); j += threads) {
+    const int channel = j / (C + 1), i = j - channel * (C + 1);  // (a pass's stores, after its reduction)
+    const int tap = first_tap + i;
+    if ((i < C && tap >= taps) || (i == C && first_tap != 0)) continue;
+    const float v = pf::shared_load(scratch + j);
+    const bool is_bias = i == C;
+    if (items.partial) {
+      pf::store(items.partial + (static_cast<index_t>(group) * s.c + c0 + channel) * (taps + 1) + (is_bias ? taps : tap), v);
+    } else if (is_bias) {
+      if (grad_bias) pf::store(grad_bias + c0 + channel, from_float<T>(v));
+    } else {
+      pf::store(grad_weight + static_cast<index_t>(c0 + channel) * taps + tap, from_float<T>(v));
     }
-    if constexpr (K == 0)
-      for (int i = 0; i < C; ++i)
-        if (++kx0 == kw) kx0 = 0, ++ky0;
-    float* scratch = reinterpret_cast<float*>(staged);
-    detail::reduce_chunk<C>(sums, bias, scratch, cs, wp, tid, threads);
-    // scratch[channel * (C + 1) + i]: tap first_tap + i of channel c0 + channel (the bias at C).
-    const int cc_count = s.c - c0 < cs ? s.c - c0 : cs;
-    for (int j = tid; j < cc_count * (C + 1); j += threads) {
-      const int channel = j / (C + 1), i = j - channel * (C + 1);  // (a pass's stores, after its reduction)
-      const int tap = first_tap + i;
-      if ((i < C && tap >= taps) || (i == C && first_tap != 0)) continue;
-      const float v = pf::shared_load(scratch + j);
-      const bool is_bias = i == C;
-      if (items.partial) {
-        pf::store(items.partial + (static_cast<index_t>(group) * s.c + c0 + channel) * (taps + 1) + (is_bias ? taps : tap), v);
-      } else if (is_bias) {
-        if (grad_bias) pf::store(grad_bias + c0 + channel, from_float<T>(v));
-      } else {
-        pf::store(grad_weight + static_cast<index_t>(c0 + channel) * taps + tap, from_float<T>(v));
-      }
-    }
-    pf::sync_threads();  // before the next pass stages over the sums
   }
 }
 

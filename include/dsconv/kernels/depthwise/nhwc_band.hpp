@@ -53,7 +53,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nhwc_window(T* staged, const T* __re
                                                         const nhwc_window& win, const detail::depthwise_tile& t, int tid,
                                                         int threads) {
   namespace pf = platform;
-  const int pitch = t.row_stride, phase_pitch = pitch / Phases, cs = t.channels;
+  const int pitch = t.row_stride, phase_pitch = pitch / Phases;
+  constexpr int cs = detail::nhwc_block_channels<T>();  // (t.channels)
   const index_t row_pitch = static_cast<index_t>(win.w) * channels;
   const int v = t.vector;  // channels per load: 1, or 16 bytes' worth when C and the pointers allow
   const int per_pixel = v == 1 ? cs : cs * static_cast<int>(sizeof(T)) / 16;  // (v: 1 or 16 bytes' worth)

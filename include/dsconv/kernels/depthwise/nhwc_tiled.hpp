@@ -31,7 +31,7 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
 
   const nhwc_group gr(t, s.c, s.n, static_cast<int>(pf::block_idx().x));
-  const int cs = t.channels;  // staged channel stride
+  constexpr int cs = detail::nhwc_block_channels<T>();  // staged channel stride (t.channels)
   const detail::tile_origin o(t, s.out_h, s.out_w, static_cast<int>(pf::block_idx().y));
   const nhwc_window window{o.oy0 * sh - s.pad_h, (o.rows - 1) * sh + (kh - 1) * dh + 1,
                            o.ox0 * sw - s.pad_w, (o.cols - 1) * sw + (kw - 1) * dw + 1, s.h, s.w};
@@ -41,7 +41,7 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
 
   T* staged = pf::dynamic_shared<T>();  // [images][in_rows][pitch][cs]
   // [taps][w_pitch], then [cs] (cs elements of T are 32 bytes: the floats start aligned)
-  const int w_pitch = detail::nhwc_weight_pitch(cs);
+  constexpr int w_pitch = detail::nhwc_weight_pitch(cs);
   float* w_s = reinterpret_cast<float*>(staged + t.images * t.plane_stride);
   float* b_s = w_s + taps * w_pitch;
   stage_nhwc_weights(w_s, b_s, weight, bias, gr, taps, w_pitch, s.rotate_filter, tid, threads);

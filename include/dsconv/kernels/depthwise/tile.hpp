@@ -60,6 +60,14 @@ struct tile_origin {
   }
 };
 
+// Channels an NHWC block takes: 32 bytes of them (a sector per pixel). A compile-time constant
+// in the kernels, so that staged offsets and weight rows fold into instruction immediates
+// instead of holding scalar registers (on AMD a 7x7 filter's would outnumber them).
+template <class T>
+DSCONV_HOST_DEVICE constexpr int nhwc_block_channels() {
+  return static_cast<int>(32 / sizeof(T));
+}
+
 // NHWC weights are staged tap-major, a tap's `channels` floats padded to an odd count of
 // words, so that storing a channel's taps (consecutive threads) meets no bank conflict.
 DSCONV_HOST_DEVICE constexpr int nhwc_weight_pitch(int channels) { return channels + 1; }

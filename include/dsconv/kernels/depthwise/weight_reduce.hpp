@@ -10,15 +10,56 @@
 namespace dsconv {
 namespace detail {
 
-// Taps whose sums a thread keeps in registers at once (K: the specialised square filter's
-// size, 0 for run-time filters): the whole filter up to 5x5; larger or run-time filters take
-// several passes over the block's work, `chunk` taps each. (The planner sizes the block's
-// reduction scratch from the same count.)
-DSCONV_HOST_DEVICE constexpr int weight_chunk_of(int k) { return k != 0 && k * k <= 25 ? k * k : k != 0 ? 25 : 16; }
+// Taps whose sums a thread keeps in registers (K: the specialised square filter's size, 0 for
+// run-time filters): the whole filter up to 5x5; larger specialised filters whole filter rows,
+// 28 taps at most; run-time filters 16 taps. A block takes one pass of that many taps over its
+// work (grid.y: the passes). (The planner sizes the launch and the block's reduction scratch
+// from the same count.)
+DSCONV_HOST_DEVICE constexpr int weight_chunk_of(int k) { return k == 0 ? 16 : k * k <= 25 ? k * k : 28 / k * k; }
 template <int K>
 DSCONV_HOST_DEVICE constexpr int weight_chunk() {
   return weight_chunk_of(K);
 }
+
+// The taps of a block's pass (first .. first + C - 1) as offsets from a window's first staged
+// element: `row` per filter row (times the dilation), `col` per staged column, `phase` per
+// column phase (K and Phases as in window_sum). A specialised filter's passes are whole filter
+// rows: each tap's offset is its row's (a pass's rows past the filter read the last one) plus a
+// compile-time multiple of the steps; a run-time filter's offsets are computed once per
+// block. Taps past the filter read inside the window and their sums are never stored: the loop
+// over a pass's taps then has no per-tap condition (on AMD each would hold a 64-bit lane mask
+// in scalar registers, more than the kernel has).
+template <int K, int Phases, int C>
+struct pass_taps {
+  static constexpr int rows = K != 0 ? C / K : 1;  // filter rows of a specialised filter's pass
+  static_assert(K == 0 || C % K == 0, "a specialised filter's pass is whole filter rows");
+  static_assert(K != 0 || Phases == 1, "run-time filters stage unphased rows");
+  int first;  // the pass's first tap
+  int col, phase;
+  int offset[K != 0 ? rows : C];  // per row of the pass (specialised filters) or per tap
+
+  DSCONV_DEVICE pass_taps(int pass, int taps, int kw, int dw, int row, int col_step, int phase_step)
+      : first(pass * C), col(col_step), phase(phase_step) {
+    if constexpr (K != 0) {
+      const int first_row = K * K == C ? 0 : pass * rows;  // (one pass: the compiler sees the constants)
+      DSCONV_UNROLL
+      for (int r = 0; r < rows; ++r) offset[r] = (first_row + r < K ? first_row + r : K - 1) * row;
+    } else {
+      int ky = first / kw, kx = first - ky * kw;  // (once per block)
+      DSCONV_UNROLL
+      for (int i = 0; i < C; ++i) {
+        offset[i] = first + i < taps ? ky * row + kx * dw * col : 0;  // (run-time filters: unphased rows)
+        if (++kx == kw) kx = 0, ++ky;
+      }
+    }
+  }
+  DSCONV_DEVICE DSCONV_FORCEINLINE int at(int i) const {
+    if constexpr (K != 0)
+      return offset[i / K] + i % K / Phases * col + i % K % Phases * phase;  // (constants once unrolled)
+    else
+      return offset[i];
+  }
+};
 
 // Where a thread sits in its block's warps (computed once per block: the warp width is a
 // run-time value on some platforms, and the callers reduce inside their loops).

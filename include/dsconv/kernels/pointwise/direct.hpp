@@ -36,8 +36,12 @@ void pointwise_direct(detail::gemm_operands g, const T* __restrict__ a, const T*
       for (index_t k = 0; k < g.k; ++k, pa += g.a_k, pb += g.b_k) {
         float x = to_float(platform::load(pa)), y = to_float(platform::load(pb));
         if (pg) {
-          float& gated = g.gate_on_a ? x : y;
-          gated *= detail::activation_gradient(to_float(platform::load(pg)), g.gate_act);
+          // (Not a reference to x or y: one chosen at run time would live in scratch memory.)
+          const float slope = detail::activation_gradient(to_float(platform::load(pg)), g.gate_act);
+          if (g.gate_on_a)
+            x *= slope;
+          else
+            y *= slope;
           pg += gate_step;
         }
         acc += x * y;

@@ -34,12 +34,16 @@ namespace kernels {
 
 // Vectors: as for gemm_tile, for the operand loads (the unit fixes which columns a lane
 // stores; the epilogue makes those vector stores where the output allows, at run time).
-template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit, bool Vectors = true>
+// ElementForm: the tile that moves single elements in its place (void: this one with
+// Vectors false); the dispatcher launches it over its own grid where its size differs.
+template <int BM, int BN, int WARPS_M, int WARPS_N, int MinBlocks, class Unit, bool Vectors = true,
+          class ElementForm = void>
 struct mma_tile {
   using unit = Unit;
   template <class T>
   static constexpr platform::matrix_unit needs = Unit::template needs<T>;
-  using element_form = mma_tile<BM, BN, WARPS_M, WARPS_N, MinBlocks, Unit, false>;
+  using element_form = std::conditional_t<std::is_void<ElementForm>::value,
+                                          mma_tile<BM, BN, WARPS_M, WARPS_N, MinBlocks, Unit, false>, ElementForm>;
   static constexpr int run = 1;  // no output alignment needed for the vector form
   static constexpr int bm = BM, bn = BN, warps_m = WARPS_M, warps_n = WARPS_N, min_blocks = MinBlocks;
   static constexpr int threads = WARPS_M * WARPS_N * Unit::lanes;
