@@ -1,11 +1,12 @@
 // What the planners launch for every depthwise and 1x1 layer of MobileNetV2 and
 // EfficientNet-B0 on each device profile, without running it (host platform, plan-only
-// launches): one CSV row per launch on stdout, with the profile's limits, from which
+// launches) of each pass (forward, backward data, backward weight): one CSV row per launch on
+// stdout, with the profile's limits, from which
 // scripts/kernel_resources.py computes each launch's occupancy with the kernel's compiled
 // registers and static shared memory.
 //
 // Options: --device sm75,sm80,sm90,gfx906,gfx90a  --batch 1,8,32,128  --type float,half,bfloat16
-// --layout nchw,nhwc
+// --layout nchw,nhwc  --pass forward,data,weight
 #include <cstdio>
 #include <stdexcept>
 #include <string>
@@ -28,19 +29,48 @@ struct stand_ins {
 };
 
 template <class T>
-dsconv::status plan(const dsconv_bench::layer& l, int batch, dsconv::layout lay, stand_ins& b) {
+dsconv::status plan(const dsconv_bench::layer& l, dsconv_bench::layer_pass pass, int batch, dsconv::layout lay,
+                    stand_ins& b) {
+  using dsconv_bench::layer_pass;
   const auto as = [](dsconv::device_buffer<float>& buf) { return reinterpret_cast<T*>(buf.data()); };
-  if (l.depthwise())
-    return dsconv::depthwise_forward(l.depthwise_params(batch, lay), as(b.input), as(b.weight), as(b.bias), as(b.output));
+  // The workspace each call may use, so that the heuristics choose as they would for a user.
+  void* workspace = b.workspace.data();
+  if (l.depthwise()) {
+    const dsconv::depthwise_params p = l.depthwise_params(batch, lay);
+    dsconv::depthwise_backward_options options;
+    options.activation_saved = as(b.residual);  // (what the forward saved: read where the layer fuses an activation)
+    switch (pass) {
+      case layer_pass::backward_data:
+        return dsconv::depthwise_backward_data(p, options, as(b.output), as(b.weight), as(b.input));
+      case layer_pass::backward_weight:
+        options.workspace_bytes = dsconv::depthwise_backward_weight_workspace_size<T>(p);
+        options.workspace = workspace;
+        return dsconv::depthwise_backward_weight(p, options, as(b.input), as(b.output), as(b.weight), as(b.bias));
+      default:
+        return dsconv::depthwise_forward(p, as(b.input), as(b.weight), as(b.bias), as(b.output));
+    }
+  }
   const dsconv::pointwise_params p = l.pointwise_params(batch, lay);
-  // The workspace split_k may use, so that the heuristic chooses as it would for a user.
-  dsconv::pointwise_options options;
-  options.workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
-  options.workspace = b.workspace.data();
-  return dsconv::pointwise_forward(p, options, as(b.input), as(b.weight), as(b.bias), l.residual ? as(b.residual) : nullptr,
-                                   as(b.output));
+  dsconv::pointwise_backward_options backward;
+  backward.activation_saved = as(b.residual);
+  switch (pass) {
+    case layer_pass::backward_data:
+      backward.workspace_bytes = dsconv::pointwise_backward_data_workspace_size<T>(p);
+      backward.workspace = workspace;
+      return dsconv::pointwise_backward_data(p, backward, as(b.output), as(b.weight), as(b.input));
+    case layer_pass::backward_weight:
+      backward.workspace_bytes = dsconv::pointwise_backward_weight_workspace_size<T>(p);
+      backward.workspace = workspace;
+      return dsconv::pointwise_backward_weight(p, backward, as(b.input), as(b.output), as(b.weight), as(b.bias));
+    default: {
+      dsconv::pointwise_options options;
+      options.workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
+      options.workspace = workspace;
+      return dsconv::pointwise_forward(p, options, as(b.input), as(b.weight), as(b.bias),
+                                       l.residual ? as(b.residual) : nullptr, as(b.output));
+    }
+  }
 }
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -49,7 +79,7 @@ int main(int argc, char** argv) {
   dsconv::host::set_plan_only(true);
   stand_ins buffers;
   std::printf("device,warp_size,multiprocessors,max_threads_per_multiprocessor,registers_per_multiprocessor,"
-              "shared_per_multiprocessor,shared_reserved_per_block,layer,kind,type,layout,batch,kernel,grid_blocks,"
+              "shared_per_multiprocessor,shared_reserved_per_block,layer,kind,pass,type,layout,batch,kernel,grid_blocks,"
               "block_threads,dynamic_shared_bytes\n");
   for (const std::string& device : options::split(opt.get("device", nullptr, "sm75,sm80,sm90,gfx906,gfx90a"))) {
     if (dsconv::host::set_device(device.c_str()) != dsconv::status::success) {
@@ -60,23 +90,27 @@ int main(int argc, char** argv) {
     for (const auto& l : dsconv_bench::all_layers())
       for (const std::string& batch : options::split(opt.get("batch", nullptr, "1,8,32,128")))
         for (const std::string& type : options::split(opt.get("type", nullptr, "float,half,bfloat16")))
-          for (const std::string& layout : options::split(opt.get("layout", nullptr, "nchw,nhwc"))) {
+          for (const std::string& layout : options::split(opt.get("layout", nullptr, "nchw,nhwc")))
+            for (const std::string& pass_name : options::split(opt.get("pass", nullptr, "forward,data,weight"))) {
             const dsconv::layout lay = layout == "nhwc" ? dsconv::layout::nhwc : dsconv::layout::nchw;
+            const dsconv_bench::layer_pass pass = pass_name == "data"     ? dsconv_bench::layer_pass::backward_data
+                                                  : pass_name == "weight" ? dsconv_bench::layer_pass::backward_weight
+                                                                          : dsconv_bench::layer_pass::forward;
             dsconv::host::traffic_recorder recorder;
             const int n = std::stoi(batch);
-            const dsconv::status s = type == "half"       ? plan<dsconv::half>(l, n, lay, buffers)
-                                     : type == "bfloat16" ? plan<dsconv::bfloat16>(l, n, lay, buffers)
-                                                          : plan<float>(l, n, lay, buffers);
+            const dsconv::status s = type == "half"       ? plan<dsconv::half>(l, pass, n, lay, buffers)
+                                     : type == "bfloat16" ? plan<dsconv::bfloat16>(l, pass, n, lay, buffers)
+                                                          : plan<float>(l, pass, n, lay, buffers);
             if (s != dsconv::status::success) {
-              std::fprintf(stderr, "%s %s batch %d %s %s: %s\n", device.c_str(), l.name().c_str(), n, type.c_str(),
-                           layout.c_str(), dsconv::last_error_detail());
+              std::fprintf(stderr, "%s %s %s batch %d %s %s: %s\n", device.c_str(), l.name().c_str(), pass_name.c_str(), n,
+                           type.c_str(), layout.c_str(), dsconv::last_error_detail());
               return 1;
             }
             for (const auto& launch : recorder.launches())
-              std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu\n", device.c_str(), d.warp_size,
+              std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu\n", device.c_str(), d.warp_size,
                           d.multiprocessor_count, d.max_threads_per_multiprocessor, d.registers_per_multiprocessor,
                           d.shared_memory_per_multiprocessor, d.shared_memory_reserved_per_block, l.name().c_str(),
-                          l.kind.c_str(), type.c_str(), layout.c_str(), n, launch.kernel.c_str(),
+                          l.kind.c_str(), pass_name.c_str(), type.c_str(), layout.c_str(), n, launch.kernel.c_str(),
                           static_cast<unsigned long long>(launch.grid.x) * launch.grid.y * launch.grid.z,
                           launch.block.x * launch.block.y * launch.block.z, launch.shared_bytes);
           }

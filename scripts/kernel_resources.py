@@ -11,12 +11,14 @@ resource report, prints one table and writes it to results/kernel_resources.md.
 
 With --plan-tool (the host build's bench/dsconv_plan_launches; found in build-ci/ or build/
 when not given), it also lists how each kernel is launched for every layer of both networks
-(batches 1, 8, 32, 128; every type and layout) on sm_75, sm_80, sm_90, gfx906 and gfx90a,
+(batches 1, 8, 32, 128; every type and layout; forward, backward data and backward weight) on
+sm_75, sm_80, sm_90, gfx906 and gfx90a,
 and from its registers, static and dynamic shared memory and threads the blocks and warps
 that stay resident per multiprocessor (theoretical occupancy): a summary per kernel and
 device in kernel_resources.md, every launch in occupancy.csv. The depthwise kernels' target
 is 50 % occupancy or 4 resident blocks, where the grid has that many blocks per
-multiprocessor. Exits 1 when a depthwise tiled launch is below that target, when
+multiprocessor (backward launches below it are reported, not yet failed). Exits 1 when a
+depthwise tiled forward launch is below that target, when
 a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma) has no HMMA instruction in its
 SASS for a CUDA target (on sm_75: its half kernels; bf16 and tf32 need sm_80) or no MFMA
 instruction for gfx90a, when another kernel has MFMA, when
@@ -41,6 +43,7 @@ import tempfile
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "tools", "instantiate_kernels.cpp")
 NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
+PTXAS = os.path.join(os.path.dirname(NVCC), "ptxas")
 
 
 def demangle(names):
@@ -57,15 +60,20 @@ def short_name(demangled):
     return name
 
 
-def kernel_bodies(cmd, kernel_start, kernel_end):
-    """Compiles with `cmd` to a text listing on stdout and splits it into kernels: {mangled name:
-    lines}, a kernel's lines running from a kernel_start match (group 1: the name) to a
-    kernel_end match (or the next kernel)."""
-    listing = subprocess.run(cmd, capture_output=True, text=True)
-    if listing.returncode != 0:
-        sys.exit(f"{' '.join(cmd[:2])} failed:\n{listing.stderr}")
+def compile_listing(cmd):
+    """Runs a compiler: (stdout, stderr), or exits with its errors."""
+    run = subprocess.run(cmd, capture_output=True, text=True)
+    if run.returncode != 0:
+        sys.exit(f"{' '.join(cmd[:2])} failed:\n{run.stderr}")
+    return run.stdout, run.stderr
+
+
+def kernel_bodies(listing, kernel_start, kernel_end):
+    """Splits a compiler's text listing into kernels: {mangled name: lines}, a kernel's lines
+    running from a kernel_start match (group 1: the name) to a kernel_end match (or the next
+    kernel)."""
     bodies, current = {}, None
-    for line in listing.stdout.splitlines():
+    for line in listing.splitlines():
         m = re.match(kernel_start, line)
         if m:
             current = bodies.setdefault(m.group(1), [])
@@ -107,13 +115,11 @@ PTX_LOAD_128 = (r"^\s*(?:@!?%p\d+\s+)?(?:ld\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v
 PTX_LABEL, PTX_BRANCH = r"^(\$L__BB\d+_\d+):", r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+)"
 
 
-def ptx_counts(arch):
-    """Per kernel (mangled name) in the PTX for `arch`: mma.sync, divisions (all, in loops) and
+def ptx_counts(ptx):
+    """Per kernel (mangled name) in a PTX listing: mma.sync, divisions (all, in loops) and
     128-bit global loads."""
-    cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"), SOURCE,
-           "-o", "-"]
     counts = {}
-    for name, body in kernel_bodies(cmd, r".*\.entry\s+(\w+)", None).items():
+    for name, body in kernel_bodies(ptx, r".*\.entry\s+(\w+)", None).items():
         counts[name] = {"mma": sum("mma.sync" in line for line in body),
                         "division": division_counts(body, PTX_DIVISION, PTX_LABEL, PTX_BRANCH),
                         "load128": sum(bool(re.search(PTX_LOAD_128, line)) for line in body)}
@@ -148,16 +154,19 @@ def hmma_counts(cubin_path):
 
 
 def cuda_rows(arch):
+    """The kernels' rows for a CUDA target: nvcc compiles the source to PTX once (read for
+    mma.sync, divisions and 128-bit loads), ptxas that PTX to a cubin (registers, shared
+    memory and spills from its report, HMMA from the cubin), as nvcc itself would."""
     with tempfile.TemporaryDirectory() as tmp:
-        cubin = os.path.join(tmp, "kernels.cubin")
-        cmd = [NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-Xptxas", "-v", "-I", os.path.join(ROOT, "include"),
-               "-cubin", SOURCE, "-o", cubin]
-        log = subprocess.run(cmd, capture_output=True, text=True)
-        if log.returncode != 0:
-            sys.exit(f"nvcc failed:\n{log.stderr}")
+        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(tmp, "kernels.cubin")
+        compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
+                         SOURCE, "-o", ptx_path])
+        with open(ptx_path) as f:
+            ptx = ptx_counts(f.read())
+        _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
         hmma = hmma_counts(cubin)
     rows, current = [], None
-    for line in log.stderr.splitlines():
+    for line in report.splitlines():
         m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
         if m:
             current = {"mangled": m.group(1), "target": m.group(2), "spill": 0, "smem": 0}
@@ -173,41 +182,21 @@ def cuda_rows(arch):
             current["registers"] = m.group(1)
             s = re.search(r"(\d+) bytes smem", line)
             current["smem"] = int(s.group(1)) if s else 0
-    ptx = ptx_counts(arch)
     for r in rows:
         r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0}))
         r["hmma"] = hmma.get(r["mangled"], 0)
     return rows
 
 
-def hip_counts(arch):
-    """Per kernel (mangled name) for `arch`: MFMA instructions (v_mfma_*) and 128-bit global loads
-    in the device assembly, and divisions (all, in loops) in the LLVM IR (the assembly expands
-    each into a long sequence)."""
+def hip_rows(arch):
+    """The kernels' rows for a HIP target: one compile to device assembly with the compiler's
+    resource remarks (registers, LDS, spills; MFMA and 128-bit global loads in the assembly),
+    one to LLVM IR for the divisions (the assembly expands each into a long sequence)."""
     base = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-S",
             "-I", os.path.join(ROOT, "include"), SOURCE, "-o", "-"]
-    counts = {}
-    for name, body in kernel_bodies(base, r"^(_Z\w+):", r"^\.Lfunc_end").items():
-        counts[name] = {"mfma": sum(line.strip().startswith("v_mfma") for line in body),
-                        "load128": sum(line.strip().startswith("global_load_dwordx4") for line in body),
-                        "division": (0, 0)}
-    ir = kernel_bodies(base[:-3] + ["-emit-llvm"] + base[-3:], r"^define .*@(_Z\w+)\(", r"^}")
-    for name, body in ir.items():
-        if name in counts:
-            counts[name]["division"] = division_counts(
-                body, r"= (?:udiv|sdiv|urem|srem)(?: exact)? i(?:32|64) %[\w.]+, %[\w.]+", r"^([\w.]+):",
-                r"label %([\w.]+)(?=[^!]*!llvm\.loop)")  # loop back edges carry !llvm.loop
-    return counts
-
-
-def hip_rows(arch):
-    cmd = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "-Rpass-analysis=kernel-resource-usage",
-           "-I", os.path.join(ROOT, "include"), "-c", SOURCE, "-o", os.devnull]
-    log = subprocess.run(cmd, capture_output=True, text=True)
-    if log.returncode != 0:
-        sys.exit(f"hipcc failed:\n{log.stderr}")
+    assembly, remarks = compile_listing(base[:-5] + ["-Rpass-analysis=kernel-resource-usage"] + base[-5:])
     rows, current = [], None
-    for line in log.stderr.splitlines():
+    for line in remarks.splitlines():
         m = re.search(r"remark: Function Name: (\w+)", line)
         if m:
             current = {"mangled": m.group(1), "target": arch, "spill": 0, "smem": 0}
@@ -222,7 +211,17 @@ def hip_rows(arch):
             m = re.search(r"remark:\s+" + pattern, line)
             if m:
                 current[key] = int(m.group(1))
-    counts = hip_counts(arch)
+    counts = {}
+    for name, body in kernel_bodies(assembly, r"^(_Z\w+):", r"^\.Lfunc_end").items():
+        counts[name] = {"mfma": sum(line.strip().startswith("v_mfma") for line in body),
+                        "load128": sum(line.strip().startswith("global_load_dwordx4") for line in body),
+                        "division": (0, 0)}
+    ir, _ = compile_listing(base[:-3] + ["-emit-llvm"] + base[-3:])
+    for name, body in kernel_bodies(ir, r"^define .*@(_Z\w+)\(", r"^}").items():
+        if name in counts:
+            counts[name]["division"] = division_counts(
+                body, r"= (?:udiv|sdiv|urem|srem)(?: exact)? i(?:32|64) %[\w.]+, %[\w.]+", r"^([\w.]+):",
+                r"label %([\w.]+)(?=[^!]*!llvm\.loop)")  # loop back edges carry !llvm.loop
     for r in rows:
         r["registers"] = f"{r.get('vgpr', '?')} v + {r.get('sgpr', '?')} s"
         r["spill"] = r.get("sgpr_spill", 0) + r.get("vgpr_spill", 0) + r.get("scratch", 0)
@@ -275,12 +274,13 @@ def occupancy_tables(rows, plan_tool, out_dir):
     listing = subprocess.run([plan_tool], capture_output=True, text=True)
     if listing.returncode != 0:
         sys.exit(f"{plan_tool} failed:\n{listing.stderr}")
-    # (the registry's names omit default template arguments: Vectors = true of the tiles)
-    key = lambda name: name.replace(" ", "").replace(",true>", ">")
+    # (the registry's names omit default template arguments: Vectors = true and ElementForm =
+    # void of the tiles)
+    key = lambda name: name.replace(" ", "").replace(",void>", ">").replace(",true>", ">")
     by_build = {(key(r["kernel"]), TARGETS[r["target"]]["profile"]): r for r in rows if r["target"] in TARGETS}
     summary, unknown = collections.OrderedDict(), set()
     with open(os.path.join(out_dir, "occupancy.csv"), "w") as out:
-        out.write("device,layer,type,layout,batch,kernel,block_threads,dynamic_shared_bytes,grid_blocks,"
+        out.write("device,layer,pass,type,layout,batch,kernel,block_threads,dynamic_shared_bytes,grid_blocks,"
                   "resident_blocks,limited_by,occupancy,grid_blocks_per_multiprocessor,meets_target\n")
         for launch in csv.DictReader(io.StringIO(listing.stdout)):
             name = launch["kernel"].replace("kernels::", "")
@@ -294,28 +294,34 @@ def occupancy_tables(rows, plan_tool, out_dir):
             in_grid = -(-int(launch["grid_blocks"]) // int(launch["multiprocessors"]))
             # The target asks for 50 % or 4 blocks, where the grid has them.
             meets = occupancy >= 0.5 or blocks >= min(4, in_grid)
-            out.write(f"{launch['device']},{launch['layer']},{launch['type']},{launch['layout']},{launch['batch']},"
+            forward = launch.get("pass", "forward") == "forward"
+            out.write(f"{launch['device']},{launch['layer']},{launch['pass']},{launch['type']},{launch['layout']},{launch['batch']},"
                       f"\"{name}\",{launch['block_threads']},{launch['dynamic_shared_bytes']},{launch['grid_blocks']},"
                       f"{blocks},{limit},{occupancy:.3f},{in_grid},{int(meets)}\n")
             s = summary.setdefault((name, row["target"]), {"launches": 0, "min_blocks": blocks, "min_occ": occupancy,
-                                                          "limits": collections.Counter(), "below": 0})
+                                                          "limits": collections.Counter(), "below": 0,
+                                                          "below_backward": 0})
             s["launches"] += 1
             s["min_blocks"] = min(s["min_blocks"], blocks)
             s["min_occ"] = min(s["min_occ"], occupancy)
             s["limits"][limit] += 1
-            s["below"] += not meets
+            s["below" if forward else "below_backward"] += not meets
     for name in sorted(unknown):
         print(f"launched but not in the resource table: {name}", file=sys.stderr)
     lines = ["| kernel | target | launches | resident blocks (min) | occupancy (min) | limited by | below target |",
              "|---|---|---|---|---|---|---|"]
+    tiled = lambda name: name.startswith("depthwise_n")
     for (name, target), s in sorted(summary.items()):
         limits = ", ".join(f"{k} {v}" for k, v in s["limits"].most_common())
         lines.append(f"| {name} | {target} | {s['launches']} | {s['min_blocks']} | {100 * s['min_occ']:.0f} % | {limits} | "
-                     f"{s['below'] if name.startswith('depthwise_n') else '-'} |")
-    below = sum(s["below"] for (name, _), s in summary.items() if name.startswith("depthwise_n"))
+                     f"{s['below'] + s['below_backward'] if tiled(name) else '-'} |")
+    below = sum(s["below"] for (name, _), s in summary.items() if tiled(name))
+    below_backward = sum(s["below_backward"] for (name, _), s in summary.items() if tiled(name))
     launches = sum(s["launches"] for s in summary.values())
     note = (f"{launches} launches of {len(summary)} kernel builds as planned for every layer; "
-            f"{below} depthwise tiled launches below 50 % occupancy and 4 resident blocks (where the grid has them); "
+            f"{below} depthwise tiled forward launches below 50 % occupancy and 4 resident blocks (where the grid has "
+            f"them); {below_backward} backward ones (reported, not yet a failure: the backward kernels' occupancy "
+            f"work is open); "
             f"{len(unknown)} launched kernels missing from the resource table")
     return lines, note, bool(unknown), below
 
@@ -398,7 +404,8 @@ def main():
     if plan_tool:
         occupancy, note, missing, below_target = occupancy_tables(rows, plan_tool, args.out)
         text += ("\n## Occupancy as launched\n\nPer kernel and target, over its launches for every layer of both "
-                 "networks (batch 1, 8, 32, 128; every type and layout) as the planners make them: the fewest "
+                 "networks (batch 1, 8, 32, 128; every type and layout; forward and both backward passes) as the "
+                 "planners make them: the fewest "
                  "blocks a multiprocessor keeps resident (by threads, registers, static + dynamic shared memory "
                  "and the block limit), the lowest theoretical occupancy, what limits it, and for the depthwise "
                  "tiled kernels the launches below 50 % and 4 resident blocks where the grid has 4 blocks per "
