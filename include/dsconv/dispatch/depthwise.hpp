@@ -63,19 +63,11 @@ template <class T>
 status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s, const depthwise_plan& plan, const T* input,
                             gate_tensor<T> gate, const T* weight, const T* bias, T* output, T* pre_activation,
                             stream_t stream) {
-  platform::launch_config cfg;
-  cfg.block = platform::dims{depthwise_block_threads, 1, 1};
-  cfg.grid = plan.grid;
-  cfg.shared_bytes = plan.shared_bytes;
-  cfg.stream = stream;
-  if (p.data_layout == layout::nchw) {
-    cfg.name = "depthwise_nchw_tiled";
-    return platform::launch(tiled_kernel<nchw_tiled_family, T>(p), cfg, s, plan.tile, input, gate, weight, bias, output,
-                            pre_activation);
-  }
-  cfg.name = "depthwise_nhwc_tiled";
-  return platform::launch(tiled_kernel<nhwc_tiled_family, T>(p), cfg, s, plan.tile, input, gate, weight, bias, output,
-                          pre_activation);
+  if (p.data_layout == layout::nchw)
+    return platform::launch(tiled_kernel<nchw_tiled_family, T>(p), plan.launch("depthwise_nchw_tiled", stream), s, plan.tile,
+                            input, gate, weight, bias, output, pre_activation);
+  return platform::launch(tiled_kernel<nhwc_tiled_family, T>(p), plan.launch("depthwise_nhwc_tiled", stream), s, plan.tile,
+                          input, gate, weight, bias, output, pre_activation);
 }
 
 }  // namespace detail

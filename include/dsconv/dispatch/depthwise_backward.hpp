@@ -129,12 +129,8 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
       return detail::launch_forward_tiled(q, rotated, plan, grad_output, gate, weight, static_cast<const T*>(nullptr),
                                           grad_input, static_cast<T*>(nullptr), stream);
     }
-    platform::launch_config cfg;
-    cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
-    cfg.grid = plan.grid;
-    cfg.shared_bytes = plan.shared_bytes;
-    cfg.stream = stream;
-    cfg.name = nchw ? "depthwise_nchw_backward_data" : "depthwise_nhwc_backward_data";
+    const platform::launch_config cfg =
+        plan.launch(nchw ? "depthwise_nchw_backward_data" : "depthwise_nhwc_backward_data", stream);
     return nchw ? platform::launch(detail::transposed_kernel<detail::nchw_backward_data_family, T>(p), cfg, shape, plan.tile,
                                    grad_output, gate, weight, grad_input)
                 : platform::launch(detail::transposed_kernel<detail::nhwc_backward_data_family, T>(p), cfg, shape, plan.tile,
@@ -174,12 +170,8 @@ status depthwise_backward_weight(const depthwise_params& p, const depthwise_back
     if (!detail::plan_backward_weight(p, nchw, dev, input, options.workspace ? options.workspace_bytes : 0, plan))
       return detail::invalid(status::unsupported_variant, "depthwise backward weight", "no launch plan for the chosen variant");
     if (plan.items.groups > 1) plan.items.partial = static_cast<float*>(options.workspace);
-    platform::launch_config cfg;
-    cfg.block = platform::dims{detail::depthwise_block_threads, 1, 1};
-    cfg.grid = plan.tile.grid;
-    cfg.shared_bytes = plan.tile.shared_bytes;
-    cfg.stream = stream;
-    cfg.name = nchw ? "depthwise_nchw_backward_weight" : "depthwise_nhwc_backward_weight";
+    const platform::launch_config cfg =
+        plan.tile.launch(nchw ? "depthwise_nchw_backward_weight" : "depthwise_nhwc_backward_weight", stream);
     const status launched =
         nchw ? platform::launch(detail::tiled_kernel<detail::nchw_backward_weight_family, T>(p), cfg, shape, plan.tile.tile,
                                 plan.items, input, grad_output, gate, grad_weight, grad_bias)

@@ -24,6 +24,17 @@ struct depthwise_plan {
   depthwise_tile tile{};
   platform::dims grid;
   std::size_t shared_bytes = 0;
+
+  // The launch of one of the tiled kernels (all take depthwise_block_threads) over this plan.
+  platform::launch_config launch(const char* name, stream_t stream) const {
+    platform::launch_config cfg;
+    cfg.block = platform::dims{depthwise_block_threads, 1, 1};
+    cfg.grid = grid;
+    cfg.shared_bytes = shared_bytes;
+    cfg.stream = stream;
+    cfg.name = name;
+    return cfg;
+  }
 };
 
 inline long long ceil_div(long long a, long long b) { return (a + b - 1) / b; }

@@ -113,11 +113,11 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
     });
   };
   // The planner checked that rows are a multiple of the vector and the source is 16-byte
-  // aligned, so no vector crosses a row or a plane.
-  if (t.vector == 4) {
-    stage_vector(std::integral_constant<int, 4>{});
-  } else if (t.vector == 8) {
-    stage_vector(std::integral_constant<int, 8>{});
+  // aligned, so no vector crosses a row or a plane. (Its vectors are 16 bytes of T or single
+  // elements: only that width is compiled, which keeps the kernels' registers down.)
+  constexpr int v16 = static_cast<int>(16 / sizeof(T));
+  if (t.vector == v16) {
+    stage_vector(std::integral_constant<int, v16>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads, [&](const auto& at) {
       const index_t off = offset(at);
