@@ -17,8 +17,8 @@
 #             written to OUT/environment.md; every other step records it too)
 #   build     configure and build the tests, examples and benchmarks as CUDA for the GPU's own
 #             architecture (nvidia-smi's compute capability; else CMake's "native")
-#   test      ctest on the GPU (every variant of every operation against the reference), and
-#             the examples
+#   test      dsconv_tests on the GPU (every variant of every operation against the reference;
+#             each test case a process, --jobs at a time), and the examples where built
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck, in parallel, over test
 #             cases chosen by tag (one Catch2 test case per process, in the order of --tags,
 #             while the budget lasts); fails on any report
@@ -348,13 +348,60 @@ require_built() {
   [ -x "$build/$1" ] || die "$build/$1 is missing: run scripts/gpu_check.sh build first"
 }
 
-# The programs find the cuDNN they were built with first, then the CUDA toolkit's runtime
-# (where the system's loader configuration lacks it).
+# The programs find the cuDNN they were built with first (else the one this machine has, for
+# a build made elsewhere), Google Benchmark in the gathered folder, then the CUDA toolkit's
+# runtime (where the system's loader configuration lacks it).
 runtime_env() {
-  local lib home
+  local lib dir="" home root multiarch
   lib=$(sed -n 's/^DSCONV_CUDNN_LIBRARY:FILEPATH=//p' "$build/CMakeCache.txt" 2>/dev/null || true)
+  if [ -n "$lib" ] && [ -e "$lib" ]; then
+    dir=$(dirname "$lib")
+  elif root=$(find_cudnn_root) && lib=$(find_cudnn_library "$root"); then
+    dir=$(dirname "$lib")
+  fi
+  multiarch=$(gcc -print-multiarch 2>/dev/null || echo x86_64-linux-gnu)
+  [ -d "$deps/lib/$multiarch" ] && dir="${dir:+$dir:}$deps/lib/$multiarch"
   home=$(cuda_home || true)
-  export LD_LIBRARY_PATH="${lib:+$(dirname "$lib"):}${home:+$home/lib64:$home/lib:}${LD_LIBRARY_PATH:-}"
+  export LD_LIBRARY_PATH="${dir:+$dir:}${home:+$home/lib64:$home/lib:}${LD_LIBRARY_PATH:-}"
+}
+
+# One test program's Catch2 test cases, one process each, $jobs at a time (the references run
+# on the host, so the cases share the cores while the GPU takes their kernels); a line per case
+# (result, seconds, name) in $logs/test/cases.tsv, the output of the failed ones in failed.log.
+run_test_cases() {  # program deadline
+  local program=$1 deadline=$2 dir=$logs/test name i=0 running=0
+  rm -rf "$dir"
+  mkdir -p "$dir/parts"
+  { "$program" --list-test-names-only || true; } | awk 'NF' > "$dir/cases.txt"  # Catch2 2 exits with the count
+  [ -s "$dir/cases.txt" ] || die "$program lists no test case"
+  while IFS= read -r name; do
+    i=$((i + 1))
+    if [ "$running" -ge "$jobs" ]; then wait -n || true; running=$((running - 1)); fi
+    (
+      start=$(now) rc=0 result=passed
+      left=$((deadline - start))
+      if [ "$budget" -gt 0 ] && [ "$left" -lt 5 ]; then
+        printf 'not run (budget)\t0\t%s\n' "$name" > "$dir/parts/$i.tsv"; exit 0
+      fi
+      timeout -k 10 "$((budget > 0 ? left : 3600))" "$program" --use-colour no --warn NoTests \
+        "$(catch_spec "$name")" > "$dir/parts/$i.out" 2>&1 || rc=$?
+      case $rc in
+        0) ;;
+        124|137) result="stopped (budget)" ;;
+        77) result="no GPU" ;;
+        *) result="FAILED (exit $rc)" ;;
+      esac
+      printf '%s\t%s\t%s\n' "$result" "$(($(now) - start))" "$name" > "$dir/parts/$i.tsv"
+      [ "$result" = passed ] && rm -f "$dir/parts/$i.out"
+    ) &
+    running=$((running + 1))
+  done < "$dir/cases.txt"
+  wait
+  cat $(ls "$dir"/parts/*.tsv | sort -V) > "$dir/cases.tsv"
+  : > "$dir/failed.log"
+  for i in $(ls "$dir"/parts/*.out 2>/dev/null | sort -V); do
+    { echo "### $(cut -f3 "${i%.out}.tsv")"; tail -n 120 "$i"; } >> "$dir/failed.log"
+  done
 }
 
 step_test() {
@@ -362,22 +409,39 @@ step_test() {
   require_built tests/dsconv_tests
   write_environment >/dev/null
   runtime_env
-  local rc=0 ex log=$logs/test.log
-  say "ctest on $(gpu_value name)"
-  (cd "$build" && ctest --output-on-failure --timeout "$((budget > 0 ? budget : 3600))") > "$log" 2>&1 || rc=$?
-  for ex in quick_start mobilenet_v2_block; do
-    echo "=== example $ex" >> "$log"
-    "$build/examples/$ex" >> "$log" 2>&1 || { echo "example $ex exited with $?" >> "$log"; rc=1; }
+  local rc=0 ex log=$logs/test.log deadline passed total
+  say "dsconv_tests on $(gpu_value name): each test case a process, $jobs at a time"
+  deadline=$(($(now) + budget))
+  run_test_cases "$build/tests/dsconv_tests" "$deadline"
+  total=$(grep -c . "$logs/test/cases.tsv" || true)
+  passed=$(cut -f1 "$logs/test/cases.tsv" | grep -c '^passed$' || true)
+  {
+    echo "# dsconv_tests on $(gpu_value name)"
+    echo
+    cut -f1 "$logs/test/cases.tsv" | sort | uniq -c | sed 's/^ */- /'
+    echo
+    echo "| test case | seconds | result |"
+    echo "|---|---|---|"
+    awk -F'\t' '{ printf "| %s | %s | %s |\n", $3, $2, $1 }' "$logs/test/cases.tsv"
+  } > "$out/test.md"
+  [ "$passed" -eq "$total" ] || rc=1
+  cat "$logs/test/failed.log" > "$log"
+  for ex in tests/readme_example examples/quick_start examples/mobilenet_v2_block; do
+    if [ ! -x "$build/$ex" ]; then
+      echo "=== $ex: not built here (not run)" >> "$log"
+      continue
+    fi
+    echo "=== $ex" >> "$log"
+    "$build/$ex" >> "$log" 2>&1 || { echo "$ex exited with $?" >> "$log"; rc=1; }
   done
-  grep -qE '\*\*\*(Not Run|Skipped)' "$log" && { echo "a test was skipped: no usable GPU?" >> "$log"; rc=1; }
-  tail -n 400 "$log" > "$out/test.log"
-  grep -E 'tests passed|tests failed|Total Test time|test cases|assertions' "$log" | sed 's/^/  /' || true
+  head -c 400000 "$log" > "$out/test.log"
+  say "$passed of $total test cases passed"
   if [ "$rc" -ne 0 ]; then
-    tail -40 "$log"
-    record_step test failed "see test.log"
+    grep -h '^### \|exited with' "$log" | head -20
+    record_step test failed "$passed of $total test cases passed; see test.md, test.log"
     die "tests failed (log: $out/test.log)"
   fi
-  record_step test ok "$(grep -E 'tests passed' "$log" | head -1)"
+  record_step test ok "$passed of $total test cases passed"
   say "tests passed"
 }
 
@@ -394,15 +458,17 @@ catch_spec() {
 # One tool over the listed test cases, one process each, until the deadline; a line per case
 # (result, seconds, name) in $logs/sanitize/<tool>.tsv, the output of the runs that were not
 # clean in <tool>.log.
-sanitize_tool() {  # tool sanitizer names-file deadline
-  local tool=$1 sanitizer=$2 names=$3 deadline=$4 tsv=$logs/sanitize/$1.tsv name start rc result case_log
+sanitize_tool() {  # tool sanitizer names-file deadline worker workers
+  local tool=$1 sanitizer=$2 names=$3 deadline=$4 worker=$5 workers=$6
+  local tsv=$logs/sanitize/parts/$1.$5.tsv log=$logs/sanitize/parts/$1.$5.log name start rc result case_log
   local -a extra
   read -r -a extra <<< "${DSCONV_SANITIZER_ARGS:-}"
   : > "$tsv"
-  : > "$logs/sanitize/$tool.log"
+  : > "$log"
   local i=0
   while IFS= read -r name; do
     i=$((i + 1))
+    [ $((i % workers)) -eq "$worker" ] || continue  # this worker's share of the cases
     start=$(now)
     if [ "$budget" -gt 0 ] && [ $((deadline - start)) -lt 15 ]; then
       printf 'not run (budget)\t0\t%s\n' "$name" >> "$tsv"
@@ -428,7 +494,7 @@ sanitize_tool() {  # tool sanitizer names-file deadline
     fi
     printf '%s\t%s\t%s\n' "$result" "$(($(now) - start))" "$name" >> "$tsv"
     if [ "$result" != clean ]; then
-      { echo "### $tool: $name: $result"; head -n 150 "$case_log"; } >> "$logs/sanitize/$tool.log"
+      { echo "### $tool: $name: $result"; head -n 150 "$case_log"; } >> "$log"
     fi
   done < "$names"
 }
@@ -436,13 +502,13 @@ sanitize_tool() {  # tool sanitizer names-file deadline
 step_sanitize() {
   require_gpu
   require_built tests/dsconv_tests
-  local sanitizer dir=$logs/sanitize names tag tool deadline pids=() failed=0 skipped clean
+  local sanitizer dir=$logs/sanitize names tag tool deadline pids=() failed=0 skipped clean workers w
   local -a tool_list
   read -r -a tool_list <<< "${tools//,/ }"
   sanitizer=$(find_tool compute-sanitizer) || die "compute-sanitizer not found (PATH or the CUDA toolkit)"
   runtime_env
   rm -rf "$dir"
-  mkdir -p "$dir"
+  mkdir -p "$dir/parts"
   names=$dir/cases.txt
   # The test cases of each tag, in the order of the tags, each once.
   for tag in ${tags//,/ }; do
@@ -452,11 +518,22 @@ step_sanitize() {
   [ -s "$names" ] || die "no test case has the tags $tags"
   deadline=$(($(now) + budget))
   say "$(wc -l < "$names") test cases (tags $tags) under ${tool_list[*]} in parallel, budget $budget s"
+  # Several processes per tool where there are cores for them (the tools are slow on the
+  # host side), each taking every workers-th case.
+  workers=$((jobs / ${#tool_list[@]}))
+  [ "$workers" -ge 1 ] || workers=1
+  say "$workers processes per tool"
   for tool in "${tool_list[@]}"; do
-    sanitize_tool "$tool" "$sanitizer" "$names" "$deadline" &
-    pids+=($!)
+    for ((w = 0; w < workers; w++)); do
+      sanitize_tool "$tool" "$sanitizer" "$names" "$deadline" "$w" "$workers" &
+      pids+=($!)
+    done
   done
   for pid in "${pids[@]}"; do wait "$pid" || failed=1; done
+  for tool in "${tool_list[@]}"; do
+    cat "$dir/parts/$tool".*.tsv > "$dir/$tool.tsv"
+    cat "$dir/parts/$tool".*.log > "$dir/$tool.log"
+  done
   {
     echo "# compute-sanitizer over dsconv_tests on $(gpu_value name)"
     echo
