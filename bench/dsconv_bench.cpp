@@ -20,7 +20,7 @@
 //   selection options, its default slice: kernel_bench/selection.hpp).
 // dsconv_bench's own options (kernel_bench/selection.hpp) narrow what is registered:
 //   --model, --input, --kind, --pass (forward|backward|all, default all), --batch, --type,
-//   --layout, --all.
+//   --layout, --all; --variant forces a dsconv variant in every case (a variant sweep).
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
@@ -88,6 +88,7 @@ bool flag_set(const std::vector<char*>& args, const char* name) {
 int main(int argc, char** argv) try {
   const dsconv_bench::options opt(argc, argv);
   const dsconv_bench::selection sel = dsconv_bench::parse_selection(opt);
+  dsconv_bench::forced_variant() = opt.get("variant", "DSCONV_VARIANT", "");
   std::vector<char*> user(argv + 1, argv + argc);
   const bool listing = flag_set(user, "benchmark_list_tests");
 

@@ -10,6 +10,11 @@
 //   --type float,half,bfloat16                 DSCONV_TYPE
 //   --layout nchw,nhwc                         DSCONV_LAYOUT
 //   --all                                      DSCONV_BENCH_ALL=1
+// and one that changes what dsconv runs (not the grid):
+//   --variant NAME                             DSCONV_VARIANT (every dsconv case forces that
+//                                              variant, e.g. gemm_small; a case whose operation
+//                                              has no such variant, or that the variant cannot
+//                                              run, reports an error)
 // Without any of them every case is registered. On the host platform a run (not a listing)
 // without them and without --benchmark_filter covers only the default host slice, because
 // emulated kernels are slow; --all runs everything.
@@ -46,7 +51,7 @@ struct selection {
   }
 };
 
-inline const char* const selection_options[] = {"model", "input", "kind", "pass", "batch", "type", "layout", "all"};
+inline const char* const selection_options[] = {"model", "input", "kind", "pass", "batch", "type", "layout", "all", "variant"};
 
 inline selection parse_selection(const options& opt) {
   selection s;
