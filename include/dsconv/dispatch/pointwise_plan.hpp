@@ -163,22 +163,27 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
   }
 }
 
-// The heuristic: the largest GEMM tile whose grid still gives every multiprocessor a block
-// (tiles read each operand a few times at most), on tensor cores where they can take the
-// type; when even the small tile leaves multiprocessors idle (batch 1, small maps, the
-// squeeze-excitation matrix-vector products, and the backward weight pass, whose C is the
-// small weight matrix), a warp per output spreads the work over the whole device instead, or,
-// for wider products with a long K and the caller's workspace, split_k gives the small tiles'
-// blocks a slice of K each.
+// The heuristic: the small GEMM tile wherever its grid gives every multiprocessor a block, on
+// tensor cores where they can take the type; when even the small tile leaves multiprocessors
+// idle (batch 1, small maps, the squeeze-excitation matrix-vector products, and the backward
+// weight pass, whose C is the small weight matrix), a warp per output spreads the work over
+// the whole device instead, or, for wider products with a long K and the caller's workspace,
+// split_k gives the small tiles' blocks a slice of K each.
+// The large tiles are never chosen: on an H100 they ran slower than the small ones on 232 of
+// the 256 forward 1x1 layer cases at batch 32 and 128 (geometric mean 1.64x, up to 6.2x), and
+// won the other 24 by at most 1.4x (results/gpu/sweep.md). With the small tiles chosen, the
+// median per-layer speedup over cuDNN at batch 128 went from 0.68x to 1.00x (MobileNetV2) and
+// 0.75x to 0.85x (EfficientNet-B0) there (results/gpu/after).
+// Each holds one block per multiprocessor (the SIMT tile's ~180 registers a thread), so it
+// cannot hide its loads' latency behind another block's arithmetic; the small ones keep two
+// or more resident. They stay available as forced variants.
 template <class T>
 pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, const platform::device_properties& dev,
                                    std::size_t workspace_bytes) {
   const bool mma = mma_usable<T>(p, dev);
-  const pointwise_variant large = mma ? pointwise_variant::mma_large : pointwise_variant::gemm_large;
   const pointwise_variant small = mma ? pointwise_variant::mma_small : pointwise_variant::gemm_small;
   platform::dims grid;
   const long long sms = dev.multiprocessor_count;
-  if (plan_variant<T>(large, pass, p, dev, grid) && static_cast<long long>(grid.volume()) >= sms) return large;
   const bool small_fits = plan_variant<T>(small, pass, p, dev, grid);
   if (small_fits && static_cast<long long>(grid.volume()) >= sms) return small;
   // warp_dot's lanes split K: only where both operands are contiguous along K are its reads
