@@ -34,6 +34,12 @@
 #             _backward_data and _backward_weight for the gradients, from OUT/bench/*.json.gz
 #             (scripts/report.py; needs no GPU; without matplotlib only the tables)
 #   all       build, test, sanitize, bench (until every chunk is done), report
+#   pack      (development machine, after `build --arch NN` there: nvcc builds for any GPU
+#             without one) the programs the GPU steps run, dsconv_tests and dsconv_bench with
+#             the build's CMakeCache.txt, compressed into PACK (default gpu-pack/programs.tar.xz,
+#             ignored by git; it travels with deps/), so that a GPU lease spends no time
+#             building; checks that the travelling tree stays under 64 MiB
+#   unpack    (GPU machine) PACK into the build folder; then run test, sanitize, bench, report
 # Options (environment variables in brackets):
 #   --out DIR            results folder [DSCONV_GPU_OUT], default results/gpu
 #   --build DIR          build folder [DSCONV_GPU_BUILD], default build-gpu
@@ -48,6 +54,7 @@
 #   --repetitions N      benchmark repetitions (the report takes the median), default 3
 #   --min-time SECONDS   benchmark time per repetition, default 0.02
 #   --fresh              bench: discard earlier chunks instead of continuing them
+#   --pack FILE          pack, unpack: the archive [DSCONV_GPU_PACK], default gpu-pack/programs.tar.xz
 #   --tools LIST         sanitize: compute-sanitizer tools, default memcheck,racecheck,synccheck
 #   --tags LIST          sanitize: Catch2 tags in priority order, default
 #                        shapes,platform,tf32,split_k,misaligned,epilogue,network
@@ -60,9 +67,9 @@ script_args=("$@")
 
 step=${1:-}
 case "$step" in
-  env|build|test|sanitize|bench|report|all) shift ;;
+  env|build|test|sanitize|bench|report|all|pack|unpack) shift ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|report|all [options] (--help)" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|report|all|pack|unpack [options] (--help)" >&2; exit 2 ;;
 esac
 
 out=${DSCONV_GPU_OUT:-results/gpu}
@@ -82,6 +89,7 @@ fresh=0
 tools=memcheck,racecheck,synccheck
 tags=shapes,platform,tf32,split_k,misaligned,epilogue,network
 chunk_cap=128
+pack=${DSCONV_GPU_PACK:-gpu-pack/programs.tar.xz}
 while [ $# -gt 0 ]; do
   opt=$1
   case "$opt" in
@@ -105,6 +113,7 @@ while [ $# -gt 0 ]; do
     --min-time) min_time=$2 ;;
     --tools) tools=$2 ;;
     --tags) tags=$2 ;;
+    --pack) pack=$2 ;;
     *) echo "gpu_check: unknown option $opt" >&2; exit 2 ;;
   esac
   shift 2
@@ -116,6 +125,7 @@ mkdir -p "$out"
 out=$(cd "$out" && pwd)
 case "$build" in /*) ;; *) build=$root/$build ;; esac
 case "$deps" in /*) ;; *) deps=$root/$deps ;; esac
+case "$pack" in /*) ;; *) pack=$root/$pack ;; esac
 logs=$build/gpu_check_logs
 [ "$step" = report ] || [ "$step" = env ] || mkdir -p "$logs"
 python=${PYTHON:-python3}
@@ -724,6 +734,45 @@ step_report() {
   [ -f "$out/clocks.csv" ] && notes+=(--clocks "$out/clocks.csv")
   "$py" scripts/report.py "${files[@]}" --out "$out" "${notes[@]}"
   say "report: $out/bench.md; the folder holds $(du -sh "$out" | cut -f1) in $(find "$out" -type f | wc -l) files"
+}
+
+# The programs the GPU steps run, and the cache that names the cuDNN they were linked with
+# (runtime_env falls back to the GPU machine's own where that path does not exist there).
+packed_programs=(CMakeCache.txt tests/dsconv_tests bench/dsconv_bench)
+
+step_pack() {
+  local f tree_bytes deps_bytes pack_bytes
+  for f in "${packed_programs[@]}"; do
+    [ -f "$build/$f" ] || die "$build/$f is missing: run scripts/gpu_check.sh build --arch NN here first"
+  done
+  grep -q '^DSCONV_BACKEND:[A-Z]*=cuda$' "$build/CMakeCache.txt" || die "$build is not a CUDA build"
+  mkdir -p "$(dirname "$pack")"
+  git -C "$root" check-ignore -q "$pack" || say "warning: $pack is not ignored by git (.gitignore)"
+  say "packing ${packed_programs[*]} of $build (CUDA architectures $(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt"))"
+  tar cf - -C "$build" "${packed_programs[@]}" | xz -6 -T0 > "$pack.tmp"
+  mv "$pack.tmp" "$pack"
+  tree_bytes=$(git -C "$root" ls-files -z --cached --others --exclude-standard |
+    (cd "$root" && xargs -0 -r stat -c %s -- 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
+  deps_bytes=$(find "$deps" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
+  pack_bytes=$(stat -c %s "$pack")
+  awk -v t="$tree_bytes" -v d="$deps_bytes" -v p="$pack_bytes" 'BEGIN {
+    m = 1048576
+    printf "travelling tree: %.1f MiB (sources %.1f, deps %.1f, pack %.1f), limit 64 MiB\n", (t + d + p) / m, t / m, d / m, p / m
+  }'
+  [ $((tree_bytes + deps_bytes + pack_bytes)) -le $((64 * 1048576)) ] || die "the tree that travels exceeds 64 MiB"
+  say "packed into $pack: carry it and deps/ to the GPU machine, run the unpack step there"
+}
+
+step_unpack() {
+  [ -f "$pack" ] || die "$pack is missing: run scripts/gpu_check.sh pack on the development machine"
+  mkdir -p "$build"
+  xz -dc "$pack" | tar xf - -C "$build"
+  runtime_env
+  "$build/tests/dsconv_tests" --list-test-names-only > /dev/null || true
+  "$build/bench/dsconv_bench" --benchmark_list_tests > /dev/null ||
+    { ldd "$build/bench/dsconv_bench" | grep -i 'not found' || true; die "dsconv_bench does not start here"; }
+  say "unpacked into $build: programs for CUDA architectures" \
+    "$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt") (this GPU: $(detect_arch))"
 }
 
 step_all() {
