@@ -33,7 +33,13 @@
 #             copy bandwidth), roofline.png for the forward pass and the same charts with
 #             _backward_data and _backward_weight for the gradients, from OUT/bench/*.json.gz
 #             (scripts/report.py; needs no GPU; without matplotlib only the tables)
-#   all       build, test, sanitize, bench (until every chunk is done), report
+#   all       build, test, sanitize, bench (until every chunk is done), sweep, report
+#   sweep     every variant of each operation forced in turn (dsconv_bench --variant) on every
+#             case of --batch/--type/--layout/--pass, dsconv alone (no baseline: fast), each
+#             variant's JSON gzipped in OUT/sweep/; the report step then sets them beside
+#             bench.csv in OUT/sweep.md (scripts/sweep_report.py): where the heuristic's choice
+#             is not the fastest variant. Keeps to --budget (default 240 s) and continues
+#             where it stopped when run again
 #   pack      (development machine, after `build --arch NN` there: nvcc builds for any GPU
 #             without one) the programs the GPU steps run, dsconv_tests and dsconv_bench with
 #             the build's CMakeCache.txt, compressed into PACK (default gpu-pack/programs.tar.xz,
@@ -67,9 +73,9 @@ script_args=("$@")
 
 step=${1:-}
 case "$step" in
-  env|build|test|sanitize|bench|report|all|pack|unpack) shift ;;
+  env|build|test|sanitize|bench|sweep|report|all|pack|unpack) shift ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|report|all|pack|unpack [options] (--help)" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|all|pack|unpack [options] (--help)" >&2; exit 2 ;;
 esac
 
 out=${DSCONV_GPU_OUT:-results/gpu}
@@ -119,7 +125,7 @@ while [ $# -gt 0 ]; do
   shift 2
 done
 if [ -z "$budget" ]; then
-  case "$step" in sanitize) budget=300 ;; bench) budget=480 ;; *) budget=540 ;; esac
+  case "$step" in sanitize) budget=300 ;; bench) budget=480 ;; sweep) budget=240 ;; *) budget=540 ;; esac
 fi
 mkdir -p "$out"
 out=$(cd "$out" && pwd)
@@ -147,7 +153,7 @@ record_step() {  # name result detail
     echo
     echo "| step | result | time | detail |"
     echo "|---|---|---|---|"
-    for s in build test sanitize bench; do
+    for s in build test sanitize bench sweep; do
       awk -F'\t' -v s="$s" '$1 == s { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' "$f"
     done
   } > "$out/steps.md"
@@ -718,6 +724,57 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
   say "all $total chunks done: results in $dir"
 }
 
+# The variants dsconv_bench --variant takes, per operation (dsconv::to_string of each).
+sweep_variants() {  # kind: dw or pw
+  case "$1" in
+    dw) echo direct nchw_tiled nhwc_tiled ;;
+    pw) echo direct gemm_large gemm_small warp_dot mma_large mma_small split_k ;;
+  esac
+}
+
+step_sweep() {
+  require_gpu
+  require_built bench/dsconv_bench
+  write_environment >/dev/null
+  runtime_env
+  local bin=$build/bench/dsconv_bench dir=$out/sweep kind v f start deadline rc done_count=0 left=0
+  local sel=("--batch=$batches" "--type=$types" "--layout=$layouts" "--pass=$passes")
+  mkdir -p "$dir"
+  start=$(now)
+  deadline=$((start + budget))
+  # A sweep of another grid starts afresh.
+  printf '%s\n' "${sel[@]}" > "$logs/sweep_selection.txt"
+  if [ "$fresh" -eq 1 ] || ! cmp -s "$logs/sweep_selection.txt" "$dir/selection.txt"; then
+    rm -f "$dir"/*.json.gz
+    cp "$logs/sweep_selection.txt" "$dir/selection.txt"
+  fi
+  for kind in dw pw; do
+    for v in $(sweep_variants "$kind"); do
+      f=$dir/$kind-$v.json.gz
+      [ -f "$f" ] && { done_count=$((done_count + 1)); continue; }
+      if [ "$budget" -gt 0 ] && [ $((deadline - $(now))) -lt 20 ]; then left=$((left + 1)); continue; fi
+      rc=0
+      timeout -k 10 "$((budget > 0 ? deadline - $(now) : 3600))" "$bin" "${sel[@]}" --kind="$kind" --variant="$v" \
+        --benchmark_filter=/dsconv/ --benchmark_repetitions="$repetitions" --benchmark_min_time="$min_time" \
+        --benchmark_display_aggregates_only=true --benchmark_out="$logs/sweep.json" --benchmark_out_format=json \
+        > "$logs/sweep-$kind-$v.log" 2>&1 || rc=$?
+      if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then left=$((left + 1)); continue; fi
+      # A forced variant that cannot run a case reports an error for that case: expected.
+      "$python" -c 'import json, sys; json.load(open(sys.argv[1]))' "$logs/sweep.json" 2>/dev/null ||
+        { tail -5 "$logs/sweep-$kind-$v.log"; die "dsconv_bench --variant=$v wrote no complete JSON (exit $rc)"; }
+      gzip -9 -c "$logs/sweep.json" > "$f"
+      done_count=$((done_count + 1))
+      say "$kind $v done ($(($(now) - start)) s)"
+    done
+  done
+  record_step sweep "$([ "$left" -eq 0 ] && echo ok || echo incomplete)" "$done_count variants swept, $left left"
+  if [ "$left" -gt 0 ]; then
+    say "incomplete: $left variants left; run the sweep step again to continue"
+    exit 3
+  fi
+  say "every variant swept: $dir"
+}
+
 step_report() {
   local py="" p files=()
   for p in "${PYTHON:-}" python3 /usr/bin/python3; do
@@ -733,6 +790,13 @@ step_report() {
   [ -f "$out/steps.md" ] && notes+=(--notes "$out/steps.md")
   [ -f "$out/clocks.csv" ] && notes+=(--clocks "$out/clocks.csv")
   "$py" scripts/report.py "${files[@]}" --out "$out" "${notes[@]}"
+  shopt -s nullglob
+  files=("$out"/sweep/*.json.gz)
+  shopt -u nullglob
+  if [ ${#files[@]} -gt 0 ]; then
+    "$py" scripts/sweep_report.py "${files[@]}" --bench-csv "$out/bench.csv" --out "$out/sweep.md" > /dev/null
+    say "variant sweep: $out/sweep.md"
+  fi
   say "report: $out/bench.md; the folder holds $(du -sh "$out" | cut -f1) in $(find "$out" -type f | wc -l) files"
 }
 
@@ -777,10 +841,10 @@ step_unpack() {
 
 step_all() {
   local status=0 s rc
-  for s in build test sanitize bench report; do
+  for s in build test sanitize bench sweep report; do
     rc=0
-    if [ "$s" = bench ]; then
-      "$root/scripts/gpu_check.sh" bench "${script_args[@]:1}" --budget 0 || rc=$?
+    if [ "$s" = bench ] || [ "$s" = sweep ]; then
+      "$root/scripts/gpu_check.sh" "$s" "${script_args[@]:1}" --budget 0 || rc=$?
     else
       "$root/scripts/gpu_check.sh" "$s" "${script_args[@]:1}" || rc=$?
     fi

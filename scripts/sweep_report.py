@@ -39,8 +39,13 @@ def main():
     for path in a.json:
         d = load(path)
         device = device or d.get("context", {}).get("dsconv_device", "")
-        for b in d.get("benchmarks", []):
-            if b.get("aggregate_name") != "median" or b.get("error_occurred"):
+        # The median over repetitions; a single repetition has no aggregates: its own time.
+        runs = d.get("benchmarks", [])
+        with_median = {b["run_name"] for b in runs if b.get("aggregate_name") == "median"}
+        for b in runs:
+            if b.get("error_occurred") or "label" not in b:
+                continue
+            if b.get("aggregate_name") != "median" and (b["run_name"] in with_median or b.get("run_type") != "iteration"):
                 continue
             op, shape, batch, typ, lay = b["run_name"].split("/")[:5]
             forced[(op, shape, int(batch[1:]), typ, lay)][variant_of(b["label"])] = b["real_time"]
