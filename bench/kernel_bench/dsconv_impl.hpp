@@ -1,7 +1,8 @@
 #pragma once
 // dsconv itself as a benchmark implementation: the public entry point of the case's pass with
-// the heuristic's variant, or the one dsconv_bench --variant forces. The forward runs on the layer's activation (and residual, for 1x1
-// layers that have one); the backward passes are the plain calls (no activation).
+// the heuristic's variant, or the one dsconv_bench --variant forces. The forward runs on the
+// layer's activation (and residual, for 1x1 layers that have one); the backward passes without
+// activation.
 
 #include <cstddef>
 #include <string>
@@ -93,19 +94,17 @@ class dsconv_impl {
   }
 
   dsconv::status can_implement() const {
-    const auto dw_auto = dw_variant_;
-    const auto pw_auto = pw_variant_;
     const bool dw = c_.l.depthwise();
     switch (c_.pass) {
       case layer_pass::forward:
-        return dw ? dsconv::can_implement<T>(dw_auto, c_.depthwise())
-                  : dsconv::can_implement<T>(pw_auto, c_.pointwise());
+        return dw ? dsconv::can_implement<T>(dw_variant_, c_.depthwise())
+                  : dsconv::can_implement<T>(pw_variant_, c_.pointwise());
       case layer_pass::backward_data:
-        return dw ? dsconv::can_implement_backward_data<T>(dw_auto, c_.depthwise())
-                  : dsconv::can_implement_backward_data<T>(pw_auto, c_.pointwise());
+        return dw ? dsconv::can_implement_backward_data<T>(dw_variant_, c_.depthwise())
+                  : dsconv::can_implement_backward_data<T>(pw_variant_, c_.pointwise());
       case layer_pass::backward_weight:
-        return dw ? dsconv::can_implement_backward_weight<T>(dw_auto, c_.depthwise())
-                  : dsconv::can_implement_backward_weight<T>(pw_auto, c_.pointwise());
+        return dw ? dsconv::can_implement_backward_weight<T>(dw_variant_, c_.depthwise())
+                  : dsconv::can_implement_backward_weight<T>(pw_variant_, c_.pointwise());
     }
     return dsconv::status::success;
   }

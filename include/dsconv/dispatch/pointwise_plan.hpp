@@ -174,9 +174,10 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
 // won the other 24 by at most 1.4x (results/gpu/sweep.md). With the small tiles chosen, the
 // median per-layer speedup over cuDNN at batch 128 went from 0.68x to 1.00x (MobileNetV2) and
 // 0.75x to 0.85x (EfficientNet-B0) there (results/gpu/after).
-// Each holds one block per multiprocessor (the SIMT tile's ~180 registers a thread), so it
-// cannot hide its loads' latency behind another block's arithmetic; the small ones keep two
-// or more resident. They stay available as forced variants.
+// Each large tile fits one block per multiprocessor by registers (SIMT: ~180 a thread; tensor
+// cores: 140-176 a thread at 256 threads, on sm_90), so a block's loads wait with no other
+// block's arithmetic to hide them; the small tiles keep two or three resident. The large
+// tiles stay available as forced variants.
 template <class T>
 pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, const platform::device_properties& dev,
                                    std::size_t workspace_bytes) {
