@@ -151,6 +151,12 @@ const depthwise_shape_case odd_shapes[] = {
     {"kernel as large as the input",            2,   4,   5,   6,   5,   6,   1,   1,   0,   0,   1,   1,   1},
     {"many channels, small map",                1, 130,   3,   4,   3,   3,   1,   1,   1,   1,   1,   1,   1},
     {"kernel 5, stride 2, 4x5 map, pad 2",      3,  17,   4,   5,   5,   5,   2,   2,   2,   2,   1,   1,   1},
+    // Planes of whole 32-byte sectors in every type: NCHW weight blocks of one channel (the
+    // small maps above take blocks of several channels).
+    {"kernel 5, 16x16 map, pad 2",              1,   3,  16,  16,   5,   5,   1,   1,   2,   2,   1,   1,   1},
+    {"kernel 5, stride 2, 16x16 map, pad 2",    1,   3,  16,  16,   5,   5,   2,   2,   2,   2,   1,   1,   1},
+    {"kernel 7, 16x16 map, pad 3",              1,   3,  16,  16,   7,   7,   1,   1,   3,   3,   1,   1,   1},
+    {"kernel 7, stride 2, 16x16 map, pad 3",    1,   3,  16,  16,   7,   7,   2,   2,   3,   3,   1,   1,   1},
 };
 // clang-format on
 

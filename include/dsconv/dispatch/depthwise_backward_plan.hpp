@@ -176,12 +176,44 @@ bool plan_backward_data(const depthwise_params& p, bool nchw, const platform::de
   return nchw ? plan_nchw_backward_data(p, dev, grad_output, out) : plan_nhwc_backward_data(p, dev, grad_output, out);
 }
 
+// NCHW weight gradient of whole small planes (one band per map) whose input or output plane is
+// not whole 32-byte sectors: blocks of G consecutive channels (kernels/depthwise/
+// nchw_backward_weight.hpp), so that no two blocks read a sector of the same tensor. G is the
+// channel count that makes both planes whole sectors, at most 8 (a power of two that divides
+// the block's threads and is at most a warp) and at most the channels; each block takes G times
+// fewer images, staging about as many input planes as the one-channel plan (`d`), plus their dz
+// planes. Both kinds of staged plane are spaced 32 / G floats apart modulo the 32 banks, and a
+// row's outputs take row_slots threads of their channel, a multiple of 32 / G, so that a
+// warp's threads of each channel read consecutive words of one row and the G channels' threads
+// (t % G) distinct banks. Returns the dz plane stride (0: `d` keeps one channel per block).
+template <class T>
+int group_small_planes(const depthwise_params& p, depthwise_plan& d) {
+  depthwise_tile& t = d.tile;
+  const int oh = p.out_h(), ow = p.out_w();
+  if (t.rows != oh) return 0;  // bands of a large map: its planes are many sectors
+  const long long in_group = 32 / gcd(32, static_cast<long long>(p.h) * p.w * static_cast<long long>(sizeof(T)));
+  const long long out_group = 32 / gcd(32, static_cast<long long>(oh) * ow * static_cast<long long>(sizeof(T)));
+  long long g = in_group > out_group ? in_group : out_group;
+  g = g < 8 ? g : 8;
+  g = g < p.c ? g : power_of_two_below(p.c);
+  if (g <= 1) return 0;
+  const long long bank_step = shared_banks / g;
+  auto spaced = [&](long long floats) { return floats + ((bank_step - floats % shared_banks) % shared_banks + shared_banks) % shared_banks; };
+  const long long x_plane = spaced(t.plane_stride), dz_plane = spaced(static_cast<long long>(oh) * ow);
+  t.channels = static_cast<int>(g);
+  t.images = t.images / g > 1 ? static_cast<int>(t.images / g) : 1;
+  t.plane_stride = static_cast<int>(x_plane);
+  t.row_slots = static_cast<int>(round_up(ow, bank_step));
+  d.shared_bytes = static_cast<std::size_t>(g * t.images * (x_plane + dz_plane)) * sizeof(float);
+  return static_cast<int>(dz_plane);
+}
+
 // The weight gradient's launch: the forward's tiles as items of its blocks.
 struct weight_plan {
-  depthwise_plan tile;         // the forward's (NCHW: one channel per tile); grid and shared memory of the launch
+  depthwise_plan tile;         // the forward's (NCHW: one channel per tile, or G of small planes); grid and shared memory of the launch
   weight_items items;          // partial: set by the launcher
-  long long channel_blocks;    // tiles across the channels: channels (NCHW) or channel groups (NHWC)
-  long long item_count;        // items of one channel (group): image groups x tiles of the map
+  long long channel_blocks;    // blocks across the channels: channel groups (NCHW: of 1 or G)
+  long long item_count;        // items of one channel group: image groups x tiles of the map
   index_t workspace_bytes;     // the partial sums of items.groups > 1 blocks per channel (group)
 };
 
@@ -196,7 +228,8 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
   const long long passes = ceil_div(taps, chunk);  // grid.y: a block's taps (weight_reduce.hpp)
-  out.channel_blocks = nchw ? p.c : ceil_div(p.c, d.tile.channels);
+  out.items.dz_plane = nchw ? group_small_planes<T>(p, d) : 0;
+  out.channel_blocks = ceil_div(p.c, d.tile.channels);
   out.item_count = static_cast<long long>(d.grid.y) * ceil_div(p.n, d.tile.images);
   // Spread: as many blocks per channel and pass as give every multiprocessor two blocks.
   long long groups = ceil_div(2LL * dev.multiprocessor_count, out.channel_blocks * passes);
@@ -214,7 +247,7 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   d.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(passes), 1};
   // The block's reduction reuses its staged memory: at least its scratch.
   const long long warps = depthwise_block_threads / static_cast<unsigned>(dev.warp_size);
-  const std::size_t scratch = static_cast<std::size_t>(warps * (nchw ? 1 : d.tile.channels) * (chunk + 1)) * sizeof(float);
+  const std::size_t scratch = static_cast<std::size_t>(warps * d.tile.channels * (chunk + 1)) * sizeof(float);
   if (d.shared_bytes < scratch) d.shared_bytes = scratch;
   return true;
 }
@@ -230,6 +263,10 @@ struct nhwc_backward_data_family {
 template <class T, int K, int S>
 struct nchw_backward_weight_family {
   static constexpr auto kernel = &kernels::depthwise_nchw_backward_weight<T, K, S>;
+};
+template <class T, int K, int S>
+struct nchw_grouped_weight_family {
+  static constexpr auto kernel = &kernels::depthwise_nchw_grouped_weight<T, K, S>;
 };
 template <class T, int K, int S>
 struct nhwc_backward_weight_family {

@@ -8,9 +8,14 @@
 // tap's staged input into per-thread sums; after its items it adds the sums over its threads
 // in a fixed order (weight_reduce.hpp) and stores the channel's gradient, or, where the items
 // are spread over several blocks (with the caller's workspace, so that batch 1 fills the
-// device too), its partial sums for depthwise_weight_reduce. Filters up to 5x5 keep every
-// tap's sum in registers; the taps of larger ones are split into passes (weight_chunk), one
-// per block row of the grid (grid.y), each over all of the items. Multiplier 1.
+// device too), its partial sums for depthwise_weight_reduce.
+// Small planes that do not fill whole 32-byte sectors (7x7, 14x14) would have neighbouring
+// channels' blocks read the sectors they share: there a block takes G = tile.channels
+// consecutive channels (a power of two), whose planes are contiguous, stages their dz planes
+// too (coalesced across the channels), and thread t sums channel t % G from shared memory.
+// Filters up to 5x5 keep every tap's sum in registers; the taps of larger ones are split into
+// passes (weight_chunk), one per block row of the grid (grid.y), each over all of the items.
+// Multiplier 1.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -28,16 +33,21 @@ struct weight_items {
   int per_block;     // items a block takes, in order
   int groups;        // blocks per channel (group): grid.x = channel groups * groups
   float* partial;    // [groups][channels][taps + 1] where groups > 1, else nullptr
+  int dz_plane;      // NCHW blocks of several channels (tile.channels > 1): the staged stride of
+                     // a dz plane (floats); 0 otherwise
 };
 }  // namespace detail
 
 namespace kernels {
 
-template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
-void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
-                                    const T* __restrict__ input, const T* __restrict__ grad_output,
-                                    detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
+// The body of both kernels below: Grouped, the blocks of G = t.channels channels of small
+// planes (dz staged); else one channel per block (dz read from global memory). Two kernels,
+// so that each compiles only its own path (both in one left gfx9 short of scalar registers).
+template <class T, int K, int S, bool Grouped>
+DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_shape s, detail::depthwise_tile t,
+                                                           detail::weight_items items, const T* __restrict__ input,
+                                                           const T* __restrict__ grad_output, detail::gate_tensor<T> gate,
+                                                           T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
   namespace pf = platform;
   constexpr int C = detail::weight_chunk<K>();
   const detail::window_geometry<K, S> win(s);
@@ -48,10 +58,12 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
   const int pitch = t.row_stride, plane_stage = t.plane_stride, phase_pitch = pitch / phases;
   float* staged = pf::dynamic_shared<float>();
 
-  // This block's channel (tiles of one channel) and its items: item i is band i % bands of
+  // This block's channels (G = t.channels from c0) and its items: item i is band i % bands of
   // image group i / bands, walked without dividing.
-  const int channel = static_cast<int>(pf::block_idx().x) / items.groups;  // (once per block)
-  const int group = static_cast<int>(pf::block_idx().x) - channel * items.groups;
+  const int channel_group = static_cast<int>(pf::block_idx().x) / items.groups;  // (once per block)
+  const int group = static_cast<int>(pf::block_idx().x) - channel_group * items.groups;
+  const int G = Grouped ? t.channels : 1, c0 = channel_group * G;
+  const int g = tid & (G - 1), channel = c0 + g;  // the channel whose sums this thread keeps
   const int bands = (s.out_h + t.rows - 1) / t.rows, image_groups = (s.n + t.images - 1) / t.images;
   const int first = group * items.per_block;
   const int last = first + items.per_block < bands * image_groups ? first + items.per_block : bands * image_groups;
@@ -65,44 +77,84 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
   DSCONV_UNROLL
   for (int i = 0; i < C; ++i) sums[i] = 0.f;
   int band = first_band, image_group = first_image_group;
+  float* dz_staged = staged + G * t.images * plane_stage;  // (Grouped) the channels' dz planes after their inputs
+  const int slot0 = tid / G, slot_step = threads / G;       // (once per block)
   for (int item = first; item < last; ++item) {
-    const nchw_planes pl(t, s.c, s.n, channel, image_group * t.images);
+    const nchw_planes pl(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
     const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
     stage_nchw_band<phases>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t, tid, threads);
+    if constexpr (Grouped) {
+      // The channels' whole dz planes (one band per map here), [plane][out_h * out_w] at
+      // dz_plane apart: per image one contiguous range, read in order.
+      detail::for_each_strided<3>(pl.i_count * pl.g_count * static_cast<int>(out_plane), {pl.g_count, static_cast<int>(out_plane)},
+                                  tid, threads, [&](const auto& at) {
+        const index_t off = (static_cast<index_t>(pl.b0 + at.outer()) * s.c + c0 + at[0]) * out_plane + at[1];
+        const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off),
+                                                         pf::load_vec<1>(gate.saved + off), gate.act)[0]
+                                    : to_float(pf::load(grad_output + off));
+        pf::shared_store(dz_staged + (at.outer() * pl.g_count + at[0]) * items.dz_plane + at[1], dz);
+      });
+    }
     pf::sync_threads();
-    // dz of every output of the item, threads in the forward's order (rows in row slots).
-    detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, tid, threads, [&](const auto& at) {
-      const int bi = at.outer(), oy = at[0], ox = at[1];
-      if (ox >= s.out_w) return;
-      const index_t off = (static_cast<index_t>(pl.b0 + bi) * s.c + channel) * out_plane +
-                          static_cast<index_t>(oy0 + oy) * s.out_w + ox;
-      const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
-                                                       gate.act)[0]
-                                  : to_float(pf::load(grad_output + off));
-      if (first_tap == 0) bias += dz;
-      const float* window = staged + bi * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
-      DSCONV_UNROLL
-      for (int i = 0; i < C; ++i) sums[i] += dz * pf::shared_load(window + pass.at(i));
-    });
+    // This thread's channel's outputs, threads in the forward's order (rows in row slots; with
+    // G channels a G-th of the threads each, row slots a multiple of 32 / G so that a warp's
+    // threads of one channel share a row); dz from the staged planes, or read once from global
+    // memory (coalesced) for one channel.
+    if (g < pl.g_count)
+      detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, slot0, slot_step,
+                                  [&](const auto& at) {
+        const int bi = at.outer(), plane = bi * pl.g_count + g, oy = at[0], ox = at[1];
+        if (ox >= s.out_w) return;
+        float dz;
+        if constexpr (Grouped) {
+          dz = pf::shared_load(dz_staged + plane * items.dz_plane + oy * s.out_w + ox);
+        } else {
+          const index_t off = (static_cast<index_t>(pl.b0 + bi) * s.c + channel) * out_plane +
+                              static_cast<index_t>(oy0 + oy) * s.out_w + ox;
+          dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
+                                                gate.act)[0]
+                          : to_float(pf::load(grad_output + off));
+        }
+        if (first_tap == 0) bias += dz;
+        const float* window = staged + plane * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
+        DSCONV_UNROLL
+        for (int i = 0; i < C; ++i) sums[i] += dz * pf::shared_load(window + pass.at(i));
+      });
     pf::sync_threads();  // before the next item's staging
     if (++band == bands) band = 0, ++image_group;
   }
-  detail::reduce_chunk<C>(sums, bias, staged, 1, wp, tid, threads);
-  for (int i = tid; i <= C; i += threads) {
-    const int tap = first_tap + i;
-    if (i < C && tap >= taps) continue;
-    if (i == C && first_tap != 0) continue;
-    const float v = pf::shared_load(staged + i);
+  // Each channel's sums (threads with ids equal modulo G) at staged[g][i].
+  detail::reduce_chunk<C>(sums, bias, staged, G, wp, tid, threads);
+  for (int j = tid; j < G * (C + 1); j += threads) {
+    const int jg = j / (C + 1), i = j - jg * (C + 1), c = c0 + jg, tap = first_tap + i;  // (once per value)
+    if (c >= s.c || (i < C && tap >= taps) || (i == C && first_tap != 0)) continue;
+    const float v = pf::shared_load(staged + j);
     const bool is_bias = i == C;
     if (items.partial) {
-      pf::store(items.partial + (static_cast<index_t>(group) * s.c + channel) * (taps + 1) + (is_bias ? taps : tap), v);
+      pf::store(items.partial + (static_cast<index_t>(group) * s.c + c) * (taps + 1) + (is_bias ? taps : tap), v);
     } else if (is_bias) {
-      if (grad_bias) pf::store(grad_bias + channel, from_float<T>(v));
+      if (grad_bias) pf::store(grad_bias + c, from_float<T>(v));
     } else {
-      pf::store(grad_weight + static_cast<index_t>(channel) * taps + tap, from_float<T>(v));
+      pf::store(grad_weight + static_cast<index_t>(c) * taps + tap, from_float<T>(v));
     }
   }
+}
+
+template <class T, int K, int S>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
+                                    const T* __restrict__ input, const T* __restrict__ grad_output,
+                                    detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
+  nchw_weight_gradient<T, K, S, false>(s, t, items, input, grad_output, gate, grad_weight, grad_bias);
+}
+
+template <class T, int K, int S>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+void depthwise_nchw_grouped_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
+                                   const T* __restrict__ input, const T* __restrict__ grad_output,
+                                   detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
+  nchw_weight_gradient<T, K, S, true>(s, t, items, input, grad_output, gate, grad_weight, grad_bias);
 }
 
 }  // namespace kernels
