@@ -198,7 +198,8 @@ int group_small_planes(const depthwise_params& p, depthwise_plan& d) {
   g = g < p.c ? g : power_of_two_below(p.c);
   if (g <= 1) return 0;
   const long long bank_step = shared_banks / g;
-  auto spaced = [&](long long floats) { return floats + ((bank_step - floats % shared_banks) % shared_banks + shared_banks) % shared_banks; };
+  // The next stride at or above `floats` that is bank_step modulo the banks.
+  auto spaced = [&](long long floats) { return floats + (bank_step - floats % shared_banks + shared_banks) % shared_banks; };
   const long long x_plane = spaced(t.plane_stride), dz_plane = spaced(static_cast<long long>(oh) * ow);
   t.channels = static_cast<int>(g);
   t.images = t.images / g > 1 ? static_cast<int>(t.images / g) : 1;
@@ -210,7 +211,7 @@ int group_small_planes(const depthwise_params& p, depthwise_plan& d) {
 
 // The weight gradient's launch: the forward's tiles as items of its blocks.
 struct weight_plan {
-  depthwise_plan tile;         // the forward's (NCHW: one channel per tile, or G of small planes); grid and shared memory of the launch
+  depthwise_plan tile;         // the forward's (NCHW: one channel, or G of small planes); the launch's grid and shared memory
   weight_items items;          // partial: set by the launcher
   long long channel_blocks;    // blocks across the channels: channel groups (NCHW: of 1 or G)
   long long item_count;        // items of one channel group: image groups x tiles of the map
