@@ -1,0 +1,193 @@
+"""dsconv's depthwise and 1x1 convolutions as differentiable PyTorch functions.
+
+Both behave like ``torch.nn.functional.conv2d`` (depthwise: ``groups`` = input channels, any
+channel multiplier; 1x1: stride 1, no padding, one group) and differentiate with respect to the
+input, the weight and the bias through dsconv's backward kernels. Tensors of float32, float16 or
+bfloat16; a channels_last input runs dsconv's NHWC kernels, any other its NCHW kernels, and the
+output and the gradients come back in the input's memory format. ``activation`` (none, relu,
+relu6, silu, sigmoid, hardswish) is applied in the convolution's epilogue, and its gradient as
+the backward reads the output's gradient, so training with it needs no separate pass.
+
+Under autocast the functions run in the autocast dtype, as ``conv2d`` does. On torch >= 2.4 the
+operators also carry registered autograd and fake (meta) kernels, so that ``torch.compile``
+traces through them; on older torch an ``autograd.Function`` calls the same operators.
+"""
+
+import torch
+
+from . import _library  # noqa: F401  (loads torch.ops.dsconv)
+
+ACTIVATIONS = ("none", "relu", "relu6", "silu", "sigmoid", "hardswish")
+# The activations whose gradient reads the pre-activation (conv + bias); the others read the output.
+_READS_PRE_ACTIVATION = ("silu", "sigmoid", "hardswish")
+
+_ops = torch.ops.dsconv
+_TORCH_VERSION = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
+REGISTERED_AUTOGRAD = _TORCH_VERSION >= (2, 4)
+
+
+def _pair(v, name):
+    if isinstance(v, int):
+        return [v, v]
+    v = [int(x) for x in v]
+    if len(v) != 2:
+        raise ValueError(f"dsconv: {name} must be an int or a pair, got {v}")
+    return v
+
+
+def _check_activation(activation):
+    if activation not in ACTIVATIONS:
+        raise ValueError(f"dsconv: unknown activation {activation!r} (one of {', '.join(ACTIVATIONS)})")
+
+
+def _autocast(*tensors):
+    """The tensors in the autocast dtype of their device where autocast is on (None stays None)."""
+    device = tensors[0].device.type
+    if device == "cuda" and torch.is_autocast_enabled():
+        dtype = torch.get_autocast_gpu_dtype()
+    elif device == "cpu" and torch.is_autocast_cpu_enabled():
+        dtype = torch.get_autocast_cpu_dtype()
+    else:
+        return tensors
+    return tuple(t.to(dtype) if t is not None and t.is_floating_point() else t for t in tensors)
+
+
+def _saved_for_backward(activation, output, pre_activation):
+    """What the activation's gradient reads: nothing, the output, or the pre-activation."""
+    if activation == "none":
+        return output.new_empty(0)
+    return pre_activation if activation in _READS_PRE_ACTIVATION else output
+
+
+# Autograd of both operators, shared by the registered path (torch >= 2.4) and the
+# autograd.Function one: setup saves what the backward operator reads; backward calls it.
+
+def _setup(ctx, x, weight, bias, activation, result):
+    output, pre_activation = result
+    ctx.activation = activation
+    ctx.has_bias = bias is not None
+    ctx.save_for_backward(x, weight, _saved_for_backward(activation, output, pre_activation))
+
+
+def _input_mask(ctx):
+    needs = ctx.needs_input_grad
+    return [bool(needs[0]), bool(needs[1]), bool(needs[2]) and ctx.has_bias]
+
+
+def _depthwise_setup_context(ctx, inputs, output):
+    x, weight, bias, stride, padding, dilation, activation, _ = inputs
+    ctx.geometry = (stride, padding, dilation)
+    _setup(ctx, x, weight, bias, activation, output)
+
+
+def _depthwise_backward(ctx, grad_output, _grad_pre_activation=None):
+    x, weight, saved = ctx.saved_tensors
+    gx, gw, gb = _ops.depthwise_conv2d_backward(grad_output, x, weight, saved, *ctx.geometry, ctx.activation,
+                                                _input_mask(ctx))
+    return gx, gw, gb, None, None, None, None, None
+
+
+def _pointwise_setup_context(ctx, inputs, output):
+    x, weight, bias, activation, _ = inputs
+    _setup(ctx, x, weight, bias, activation, output)
+
+
+def _pointwise_backward(ctx, grad_output, _grad_pre_activation=None):
+    x, weight, saved = ctx.saved_tensors
+    gx, gw, gb = _ops.pointwise_conv2d_backward(grad_output, x, weight, saved, ctx.activation, _input_mask(ctx))
+    return gx, gw, gb, None, None
+
+
+if REGISTERED_AUTOGRAD:
+    from torch._prims_common import suggest_memory_format as _memory_format  # the operators' rule (ops.hpp)
+
+    def _fake_forward(x, out_channels, out_h, out_w, activation, save_pre_activation):
+        fmt = _memory_format(x)
+        out = x.new_empty((x.shape[0], out_channels, out_h, out_w), memory_format=fmt)
+        pre = x.new_empty((x.shape[0], out_channels, out_h, out_w), memory_format=fmt) \
+            if save_pre_activation and activation in _READS_PRE_ACTIVATION else x.new_empty(0)
+        return out, pre
+
+    def _fake_backward(grad_output, x, weight, mask):
+        fmt = _memory_format(x)
+        return (x.new_empty(x.shape, memory_format=fmt) if mask[0] else None,
+                weight.new_empty(weight.shape) if mask[1] else None,
+                weight.new_empty(weight.shape[0]) if mask[2] else None)
+
+    @torch.library.register_fake("dsconv::depthwise_conv2d")
+    def _(x, weight, bias, stride, padding, dilation, activation, save_pre_activation):
+        def extent(size, k, s, p, d):
+            return (size + 2 * p - d * (k - 1) - 1) // s + 1
+        out_h = extent(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
+        out_w = extent(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])
+        return _fake_forward(x, weight.shape[0], out_h, out_w, activation, save_pre_activation)
+
+    @torch.library.register_fake("dsconv::depthwise_conv2d_backward")
+    def _(grad_output, x, weight, saved, stride, padding, dilation, activation, mask):
+        return _fake_backward(grad_output, x, weight, mask)
+
+    @torch.library.register_fake("dsconv::pointwise_conv2d")
+    def _(x, weight, bias, activation, save_pre_activation):
+        return _fake_forward(x, weight.shape[0], x.shape[2], x.shape[3], activation, save_pre_activation)
+
+    @torch.library.register_fake("dsconv::pointwise_conv2d_backward")
+    def _(grad_output, x, weight, saved, activation, mask):
+        return _fake_backward(grad_output, x, weight, mask)
+
+    torch.library.register_autograd("dsconv::depthwise_conv2d", _depthwise_backward,
+                                    setup_context=_depthwise_setup_context)
+    torch.library.register_autograd("dsconv::pointwise_conv2d", _pointwise_backward,
+                                    setup_context=_pointwise_setup_context)
+
+    def _depthwise(*args):
+        return _ops.depthwise_conv2d(*args)
+
+    def _pointwise(*args):
+        return _ops.pointwise_conv2d(*args)
+else:
+    class _DepthwiseFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            result = _ops.depthwise_conv2d(*inputs)
+            _depthwise_setup_context(ctx, inputs, result)
+            ctx.mark_non_differentiable(result[1])
+            return result
+
+        backward = staticmethod(_depthwise_backward)
+
+    class _PointwiseFunction(torch.autograd.Function):
+        @staticmethod
+        def forward(ctx, *inputs):
+            result = _ops.pointwise_conv2d(*inputs)
+            _pointwise_setup_context(ctx, inputs, result)
+            ctx.mark_non_differentiable(result[1])
+            return result
+
+        backward = staticmethod(_pointwise_backward)
+
+    _depthwise = _DepthwiseFunction.apply
+    _pointwise = _PointwiseFunction.apply
+
+
+def _wants_gradient(*tensors):
+    return torch.is_grad_enabled() and any(t is not None and t.requires_grad for t in tensors)
+
+
+def depthwise_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, activation="none"):
+    """A depthwise convolution: ``F.conv2d(x, weight, bias, stride, padding, dilation, groups=C)``
+    for an input of C channels and a weight of shape [C * multiplier, 1, kh, kw], followed by
+    ``activation``."""
+    _check_activation(activation)
+    x, weight, bias = _autocast(x, weight, bias)
+    save_pre = activation in _READS_PRE_ACTIVATION and _wants_gradient(x, weight, bias)
+    return _depthwise(x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation"),
+                      activation, save_pre)[0]
+
+
+def pointwise_conv2d(x, weight, bias=None, activation="none"):
+    """A 1x1 convolution: ``F.conv2d(x, weight, bias)`` for a weight of shape [C_out, C_in, 1, 1],
+    followed by ``activation``."""
+    _check_activation(activation)
+    x, weight, bias = _autocast(x, weight, bias)
+    save_pre = activation in _READS_PRE_ACTIVATION and _wants_gradient(x, weight, bias)
+    return _pointwise(x, weight, bias, activation, save_pre)[0]
