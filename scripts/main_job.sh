@@ -10,7 +10,12 @@
 # Without one: the kernels on the host platform (CPU) at batch 1 with the 224x224 input, with
 # the global-memory traffic against the minimum (a few minutes on 2 cores), charted in
 # results/layers_traffic.png.
-# Either way the layer check writes results/layers.md and results/layers.csv.
+# Either way the layer check writes results/layers.md and results/layers.csv, and then the
+# model check (scripts/model_check.py) compares torchvision's MobileNetV2 and EfficientNet-B0
+# converted to dsconv with the unconverted networks (outputs, every gradient) and, on a GPU,
+# times their forward and training step against plain PyTorch at batch 1-128 (results/models.md).
+# On a GPU it needs a python3 whose PyTorch has CUDA (DSCONV_PYTHON names another), where it
+# installs the package with pip; --no-models skips it.
 #
 # Usage: scripts/main_job.sh [--model all|mobilenet_v2|efficientnet_b0] [--input 224|32]
 #                            [--kind all|dw|pw] [--batch 1,8] [--type float,half,bfloat16]
@@ -30,10 +35,12 @@ jobs=$(nproc)
 out=${DSCONV_RESULTS:-results}
 check_args=()  # for dsconv_layers
 bench_args=()  # for dsconv_bench, which has no --traffic (a host-platform option)
+models=1
 while [ $# -gt 0 ]; do
   case "$1" in
     --out) out=$2; shift 2 ;;
     --out=*) out=${1#--out=}; shift ;;
+    --no-models) models=0; shift ;;
     --traffic|--device) check_args+=("$1" "$2"); shift 2 ;;
     --traffic=*|--device=*) check_args+=("$1"); shift ;;
     *) check_args+=("$1"); bench_args+=("$1"); shift ;;
@@ -59,12 +66,28 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -
   "$build/bench/dsconv_bench" "${bench_args[@]}" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
     | tee "$out/bench.txt" || status=$?
   "$python" scripts/report.py "$out/bench.json" "$out/layers.csv" --out "$out" || status=$?
+  torch_python=${DSCONV_PYTHON:-python3}
+  if [ "$models" = 1 ] && "$torch_python" -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null; then
+    echo
+    echo "model check: the PyTorch package built with its CUDA kernels, against plain PyTorch"
+    (cd python && MAX_JOBS=$jobs "$torch_python" -m pip install --no-build-isolation --no-deps -q .) || status=$?
+    "$torch_python" scripts/model_check.py --out "$out" || status=$?
+  elif [ "$models" = 1 ]; then
+    echo "model check skipped: no python3 with PyTorch (CUDA) and torchvision (set DSCONV_PYTHON)"
+  fi
 else
   echo "no GPU found: running the kernels on the host platform (CPU)"
   build=build-main
-  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF >/dev/null
-  cmake --build "$build" -j "$jobs" --target dsconv_layers
+  [ "$models" = 1 ] && scripts/install_deps.sh python3-torch python3-torchvision libtorch-dev
+  cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF \
+    -DDSCONV_BUILD_PYTHON=$([ "$models" = 1 ] && echo ON || echo OFF) >/dev/null
+  cmake --build "$build" -j "$jobs" --target dsconv_layers $([ "$models" = 1 ] && echo dsconv_torch_ops)
   "$build/bench/dsconv_layers" --out "$out" "${check_args[@]}" || status=$?
   "$python" scripts/report.py "$out/layers.csv" --out "$out" || status=$?
+  if [ "$models" = 1 ]; then
+    echo
+    echo "model check: converted networks against PyTorch's, on the host platform"
+    PYTHONPATH=python "$python" scripts/model_check.py --out "$out" --device cpu || status=$?
+  fi
 fi
 exit "$status"

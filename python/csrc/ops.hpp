@@ -258,6 +258,74 @@ void check_problem(const char* call, dsconv::pointwise_params p) {
   check_status(call, dsconv::can_implement<T>(dsconv::pointwise_variant::automatic, p));
 }
 
+// The dsconv calls of each operation's backward, so that one function runs either.
+struct depthwise_calls {
+  using options = dsconv::depthwise_backward_options;
+  template <class T>
+  static std::size_t data_workspace_size(const dsconv::depthwise_params&) {
+    return 0;  // (the depthwise data gradient uses none)
+  }
+  template <class T>
+  static std::size_t weight_workspace_size(const dsconv::depthwise_params& p) {
+    return dsconv::depthwise_backward_weight_workspace_size<T>(p);
+  }
+  template <class T, class... Args>
+  static dsconv::status data(Args... args) {
+    return dsconv::depthwise_backward_data<T>(args...);
+  }
+  template <class T, class... Args>
+  static dsconv::status weight(Args... args) {
+    return dsconv::depthwise_backward_weight<T>(args...);
+  }
+};
+struct pointwise_calls {
+  using options = dsconv::pointwise_backward_options;
+  template <class T>
+  static std::size_t data_workspace_size(const dsconv::pointwise_params& p) {
+    return dsconv::pointwise_backward_data_workspace_size<T>(p);
+  }
+  template <class T>
+  static std::size_t weight_workspace_size(const dsconv::pointwise_params& p) {
+    return dsconv::pointwise_backward_weight_workspace_size<T>(p);
+  }
+  template <class T, class... Args>
+  static dsconv::status data(Args... args) {
+    return dsconv::pointwise_backward_data<T>(args...);
+  }
+  template <class T, class... Args>
+  static dsconv::status weight(Args... args) {
+    return dsconv::pointwise_backward_weight<T>(args...);
+  }
+};
+
+// The gradients `mask` asks for, of the layer `p` (checked), with `out_sizes` its output's:
+// grad_input from the data gradient call, grad_weight and grad_bias from one weight gradient
+// call, each with the workspace that lets it spread its sums over the device.
+template <class Calls, class T, class Params>
+tensor_triple run_backward(const char* call, const Params& p, const at::Tensor& grad_output, const at::Tensor& saved,
+                           const at::Tensor& input_, const at::Tensor& weight, at::IntArrayRef out_sizes,
+                           at::MemoryFormat format, std::array<bool, 3> mask, const device_context& ctx) {
+  check_problem<T>(call, p);
+  const at::Tensor input = input_.contiguous(format);
+  const backward_inputs in(call, grad_output, saved, input, out_sizes, p.act, format);
+  backward_outputs out(input, weight, format, mask);
+  if (p.n == 0) return out.zero(mask);  // an empty batch: no contribution to the weight's gradient
+  typename Calls::options o;
+  o.activation_saved = data<T>(in.saved);
+  if (mask[0]) {
+    const at::Tensor ws = attach_workspace(o, Calls::template data_workspace_size<T>(p), input);
+    check_status(call, Calls::template data<T>(p, o, data<T>(in.grad_output), data<T>(weight),
+                                               mutable_data<T>(out.grad_input), ctx.stream));
+  }
+  if (mask[1] || mask[2]) {
+    const at::Tensor ws = attach_workspace(o, Calls::template weight_workspace_size<T>(p), input);
+    check_status(call, Calls::template weight<T>(p, o, data<T>(input), data<T>(in.grad_output),
+                                                 mutable_data<T>(out.grad_weight), mutable_data<T>(out.grad_bias),
+                                                 ctx.stream));
+  }
+  return out.result(mask);
+}
+
 tensor_pair depthwise_conv2d(const at::Tensor& input_, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                              at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
                              c10::string_view activation, bool save_pre_activation, const device_context& ctx) {
@@ -280,34 +348,18 @@ tensor_pair depthwise_conv2d(const at::Tensor& input_, const at::Tensor& weight,
   });
 }
 
-tensor_triple depthwise_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input_, const at::Tensor& weight,
+tensor_triple depthwise_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
                                         const at::Tensor& saved, at::IntArrayRef stride, at::IntArrayRef padding,
                                         at::IntArrayRef dilation, c10::string_view activation, std::array<bool, 3> mask,
                                         const device_context& ctx) {
   constexpr const char* call = "depthwise_conv2d_backward";
-  check_weight(call, weight, c10::nullopt, input_);
-  const dsconv::activation act = parse_activation(activation);
-  const at::MemoryFormat format = memory_format_of(input_);
-  const dsconv::depthwise_params p = depthwise_problem(call, input_, weight, stride, padding, dilation, act, format);
-  return with_element_type(input_.scalar_type(), [&](auto* type) -> tensor_triple {
-    using T = std::remove_pointer_t<decltype(type)>;
-    check_problem<T>(call, p);
-    const at::Tensor input = input_.contiguous(format);
-    const backward_inputs in(call, grad_output, saved, input, {input.size(0), p.out_c(), p.out_h(), p.out_w()}, act, format);
-    backward_outputs out(input, weight, format, mask);
-    if (p.n == 0) return out.zero(mask);  // an empty batch: no contribution to the weight's gradient
-    dsconv::depthwise_backward_options o;
-    o.activation_saved = data<T>(in.saved);
-    if (mask[0])
-      check_status(call, dsconv::depthwise_backward_data<T>(p, o, data<T>(in.grad_output), data<T>(weight),
-                                                            mutable_data<T>(out.grad_input), ctx.stream));
-    if (mask[1] || mask[2]) {
-      const at::Tensor ws = attach_workspace(o, dsconv::depthwise_backward_weight_workspace_size<T>(p), input);
-      check_status(call, dsconv::depthwise_backward_weight<T>(p, o, data<T>(input), data<T>(in.grad_output),
-                                                              mutable_data<T>(out.grad_weight),
-                                                              mutable_data<T>(out.grad_bias), ctx.stream));
-    }
-    return out.result(mask);
+  check_weight(call, weight, c10::nullopt, input);
+  const at::MemoryFormat format = memory_format_of(input);
+  const dsconv::depthwise_params p =
+      depthwise_problem(call, input, weight, stride, padding, dilation, parse_activation(activation), format);
+  return with_element_type(input.scalar_type(), [&](auto* type) {
+    return run_backward<depthwise_calls, std::remove_pointer_t<decltype(type)>>(
+        call, p, grad_output, saved, input, weight, {input.size(0), p.out_c(), p.out_h(), p.out_w()}, format, mask, ctx);
   });
 }
 
@@ -334,36 +386,18 @@ tensor_pair pointwise_conv2d(const at::Tensor& input_, const at::Tensor& weight,
   });
 }
 
-tensor_triple pointwise_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input_, const at::Tensor& weight,
+tensor_triple pointwise_conv2d_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
                                         const at::Tensor& saved, c10::string_view activation, std::array<bool, 3> mask,
                                         const device_context& ctx) {
   constexpr const char* call = "pointwise_conv2d_backward";
-  check_weight(call, weight, c10::nullopt, input_);
-  const dsconv::activation act = parse_activation(activation);
-  const at::MemoryFormat format = memory_format_of(input_);
-  const dsconv::pointwise_params p = pointwise_problem(call, input_, weight, act, format, ctx.allow_tf32);
-  return with_element_type(input_.scalar_type(), [&](auto* type) -> tensor_triple {
-    using T = std::remove_pointer_t<decltype(type)>;
-    check_problem<T>(call, p);
-    const at::Tensor input = input_.contiguous(format);
-    const backward_inputs in(call, grad_output, saved, input,
-                             {input.size(0), weight.size(0), input.size(2), input.size(3)}, act, format);
-    backward_outputs out(input, weight, format, mask);
-    if (p.n == 0) return out.zero(mask);  // an empty batch: zero gradients
-    dsconv::pointwise_backward_options o;
-    o.activation_saved = data<T>(in.saved);
-    if (mask[0]) {
-      const at::Tensor ws = attach_workspace(o, dsconv::pointwise_backward_data_workspace_size<T>(p), input);
-      check_status(call, dsconv::pointwise_backward_data<T>(p, o, data<T>(in.grad_output), data<T>(weight),
-                                                            mutable_data<T>(out.grad_input), ctx.stream));
-    }
-    if (mask[1] || mask[2]) {
-      const at::Tensor ws = attach_workspace(o, dsconv::pointwise_backward_weight_workspace_size<T>(p), input);
-      check_status(call, dsconv::pointwise_backward_weight<T>(p, o, data<T>(input), data<T>(in.grad_output),
-                                                              mutable_data<T>(out.grad_weight),
-                                                              mutable_data<T>(out.grad_bias), ctx.stream));
-    }
-    return out.result(mask);
+  check_weight(call, weight, c10::nullopt, input);
+  const at::MemoryFormat format = memory_format_of(input);
+  const dsconv::pointwise_params p =
+      pointwise_problem(call, input, weight, parse_activation(activation), format, ctx.allow_tf32);
+  return with_element_type(input.scalar_type(), [&](auto* type) {
+    return run_backward<pointwise_calls, std::remove_pointer_t<decltype(type)>>(
+        call, p, grad_output, saved, input, weight, {input.size(0), weight.size(0), input.size(2), input.size(3)}, format,
+        mask, ctx);
   });
 }
 

@@ -145,28 +145,19 @@ if REGISTERED_AUTOGRAD:
     def _pointwise(*args):
         return _ops.pointwise_conv2d(*args)
 else:
-    class _DepthwiseFunction(torch.autograd.Function):
-        @staticmethod
+    def _function(op, setup_context, backward):
+        """An autograd.Function that calls `op` and differentiates it with `backward`."""
         def forward(ctx, *inputs):
-            result = _ops.depthwise_conv2d(*inputs)
-            _depthwise_setup_context(ctx, inputs, result)
+            result = op(*inputs)
+            setup_context(ctx, inputs, result)
             ctx.mark_non_differentiable(result[1])
             return result
 
-        backward = staticmethod(_depthwise_backward)
+        return type("_" + op.__name__ + "_function", (torch.autograd.Function,),
+                    {"forward": staticmethod(forward), "backward": staticmethod(backward)})
 
-    class _PointwiseFunction(torch.autograd.Function):
-        @staticmethod
-        def forward(ctx, *inputs):
-            result = _ops.pointwise_conv2d(*inputs)
-            _pointwise_setup_context(ctx, inputs, result)
-            ctx.mark_non_differentiable(result[1])
-            return result
-
-        backward = staticmethod(_pointwise_backward)
-
-    _depthwise = _DepthwiseFunction.apply
-    _pointwise = _PointwiseFunction.apply
+    _depthwise = _function(_ops.depthwise_conv2d, _depthwise_setup_context, _depthwise_backward).apply
+    _pointwise = _function(_ops.pointwise_conv2d, _pointwise_setup_context, _pointwise_backward).apply
 
 
 def _wants_gradient(*tensors):

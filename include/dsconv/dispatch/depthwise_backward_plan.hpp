@@ -180,9 +180,10 @@ bool plan_backward_data(const depthwise_params& p, bool nchw, const platform::de
 // not whole 32-byte sectors: blocks of G consecutive channels (kernels/depthwise/
 // nchw_backward_weight.hpp), so that no two blocks read a sector of the same tensor. G is the
 // channel count that makes both planes whole sectors, at most 8 (a power of two that divides
-// the block's threads and is at most a warp) and at most the channels; each block takes G times
-// fewer images, staging about as many input planes as the one-channel plan (`d`), plus their dz
-// planes. Both kinds of staged plane are spaced 32 / G floats apart modulo the 32 banks, and a
+// the block's threads and is at most a warp) and at most the channels. A block stages its
+// images' input planes and dz planes within the shared memory of the one-channel plan (`d`,
+// sized for the device's resident blocks), so it takes fewer images than `d` does (at least
+// one). Both kinds of staged plane are spaced 32 / G floats apart modulo the 32 banks, and a
 // row's outputs take row_slots threads of their channel, a multiple of 32 / G, so that a
 // warp's threads of each channel read consecutive words of one row and the G channels' threads
 // (t % G) distinct banks. Returns the dz plane stride (0: `d` keeps one channel per block).
@@ -201,8 +202,10 @@ int group_small_planes(const depthwise_params& p, depthwise_plan& d) {
   // The next stride at or above `floats` that is bank_step modulo the banks.
   auto spaced = [&](long long floats) { return floats + (bank_step - floats % shared_banks + shared_banks) % shared_banks; };
   const long long x_plane = spaced(t.plane_stride), dz_plane = spaced(static_cast<long long>(oh) * ow);
+  const long long per_image = g * (x_plane + dz_plane) * static_cast<long long>(sizeof(float));
+  const long long images = static_cast<long long>(d.shared_bytes) / per_image;
   t.channels = static_cast<int>(g);
-  t.images = t.images / g > 1 ? static_cast<int>(t.images / g) : 1;
+  t.images = images > 1 ? static_cast<int>(images < t.images ? images : t.images) : 1;
   t.plane_stride = static_cast<int>(x_plane);
   t.row_slots = static_cast<int>(round_up(ow, bank_step));
   d.shared_bytes = static_cast<std::size_t>(g * t.images * (x_plane + dz_plane)) * sizeof(float);

@@ -28,5 +28,12 @@ DSCONV_DEVICE DSCONV_NOINLINE platform::vec<float, V> gate_run(const platform::v
   return dz;
 }
 
+// One element of dz: grad_output[off], times act'(saved[off]) where the layer fused an activation.
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE float gated_load(const T* __restrict__ grad_output, gate_tensor<T> gate, index_t off) {
+  return gate.saved ? gate_run<1>(platform::load_vec<1>(grad_output + off), platform::load_vec<1>(gate.saved + off), gate.act)[0]
+                    : to_float(platform::load(grad_output + off));
+}
+
 }  // namespace detail
 }  // namespace dsconv

@@ -19,14 +19,6 @@
 namespace dsconv {
 namespace kernels {
 
-namespace detail_direct {
-template <class T>
-DSCONV_DEVICE DSCONV_FORCEINLINE float gated_load(const T* dy, const detail::gate_tensor<T>& gate, index_t off) {
-  if (!gate.saved) return to_float(platform::load(dy + off));
-  return detail::gate_run<1>(platform::load_vec<1>(dy + off), platform::load_vec<1>(gate.saved + off), gate.act)[0];
-}
-}  // namespace detail_direct
-
 template <class T>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
 void depthwise_backward_data_direct(detail::depthwise_shape s, const T* __restrict__ grad_output, detail::gate_tensor<T> gate,
@@ -46,7 +38,7 @@ void depthwise_backward_data_direct(detail::depthwise_shape s, const T* __restri
           if (ox < 0 || ox >= s.out_w) return;
           const index_t out = nchw ? ((b * s.out_c + oc) * s.out_h + oy) * s.out_w + ox
                                    : ((b * s.out_h + oy) * s.out_w + ox) * s.out_c + oc;
-          acc += detail_direct::gated_load(grad_output, gate, out) *
+          acc += detail::gated_load(grad_output, gate, out) *
                  to_float(platform::load(weight + (static_cast<index_t>(oc) * s.kernel_h + ky) * s.kernel_w + kx));
         });
       });
@@ -92,7 +84,7 @@ void depthwise_backward_weight_direct(detail::depthwise_shape s, const T* __rest
         for (int ox = 0; ox < s.out_w; ++ox) {
           const int ix = ox * s.stride_w - s.pad_w + kx * s.dilation_w;
           if (!is_bias && (ix < 0 || ix >= s.w)) continue;
-          const float dz = detail_direct::gated_load(grad_output, gate, b * out_b + oy * out_y + ox * out_x + oc * out_c);
+          const float dz = detail::gated_load(grad_output, gate, b * out_b + oy * out_y + ox * out_x + oc * out_c);
           acc += is_bias ? dz : dz * to_float(platform::load(input + b * in_b + iy * in_y + ix * in_x + ic * in_c));
         }
       }

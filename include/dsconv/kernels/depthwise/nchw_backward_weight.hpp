@@ -90,9 +90,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
       detail::for_each_strided<3>(pl.i_count * pl.g_count * static_cast<int>(out_plane), {pl.g_count, static_cast<int>(out_plane)},
                                   tid, threads, [&](const auto& at) {
         const index_t off = (static_cast<index_t>(pl.b0 + at.outer()) * s.c + c0 + at[0]) * out_plane + at[1];
-        const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off),
-                                                         pf::load_vec<1>(gate.saved + off), gate.act)[0]
-                                    : to_float(pf::load(grad_output + off));
+        const float dz = detail::gated_load(grad_output, gate, off);
         pf::shared_store(dz_staged + (at.outer() * pl.g_count + at[0]) * items.dz_plane + at[1], dz);
       });
     }
@@ -112,9 +110,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
         } else {
           const index_t off = (static_cast<index_t>(pl.b0 + bi) * s.c + channel) * out_plane +
                               static_cast<index_t>(oy0 + oy) * s.out_w + ox;
-          dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
-                                                gate.act)[0]
-                          : to_float(pf::load(grad_output + off));
+          dz = detail::gated_load(grad_output, gate, off);
         }
         if (first_tap == 0) bias += dz;
         const float* window = staged + plane * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);

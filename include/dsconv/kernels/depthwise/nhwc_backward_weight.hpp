@@ -71,9 +71,7 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
       const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
       if (c >= gr.cc_count || ox >= cols) return;
       const index_t off = ((static_cast<index_t>(gr.b0 + bi) * s.out_h + oy0 + oy) * s.out_w + ox0 + ox) * s.c + c0 + c;
-      const float dz = gate.saved ? detail::gate_run<1>(pf::load_vec<1>(grad_output + off), pf::load_vec<1>(gate.saved + off),
-                                                       gate.act)[0]
-                                  : to_float(pf::load(grad_output + off));
+      const float dz = detail::gated_load(grad_output, gate, off);
       if (first_tap == 0) bias += dz;
       const T* in = staged + bi * t.plane_stride + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
       DSCONV_UNROLL

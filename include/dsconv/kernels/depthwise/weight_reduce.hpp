@@ -32,7 +32,8 @@ DSCONV_HOST_DEVICE constexpr int weight_chunk() {
 template <int K, int Phases, int C>
 struct pass_taps {
   static constexpr int rows = K != 0 ? C / K : 1;  // filter rows of a specialised filter's pass
-  static_assert(K == 0 || C % K == 0, "a specialised filter's pass is whole filter rows");
+  // (K != 0 ? K : 1): nvcc warns of a % 0 even where K == 0 has already decided the assertion.
+  static_assert(K == 0 || C % (K != 0 ? K : 1) == 0, "a specialised filter's pass is whole filter rows");
   static_assert(K != 0 || Phases == 1, "run-time filters stage unphased rows");
   int first;  // the pass's first tap
   int col, phase;
