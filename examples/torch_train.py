@@ -90,10 +90,10 @@ def train(label, model, data, args, memory_format):
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--device", default="cpu")
-    parser.add_argument("--steps", type=int, default=300)
+    parser.add_argument("--steps", type=int, default=150)
     parser.add_argument("--batch", type=int, default=32)
     parser.add_argument("--width", type=float, default=0.35, help="MobileNetV2's width multiplier")
-    parser.add_argument("--lr", type=float, default=0.1)
+    parser.add_argument("--lr", type=float, default=0.05)
     parser.add_argument("--test-images", type=int, default=1000, help="test images scored (of 10000)")
     parser.add_argument("--channels-last", action="store_true", help="NHWC tensors (dsconv's NHWC kernels)")
     parser.add_argument("--seed", type=int, default=0)
