@@ -35,27 +35,27 @@ def _assert_format(t, x, fmt):
     assert t.is_contiguous(memory_format=FORMATS[fmt]) or x.is_contiguous(), f"not {fmt}"
 
 
-def _inputs(shape, fmt, out_channels, kernel, bias=True, dtype=torch.float32):
+def _inputs(shape, fmt, out_channels, kernel, device, bias=True, dtype=torch.float32):
     n, c, h, w = shape
-    x = torch.randn(n, c, h, w, dtype=dtype).contiguous(memory_format=FORMATS[fmt]).requires_grad_()
-    weight = torch.randn(out_channels, kernel[0], kernel[1], dtype=dtype)
-    return x, weight, (torch.randn(out_channels, dtype=dtype).requires_grad_() if bias else None)
+    x = torch.randn(n, c, h, w, dtype=dtype, device=device).contiguous(memory_format=FORMATS[fmt]).requires_grad_()
+    weight = torch.randn(out_channels, kernel[0], kernel[1], dtype=dtype, device=device)
+    return x, weight, (torch.randn(out_channels, dtype=dtype, device=device).requires_grad_() if bias else None)
 
 
 def _reference_and_grads(fn, tensors, grad_output):
     """fn's output in float64 and its gradients with respect to `tensors` (None where absent)."""
-    doubles = [t.detach().double().requires_grad_() if t is not None else None for t in tensors]
+    doubles = [t.detach().cpu().double().requires_grad_() if t is not None else None for t in tensors]
     out = fn(*doubles)
-    out.backward(grad_output.double())
+    out.backward(grad_output.cpu().double())
     return out.detach(), [t.grad if t is not None else None for t in doubles]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("shape", DEPTHWISE_SHAPES, ids=lambda s: "x".join(map(str, s)).replace(" ", ""))
-def test_depthwise_forward_and_gradients(shape, fmt):
+def test_depthwise_forward_and_gradients(shape, fmt, device):
     n, c, h, w, m, k, s, p, d = shape
     k, s, p, d = _pair(k), _pair(s), _pair(p), _pair(d)
-    x, w2d, bias = _inputs((n, c, h, w), fmt, c * m, k)
+    x, w2d, bias = _inputs((n, c, h, w), fmt, c * m, k, device)
     weight = w2d.unsqueeze(1).contiguous().requires_grad_()
     y = dsconv.depthwise_conv2d(x, weight, bias, stride=s, padding=p, dilation=d)
     _assert_format(y, x, fmt)
@@ -77,9 +77,9 @@ POINTWISE_SHAPES = [(2, 16, 24, 8, 8), (1, 3, 5, 7, 9), (4, 32, 8, 1, 1), (2, 1,
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("shape", POINTWISE_SHAPES, ids=lambda s: "x".join(map(str, s)))
-def test_pointwise_forward_and_gradients(shape, fmt):
+def test_pointwise_forward_and_gradients(shape, fmt, device):
     n, ci, co, h, w = shape
-    x, w2d, bias = _inputs((n, ci, h, w), fmt, co, (ci, 1))
+    x, w2d, bias = _inputs((n, ci, h, w), fmt, co, (ci, 1), device)
     weight = w2d.unsqueeze(-1).contiguous().requires_grad_()
     y = dsconv.pointwise_conv2d(x, weight, bias)
     _assert_format(y, x, fmt)
@@ -95,9 +95,9 @@ def test_pointwise_forward_and_gradients(shape, fmt):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("activation", dsconv.ACTIVATIONS)
-def test_fused_activation_forward_and_gradients(activation, fmt):
+def test_fused_activation_forward_and_gradients(activation, fmt, device):
     act = ACTIVATION_FUNCTIONS[activation]
-    x, w2d, bias = _inputs((2, 8, 9, 9), fmt, 8, (3, 3))
+    x, w2d, bias = _inputs((2, 8, 9, 9), fmt, 8, (3, 3), device)
     weight = w2d.unsqueeze(1).contiguous().requires_grad_()
     y = dsconv.depthwise_conv2d(x, weight, bias, padding=1, activation=activation)
     grad = torch.randn_like(y)
@@ -109,7 +109,7 @@ def test_fused_activation_forward_and_gradients(activation, fmt):
     assert_close_to_reference(weight.grad, gw, "depthwise grad_weight", 2 * 81)
     assert_close_to_reference(bias.grad, gb, "depthwise grad_bias", 2 * 81)
 
-    x2, w2, b2 = _inputs((2, 8, 5, 5), fmt, 12, (8, 1))
+    x2, w2, b2 = _inputs((2, 8, 5, 5), fmt, 12, (8, 1), device)
     w2 = w2.unsqueeze(-1).contiguous().requires_grad_()
     y2 = dsconv.pointwise_conv2d(x2, w2, b2, activation=activation)
     grad2 = torch.randn_like(y2)
@@ -138,8 +138,8 @@ def test_only_the_gradients_asked_for(needs):
 
 @pytest.mark.parametrize("fmt", FORMATS)
 @pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
-def test_16_bit_types_against_float64(dtype, fmt):
-    x, w2d, bias = _inputs((2, 8, 10, 10), fmt, 8, (3, 3), dtype=dtype)
+def test_16_bit_types_against_float64(dtype, fmt, device):
+    x, w2d, bias = _inputs((2, 8, 10, 10), fmt, 8, (3, 3), device, dtype=dtype)
     weight = w2d.unsqueeze(1).contiguous().requires_grad_()
     y = dsconv.depthwise_conv2d(x, weight, bias, stride=2, padding=1)
     assert y.dtype == dtype
@@ -151,7 +151,7 @@ def test_16_bit_types_against_float64(dtype, fmt):
     assert_close_to_reference(x.grad, gx, "depthwise grad_input", 9, dtype)
     assert_close_to_reference(weight.grad, gw, "depthwise grad_weight", 50, dtype)
 
-    x2, w2, b2 = _inputs((2, 16, 6, 6), fmt, 24, (16, 1), dtype=dtype)
+    x2, w2, b2 = _inputs((2, 16, 6, 6), fmt, 24, (16, 1), device, dtype=dtype)
     w2 = w2.unsqueeze(-1).contiguous().requires_grad_()
     y2 = dsconv.pointwise_conv2d(x2, w2, b2)
     assert y2.dtype == dtype
@@ -186,9 +186,9 @@ def test_empty_batch():
     assert torch.equal(weight.grad, torch.zeros_like(weight))
 
 
-def test_results_are_deterministic():
-    x = torch.randn(4, 16, 14, 14, requires_grad=True)
-    weight = torch.randn(16, 1, 3, 3, requires_grad=True)
+def test_results_are_deterministic(device):
+    x = torch.randn(4, 16, 14, 14, device=device, requires_grad=True)
+    weight = torch.randn(16, 1, 3, 3, device=device, requires_grad=True)
     grads = []
     for _ in range(2):
         x.grad = weight.grad = None
@@ -199,11 +199,11 @@ def test_results_are_deterministic():
 
 @pytest.mark.skipif(not dsconv.functional.REGISTERED_AUTOGRAD, reason="torch.library.opcheck needs torch >= 2.4")
 @pytest.mark.parametrize("fmt", FORMATS)
-def test_opcheck_registrations(fmt):
-    x = torch.randn(2, 4, 6, 6).contiguous(memory_format=FORMATS[fmt]).requires_grad_()
-    weight = torch.randn(4, 1, 3, 3, requires_grad=True)
-    bias = torch.randn(4, requires_grad=True)
-    pw = torch.randn(6, 4, 1, 1, requires_grad=True)
+def test_opcheck_registrations(fmt, device):
+    x = torch.randn(2, 4, 6, 6, device=device).contiguous(memory_format=FORMATS[fmt]).requires_grad_()
+    weight = torch.randn(4, 1, 3, 3, device=device, requires_grad=True)
+    bias = torch.randn(4, device=device, requires_grad=True)
+    pw = torch.randn(6, 4, 1, 1, device=device, requires_grad=True)
     for activation, save in itertools.product(("none", "relu6", "silu"), (False, True)):
         torch.library.opcheck(torch.ops.dsconv.depthwise_conv2d, (x, weight, bias, [1, 1], [1, 1], [1, 1], activation, save))
         torch.library.opcheck(torch.ops.dsconv.pointwise_conv2d, (x, pw, None, activation, save))
