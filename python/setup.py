@@ -27,16 +27,43 @@ def _want_cuda():
     return torch.version.cuda is not None and cpp_extension.CUDA_HOME is not None
 
 
-cxx_flags = ["-O2", "-std=c++17", "-fvisibility=hidden"]
-extensions = [cpp_extension.CppExtension("dsconv._C", ["csrc/ops_cpu.cpp"], include_dirs=[INCLUDE],
-                                         extra_compile_args={"cxx": cxx_flags})]
+ROOT = os.path.dirname(HERE)
+
+
+def instantiation_sources(suffix):
+    """One source per operation and element type that compiles its kernels (from
+    cmake/instantiate.cpp.in, as the CMake build does), so that the extension's kernels build
+    in parallel (MAX_JOBS) instead of in one translation unit; the operators' source then
+    declares them extern (DSCONV_EXTERN_TEMPLATES)."""
+    with open(os.path.join(ROOT, "cmake", "instantiate.cpp.in")) as f:
+        template = f.read()
+    out_dir = os.path.join("build", "instantiations")
+    os.makedirs(os.path.join(HERE, out_dir), exist_ok=True)
+    sources = []
+    for operation in ("depthwise", "pointwise"):
+        for type_name, spelled in (("float", "float"), ("half", "::dsconv::half"), ("bfloat16", "::dsconv::bfloat16")):
+            text = (template.replace("@DSCONV_OPERATION@", operation).replace("@DSCONV_TYPE@", spelled)
+                    .replace("@DSCONV_OPERATION_MACRO@", operation.upper()).replace("cmake/dsconv_backend.cmake", "python/setup.py"))
+            # (distinct stems per platform: the object files of both extensions share a folder)
+            path = os.path.join(out_dir, f"{operation}_{type_name}_{suffix}.{suffix}")
+            full = os.path.join(HERE, path)
+            if not os.path.isfile(full) or open(full).read() != text:  # (unchanged files keep their objects)
+                with open(full, "w") as f:
+                    f.write(text)
+            sources.append(path)
+    return sources
+
+
+cxx_flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-DDSCONV_EXTERN_TEMPLATES=1"]
+extensions = [cpp_extension.CppExtension("dsconv._C", ["csrc/ops_cpu.cpp"] + instantiation_sources("cpp"),
+                                         include_dirs=[INCLUDE], extra_compile_args={"cxx": cxx_flags})]
 if _want_cuda():
     # dsconv's half types are its own: PyTorch's -D__CUDA_NO_HALF_OPERATORS__ and friends do
     # not concern it. --expt-relaxed-constexpr as dsconv's CMake build passes it.
     extensions.append(cpp_extension.CUDAExtension(
-        "dsconv._C_cuda", ["csrc/ops_cuda.cu"], include_dirs=[INCLUDE],
+        "dsconv._C_cuda", ["csrc/ops_cuda.cu"] + instantiation_sources("cu"), include_dirs=[INCLUDE],
         extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-std=c++17", "--expt-relaxed-constexpr",
-                                                        "-Xcompiler=-fvisibility=hidden"]}))
+                                                        "-DDSCONV_EXTERN_TEMPLATES=1", "-Xcompiler=-fvisibility=hidden"]}))
 
 setup(
     name="dsconv",

@@ -33,6 +33,11 @@
 #             copy bandwidth), roofline.png for the forward pass and the same charts with
 #             _backward_data and _backward_weight for the gradients, from OUT/bench/*.json.gz
 #             (scripts/report.py; needs no GPU; without matplotlib only the tables)
+#   torch     the PyTorch package with its CUDA kernels: `pip install --no-build-isolation
+#             ./python` into PYTHON's environment (for the GPU's architecture, --jobs compiles
+#             at once), its pytest suite on CPU and CUDA tensors (OUT/pytest.txt), and
+#             scripts/model_check.py: the converted networks against PyTorch on the GPU, and
+#             their forward and training-step times against plain PyTorch (OUT/models.md)
 #   all       build, test, sanitize, bench (until every chunk is done), sweep, report
 #   sweep     every variant of each operation forced in turn (dsconv_bench --variant) on every
 #             case of --batch/--type/--layout/--pass, dsconv alone (no baseline: fast), each
@@ -73,9 +78,10 @@ script_args=("$@")
 
 step=${1:-}
 case "$step" in
-  env|build|test|sanitize|bench|sweep|report|all|pack|unpack) shift ;;
+  env|build|test|sanitize|bench|sweep|report|torch|all|pack|unpack) shift ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|all|pack|unpack [options] (--help)" >&2; exit 2 ;;
+  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|torch|all|pack|unpack [options] (--help)" >&2
+     exit 2 ;;
 esac
 
 out=${DSCONV_GPU_OUT:-results/gpu}
@@ -153,7 +159,7 @@ record_step() {  # name result detail
     echo
     echo "| step | result | time | detail |"
     echo "|---|---|---|---|"
-    for s in build test sanitize bench sweep; do
+    for s in build test sanitize bench sweep torch; do
       awk -F'\t' -v s="$s" '$1 == s { printf "| %s | %s | %s | %s |\n", $1, $2, $3, $4 }' "$f"
     done
   } > "$out/steps.md"
@@ -837,6 +843,27 @@ step_unpack() {
     { ldd "$build/bench/dsconv_bench" | grep -i 'not found' || true; die "dsconv_bench does not start here"; }
   say "unpacked into $build: programs for CUDA architectures" \
     "$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt") (this GPU: $(detect_arch))"
+}
+
+step_torch() {
+  require_gpu
+  "$python" -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null ||
+    die "$python has no PyTorch with CUDA and torchvision (PYTHON names another interpreter)"
+  local a rc=0 failed=""
+  a=$(detect_arch)
+  [[ "$a" =~ ^[0-9]+$ ]] || die "no compute capability from nvidia-smi (--arch 90 names one)"
+  say "installing the package with its CUDA kernels for sm_$a"
+  (cd "$root/python" && TORCH_CUDA_ARCH_LIST="${a%?}.${a: -1}" MAX_JOBS=$jobs DSCONV_CUDA=1 \
+     "$python" -m pip install --no-build-isolation --no-deps --no-index -q .) > "$logs/torch_install.log" 2>&1 ||
+    { record_step torch failed "pip install (gpu_check_logs/torch_install.log)"; die "pip install failed: $logs/torch_install.log"; }
+  "$python" -c "import dsconv; assert dsconv.has_cuda_kernels()" || die "the package loaded without its CUDA kernels"
+  say "pytest (CPU and CUDA tensors)"
+  (cd "$out" && "$python" -m pytest -q -p no:cacheprovider "$root/python/tests") > "$out/pytest.txt" 2>&1 || { rc=1; failed="pytest"; }
+  tail -3 "$out/pytest.txt"
+  say "model check: converted networks against PyTorch, and their times"
+  "$python" "$root/scripts/model_check.py" --out "$out" --device cuda || { rc=1; failed="$failed model_check"; }
+  record_step torch "$([ "$rc" = 0 ] && echo passed || echo failed)" "${failed:-pytest, model_check (models.md)}"
+  return "$rc"
 }
 
 step_all() {

@@ -188,7 +188,7 @@ bool plan_backward_data(const depthwise_params& p, bool nchw, const platform::de
 // warp's threads of each channel read consecutive words of one row and the G channels' threads
 // (t % G) distinct banks. Returns the dz plane stride (0: `d` keeps one channel per block).
 template <class T>
-int group_small_planes(const depthwise_params& p, depthwise_plan& d) {
+int group_small_planes(const depthwise_params& p, const platform::device_properties& dev, depthwise_plan& d) {
   depthwise_tile& t = d.tile;
   const int oh = p.out_h(), ow = p.out_w();
   if (t.rows != oh) return 0;  // bands of a large map: its planes are many sectors
@@ -198,12 +198,23 @@ int group_small_planes(const depthwise_params& p, depthwise_plan& d) {
   g = g < 8 ? g : 8;
   g = g < p.c ? g : power_of_two_below(p.c);
   if (g <= 1) return 0;
-  const long long bank_step = shared_banks / g;
+  long long bank_step = 0, x_plane = 0, dz_plane = 0;
   // The next stride at or above `floats` that is bank_step modulo the banks.
   auto spaced = [&](long long floats) { return floats + (bank_step - floats % shared_banks + shared_banks) % shared_banks; };
-  const long long x_plane = spaced(t.plane_stride), dz_plane = spaced(static_cast<long long>(oh) * ow);
+  // Where one image of G channels' planes would leave fewer than depthwise_resident_blocks
+  // blocks on a multiprocessor (a stride-2 14x14 map of 16-bit elements on an AMD CU's 64 KB),
+  // fewer channels, down to two: a block's planes then end within a sector another block
+  // reads too, a few percent more traffic, against blocks that would wait for memory alone.
+  const long long room = static_cast<long long>(
+      d.shared_bytes < budget(dev, depthwise_resident_blocks) ? d.shared_bytes : budget(dev, depthwise_resident_blocks));
+  for (;; g /= 2) {
+    bank_step = shared_banks / g;
+    x_plane = spaced(t.plane_stride);
+    dz_plane = spaced(static_cast<long long>(oh) * ow);
+    if (g <= 2 || g * (x_plane + dz_plane) * static_cast<long long>(sizeof(float)) <= room) break;
+  }
   const long long per_image = g * (x_plane + dz_plane) * static_cast<long long>(sizeof(float));
-  const long long images = static_cast<long long>(d.shared_bytes) / per_image;
+  const long long images = room / per_image;
   t.channels = static_cast<int>(g);
   t.images = images > 1 ? static_cast<int>(images < t.images ? images : t.images) : 1;
   t.plane_stride = static_cast<int>(x_plane);
@@ -232,7 +243,7 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
   const long long passes = ceil_div(taps, chunk);  // grid.y: a block's taps (weight_reduce.hpp)
-  out.items.dz_plane = nchw ? group_small_planes<T>(p, d) : 0;
+  out.items.dz_plane = nchw ? group_small_planes<T>(p, dev, d) : 0;
   out.channel_blocks = ceil_div(p.c, d.tile.channels);
   out.item_count = static_cast<long long>(d.grid.y) * ceil_div(p.n, d.tile.images);
   // Spread: as many blocks per channel and pass as give every multiprocessor two blocks.
