@@ -49,7 +49,7 @@ endfunction()
 # library, so every program contains every kernel (the test suite's coverage check counts on
 # it).
 set(dsconv_instantiation_sources "")
-foreach(operation depthwise pointwise)
+foreach(operation depthwise pointwise inverted_residual)
   string(TOUPPER ${operation} DSCONV_OPERATION_MACRO)
   set(DSCONV_OPERATION ${operation})
   foreach(type float half bfloat16)

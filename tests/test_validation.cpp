@@ -652,7 +652,7 @@ TEST_CASE("validation: to_string names every status distinctly", "[validation]")
       status::invalid_dilation, status::invalid_padding,       status::invalid_multiplier,  status::invalid_output_size,
       status::invalid_layout,   status::invalid_activation,    status::invalid_variant,     status::unsupported_variant,
       status::null_pointer,     status::overlapping_buffers,   status::size_overflow,       status::insufficient_workspace,
-      status::missing_activation_tensor,                       status::no_device,
+      status::missing_activation_tensor, status::invalid_residual, status::invalid_batch_norm, status::no_device,
       status::out_of_memory,    status::invalid_launch_config, status::launch_failed,       status::barrier_divergence,
       status::kernel_fault,     status::platform_error};
   const char* unknown = dsconv::to_string(static_cast<status>(1000));

@@ -9,5 +9,8 @@ DSCONV_INSTANTIATE_DEPTHWISE(template, ::dsconv::bfloat16)
 DSCONV_INSTANTIATE_POINTWISE(template, float)
 DSCONV_INSTANTIATE_POINTWISE(template, ::dsconv::half)
 DSCONV_INSTANTIATE_POINTWISE(template, ::dsconv::bfloat16)
+DSCONV_INSTANTIATE_INVERTED_RESIDUAL(template, float)
+DSCONV_INSTANTIATE_INVERTED_RESIDUAL(template, ::dsconv::half)
+DSCONV_INSTANTIATE_INVERTED_RESIDUAL(template, ::dsconv::bfloat16)
 
 int main() { return 0; }

@@ -2,9 +2,12 @@
 // dsconv: depthwise and pointwise (1x1) convolution kernels for CUDA, HIP and the CPU host
 // platform. The only header a user needs.
 
+#include "batch_norm.hpp"
+#include "block_params.hpp"
 #include "config.hpp"
 #include "dispatch/depthwise.hpp"
 #include "dispatch/depthwise_backward.hpp"
+#include "dispatch/inverted_residual.hpp"
 #include "dispatch/pointwise.hpp"
 #include "dispatch/pointwise_backward.hpp"
 #include "dispatch/variants.hpp"
@@ -15,6 +18,7 @@
 #include "reference/depthwise.hpp"
 #include "reference/pointwise.hpp"
 #include "reference/depthwise_backward.hpp"
+#include "reference/inverted_residual.hpp"
 #include "reference/pointwise_backward.hpp"
 #include "status.hpp"
 #include "types.hpp"

@@ -11,6 +11,7 @@
 
 #include "dispatch/depthwise.hpp"
 #include "dispatch/depthwise_backward.hpp"
+#include "dispatch/inverted_residual.hpp"
 #include "dispatch/pointwise.hpp"
 #include "dispatch/pointwise_backward.hpp"
 
@@ -67,6 +68,19 @@
   prefix std::size_t pointwise_backward_weight_workspace_size<T>(const pointwise_params&);                      \
   }
 
+// The block's own kernels (fused, squeeze-excitation); its unfused sequence calls the layer
+// operations' instantiations.
+#define DSCONV_INSTANTIATE_INVERTED_RESIDUAL(prefix, T)                                                           \
+  namespace dsconv {                                                                                            \
+  prefix status inverted_residual_forward<T>(const inverted_residual_params&, const inverted_residual_options&, \
+                                             const inverted_residual_weights<T>&, const T*, T*, stream_t);      \
+  prefix status inverted_residual_forward<T>(const inverted_residual_params&, const inverted_residual_weights<T>&, \
+                                             const T*, T*, stream_t);                                           \
+  prefix status can_implement<T>(block_variant, const inverted_residual_params&);                               \
+  prefix block_variant select_variant<T>(const inverted_residual_params&, const inverted_residual_options&);     \
+  prefix std::size_t inverted_residual_workspace_size<T>(const inverted_residual_params&);                      \
+  }
+
 #if defined(DSCONV_EXTERN_TEMPLATES)
 DSCONV_INSTANTIATE_DEPTHWISE(extern template, float)
 DSCONV_INSTANTIATE_DEPTHWISE(extern template, ::dsconv::half)
@@ -74,4 +88,7 @@ DSCONV_INSTANTIATE_DEPTHWISE(extern template, ::dsconv::bfloat16)
 DSCONV_INSTANTIATE_POINTWISE(extern template, float)
 DSCONV_INSTANTIATE_POINTWISE(extern template, ::dsconv::half)
 DSCONV_INSTANTIATE_POINTWISE(extern template, ::dsconv::bfloat16)
+DSCONV_INSTANTIATE_INVERTED_RESIDUAL(extern template, float)
+DSCONV_INSTANTIATE_INVERTED_RESIDUAL(extern template, ::dsconv::half)
+DSCONV_INSTANTIATE_INVERTED_RESIDUAL(extern template, ::dsconv::bfloat16)
 #endif

@@ -4,6 +4,7 @@
 // what the reference and the launchers share.
 
 #include "config.hpp"
+#include "block_params.hpp"
 #include "params.hpp"
 
 namespace dsconv {
@@ -46,6 +47,23 @@ struct pointwise_shape {
 
 inline pointwise_shape make_shape(const pointwise_params& p) {
   return pointwise_shape{p.n, p.c_in, p.c_out, p.h, p.w, p.data_layout, p.act};
+}
+
+
+// An inverted-residual block's geometry (pad: kernel / 2 on every side).
+struct block_shape {
+  int n, c_in, h, w, expanded, kernel, stride, pad, se_channels, c_out, out_h, out_w;
+  layout data_layout;
+  activation act;
+  bool residual, has_expand;
+
+  DSCONV_HOST_DEVICE int taps() const { return kernel * kernel; }
+};
+
+inline block_shape make_shape(const inverted_residual_params& p) {
+  return block_shape{p.n,        p.c_in,        p.h,      p.w,        p.expanded,     p.kernel,
+                     p.stride,   p.kernel / 2,  p.se_channels, p.c_out, p.out_h(),  p.out_w(),
+                     p.data_layout, p.act,      p.residual,    p.has_expand()};
 }
 
 }  // namespace detail

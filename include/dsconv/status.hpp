@@ -23,6 +23,8 @@ enum class status {
   size_overflow,           // an element or byte count does not fit the 64-bit index type
   insufficient_workspace,  // the variant needs more workspace than the options provide
   missing_activation_tensor,  // a backward call of a layer with a fused activation has no saved tensor
+  invalid_residual,        // a block's residual add with a stride other than 1 or c_out != c_in
+  invalid_batch_norm,      // fold_batch_norm: a channel's var + eps is not positive and finite
   // Platform errors.
   no_device,               // no GPU, or no driver for it
   out_of_memory,           // an allocation failed
@@ -56,6 +58,9 @@ inline const char* to_string(status s) noexcept {
     case status::missing_activation_tensor:
       return "missing activation tensor: the backward of a fused activation needs the tensor the forward saved "
              "(backward options: activation_saved; plain backward calls take activation::none)";
+    case status::invalid_residual:
+      return "invalid residual: a block adds its input only with stride 1 and c_out == c_in";
+    case status::invalid_batch_norm: return "invalid batch norm: a channel's var + eps is not positive and finite";
     case status::no_device: return "no device: no usable GPU or driver was found";
     case status::out_of_memory: return "out of memory: a device allocation failed";
     case status::invalid_launch_config: return "invalid launch configuration: grid, block or shared memory exceeds the device limits";

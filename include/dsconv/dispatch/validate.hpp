@@ -19,6 +19,10 @@ namespace detail {
 template <class T>
 inline constexpr bool is_element_type =
     std::is_same<T, float>::value || std::is_same<T, half>::value || std::is_same<T, bfloat16>::value;
+// The forward layers' references also take double tensors (the block's reference composes them
+// without rounding between layers); the library's calls never do.
+template <class T>
+inline constexpr bool is_reference_type = is_element_type<T> || std::is_same<T, double>::value;
 
 // The byte extent of one buffer.
 struct buffer {
@@ -129,7 +133,7 @@ struct depthwise_extents {
 template <class T>
 status validate(const depthwise_params& p, const T* input, const T* weight, const T* bias, const T* output,
                 const void* pre_activation = nullptr) {
-  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  static_assert(is_reference_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
   const depthwise_extents x = depthwise_extents::of<T>(p);
@@ -200,7 +204,7 @@ struct pointwise_extents {
 template <class T>
 status validate(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
                 const T* output, buffer workspace = {nullptr, 0}, const void* pre_activation = nullptr) {
-  static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
+  static_assert(is_reference_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
   const pointwise_extents x = pointwise_extents::of<T>(p);

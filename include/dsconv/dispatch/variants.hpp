@@ -30,6 +30,16 @@ enum class pointwise_variant {
                // partial sums in the caller's workspace, summed in a fixed order (deterministic)
 };
 
+// The inverted-residual block (dispatch/inverted_residual.hpp).
+enum class block_variant {
+  automatic,  // the planner's choice: fused where it moves fewer bytes than unfused and can run
+  unfused,    // the layer calls in sequence (expand, depthwise, squeeze-excitation, project) through
+              // the caller's workspace: any block
+  fused,      // NHWC blocks without squeeze-excitation, c_out <= 256: expand, depthwise and project in
+              // one kernel per output tile, the expanded tensor produced a slice of channels at a
+              // time in shared memory and never written to global memory
+};
+
 struct depthwise_options {
   depthwise_variant variant = depthwise_variant::automatic;
   // Where set, the forward also writes z = conv + bias, the activation's input, here (shaped
@@ -47,6 +57,16 @@ struct pointwise_options {
   std::size_t workspace_bytes = 0;
   // As depthwise_options::pre_activation: z = conv + bias + residual.
   void* pre_activation = nullptr;
+};
+
+// Options of inverted_residual_forward. The workspace holds the unfused sequence's
+// intermediate tensors (inverted_residual_workspace_size says how much; the fused variant
+// needs none); automatic never chooses a variant whose workspace it lacks. It must overlap no
+// tensor of the call.
+struct inverted_residual_options {
+  block_variant variant = block_variant::automatic;
+  void* workspace = nullptr;
+  std::size_t workspace_bytes = 0;
 };
 
 // Options of the backward calls (depthwise_backward.hpp, pointwise_backward.hpp).
@@ -86,6 +106,10 @@ constexpr bool is_valid(pointwise_variant v) noexcept {
          v == pointwise_variant::mma_small || v == pointwise_variant::split_k;
 }
 
+constexpr bool is_valid(block_variant v) noexcept {
+  return v == block_variant::automatic || v == block_variant::unfused || v == block_variant::fused;
+}
+
 inline const char* to_string(depthwise_variant v) noexcept {
   switch (v) {
     case depthwise_variant::automatic: return "automatic";
@@ -110,6 +134,15 @@ inline const char* to_string(pointwise_variant v) noexcept {
   return "unknown pointwise variant";
 }
 
+inline const char* to_string(block_variant v) noexcept {
+  switch (v) {
+    case block_variant::automatic: return "automatic";
+    case block_variant::unfused: return "unfused";
+    case block_variant::fused: return "fused";
+  }
+  return "unknown block variant";
+}
+
 // Every concrete variant (automatic excluded), for tests and benchmarks that force each.
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
                                                                depthwise_variant::nhwc_tiled};
@@ -117,5 +150,6 @@ inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant
                                                                pointwise_variant::gemm_small, pointwise_variant::warp_dot,
                                                                pointwise_variant::mma_large, pointwise_variant::mma_small,
                                                                pointwise_variant::split_k};
+inline constexpr block_variant all_block_variants[] = {block_variant::unfused, block_variant::fused};
 
 }  // namespace dsconv

@@ -22,15 +22,15 @@ status depthwise_forward(const depthwise_params& p, const T* input, const T* wei
       const int ic = oc / d.multiplier;
       for (int oy = 0; oy < d.out_h; ++oy)
         for (int ox = 0; ox < d.out_w; ++ox) {
-          double acc = bias ? static_cast<double>(to_float(bias[oc])) : 0.0;
+          double acc = bias ? reference_input(bias[oc]) : 0.0;
           for (int ky = 0; ky < d.kernel_h; ++ky)
             for (int kx = 0; kx < d.kernel_w; ++kx) {
               const index_t iy = static_cast<index_t>(oy) * d.stride_h - d.pad_h + static_cast<index_t>(ky) * d.dilation_h;
               const index_t ix = static_cast<index_t>(ox) * d.stride_w - d.pad_w + static_cast<index_t>(kx) * d.dilation_w;
               if (iy < 0 || iy >= d.h || ix < 0 || ix >= d.w) continue;
               const index_t in = nchw ? ((b * d.c + ic) * d.h + iy) * d.w + ix : ((b * d.h + iy) * d.w + ix) * d.c + ic;
-              acc += static_cast<double>(to_float(input[in])) *
-                     static_cast<double>(to_float(weight[(static_cast<index_t>(oc) * d.kernel_h + ky) * d.kernel_w + kx]));
+              acc += reference_input(input[in]) *
+                     reference_input(weight[(static_cast<index_t>(oc) * d.kernel_h + ky) * d.kernel_w + kx]);
             }
           const index_t out = nchw ? ((b * d.out_c + oc) * d.out_h + oy) * d.out_w + ox
                                    : ((b * d.out_h + oy) * d.out_w + ox) * d.out_c + oc;

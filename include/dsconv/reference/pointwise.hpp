@@ -21,13 +21,13 @@ status pointwise_forward(const pointwise_params& p, const T* input, const T* wei
   for (index_t b = 0; b < d.n; ++b)
     for (index_t px = 0; px < pixels; ++px)
       for (int co = 0; co < d.c_out; ++co) {
-        double acc = bias ? static_cast<double>(to_float(bias[co])) : 0.0;
+        double acc = bias ? reference_input(bias[co]) : 0.0;
         for (int ci = 0; ci < d.c_in; ++ci) {
           const index_t in = nchw ? (b * d.c_in + ci) * pixels + px : (b * pixels + px) * d.c_in + ci;
-          acc += static_cast<double>(to_float(input[in])) * static_cast<double>(to_float(weight[static_cast<index_t>(co) * d.c_in + ci]));
+          acc += reference_input(input[in]) * reference_input(weight[static_cast<index_t>(co) * d.c_in + ci]);
         }
         const index_t out = nchw ? (b * d.c_out + co) * pixels + px : (b * pixels + px) * d.c_out + co;
-        if (residual) acc += static_cast<double>(to_float(residual[out]));
+        if (residual) acc += reference_input(residual[out]);
         output[out] = reference_output<Out>(detail::activate(acc, d.act));
       }
   return status::success;

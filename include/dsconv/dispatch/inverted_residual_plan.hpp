@@ -1,0 +1,166 @@
+#pragma once
+// What the block's planner knows: the unfused sequence's workspace, the fused kernel's tile
+// (fused_tile.hpp), and the cost model that chooses between them: the global-memory bytes
+// each moves, counted as the layers' and the tiles' reads and writes (weights included, read
+// once per layer or once per tile).
+
+#include <string>
+
+#include "../block_params.hpp"
+#include "../kernels/block/fused_tile.hpp"
+#include "../platform/platform.hpp"
+#include "../problem.hpp"
+#include "depthwise_plan.hpp"
+
+namespace dsconv {
+namespace detail {
+
+// The unfused sequence's intermediate tensors in the workspace (byte offsets, each aligned to
+// 256 bytes): the expand output (where the block expands), the depthwise output, and the
+// squeeze-excitation's pooled vector, reduced vector and gate.
+struct unfused_workspace {
+  index_t expanded, depthwise, pooled, reduced, gate, bytes;
+};
+
+inline index_t align_bytes(index_t b) { return (b + 255) / 256 * 256; }
+
+inline unfused_workspace unfused_layout(const inverted_residual_params& p, std::size_t element_bytes) {
+  const index_t e = static_cast<index_t>(element_bytes), x = p.expanded, n = p.n;
+  unfused_workspace w{};
+  index_t at = 0;
+  auto take = [&](index_t bytes) {
+    const index_t start = at;
+    at += align_bytes(bytes);
+    return start;
+  };
+  w.expanded = p.has_expand() ? take(e * n * x * p.h * p.w) : 0;
+  w.depthwise = take(e * n * x * p.out_h() * p.out_w());
+  if (p.se_channels > 0) {
+    w.pooled = take(e * n * x);
+    w.reduced = take(e * n * p.se_channels);
+    w.gate = take(e * n * x);
+  }
+  w.bytes = at;
+  return w;
+}
+
+// Global-memory bytes of the unfused sequence: each layer reads its input and weights once and
+// writes its output once (the squeeze-excitation: the pool reads the depthwise output, the
+// scale reads and writes it).
+inline long long unfused_traffic(const inverted_residual_params& p, std::size_t element_bytes) {
+  const long long e = static_cast<long long>(element_bytes), n = p.n, x = p.expanded, k = p.kernel;
+  const long long in_px = static_cast<long long>(p.h) * p.w, out_px = static_cast<long long>(p.out_h()) * p.out_w();
+  long long t = 0;
+  if (p.has_expand()) t += n * in_px * p.c_in + x * p.c_in + x + n * in_px * x;
+  t += n * in_px * x + x * k * k + x + n * out_px * x;
+  if (p.se_channels > 0)
+    t += n * out_px * x + n * x + (n * x + p.se_channels * x + p.se_channels + n * p.se_channels) +
+         (n * p.se_channels + x * p.se_channels + x + n * x) + 2 * n * out_px * x + n * x;
+  t += n * out_px * x + x * p.c_out + p.c_out + n * out_px * p.c_out + (p.residual ? n * out_px * p.c_out : 0);
+  return t * e;
+}
+
+struct fused_block_plan {
+  fused_block_tile tile{};
+  platform::dims grid;
+  std::size_t shared_bytes = 0;
+  long long traffic = 0;  // the cost model's bytes
+
+  platform::launch_config launch(const char* name, stream_t stream) const {
+    platform::launch_config cfg;
+    cfg.block = platform::dims{fused_block_threads, 1, 1};
+    cfg.grid = grid;
+    cfg.shared_bytes = shared_bytes;
+    cfg.stream = stream;
+    cfg.name = name;
+    return cfg;
+  }
+};
+
+// Why the fused kernel cannot run a block at all (empty: it can, where a tile fits).
+inline std::string fused_block_limits(const inverted_residual_params& p) {
+  if (p.data_layout != layout::nhwc) return "the fused kernel takes NHWC blocks";
+  if (p.se_channels > 0) return "the fused kernel takes blocks without squeeze-excitation";
+  if (p.c_out > static_cast<int>(fused_block_threads))
+    return "the fused kernel takes c_out <= " + std::to_string(fused_block_threads);
+  return "";
+}
+
+inline long long odd(long long v) { return v | 1; }
+
+// The tile of rows x cols outputs: its shared-memory regions (false where they exceed
+// `floats`) and the cost model's bytes for the whole grid.
+inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes,
+                          const platform::device_properties& dev, fused_block_plan& out) {
+  constexpr int EC = fused_block_slice, R = fused_block_outputs;
+  fused_block_tile& t = out.tile;
+  t.rows = rows, t.cols = cols;
+  t.in_rows = (rows - 1) * s.stride + s.kernel, t.in_cols = (cols - 1) * s.stride + s.kernel;
+  t.tiles_x = static_cast<int>(ceil_div(s.out_w, cols)), t.tiles_y = static_cast<int>(ceil_div(s.out_h, rows));
+  // A thread's outputs: q_step pixels apart, as many threads per channel as fit (no more than
+  // the tile has pixels), each taking at most R pixels.
+  const long long q = static_cast<long long>(rows) * cols, per_channel = fused_block_threads / s.c_out;
+  t.q_step = static_cast<int>(per_channel < q ? per_channel : q);
+  t.q_count = static_cast<int>(ceil_div(q, t.q_step));
+  if (t.q_count > R) return false;
+  t.q_rows = t.q_step * t.q_count;
+  const long long halo = static_cast<long long>(t.in_rows) * t.in_cols;
+  t.in_pitch = static_cast<int>(odd(s.c_in)), t.slice_pitch = EC + 1, t.out_pitch = static_cast<int>(odd(s.c_out));
+  long long at = 0;
+  auto take = [&](long long n) {
+    const long long start = at;
+    at += n;
+    return static_cast<int>(start);
+  };
+  t.in = take(halo * t.in_pitch), t.mask = take(halo), t.x = take(halo * t.slice_pitch), t.be = take(EC);
+  t.wd = take(static_cast<long long>(s.taps()) * t.slice_pitch), t.bd = take(EC);
+  t.d = take(static_cast<long long>(t.q_rows) * t.slice_pitch);
+  const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * t.slice_pitch : 0;
+  const long long project_weights = static_cast<long long>(EC) * t.out_pitch;
+  t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
+  if (at > floats) return false;
+  t.floats = static_cast<int>(at);
+  const long long tiles = static_cast<long long>(s.n) * t.tiles_x * t.tiles_y;
+  const long long weights = (s.has_expand ? static_cast<long long>(s.expanded) * (s.c_in + 1) : 0) +
+                            static_cast<long long>(s.expanded) * (s.taps() + 1) +
+                            static_cast<long long>(s.c_out) * (s.expanded + 1);
+  // A tile reads its input pixels inside the image (about the halo) and the weights.
+  out.traffic = static_cast<long long>(element_bytes) *
+                (tiles * (halo * s.c_in + weights) + static_cast<long long>(s.n) * s.out_h * s.out_w * s.c_out);
+  out.shared_bytes = static_cast<std::size_t>(at) * sizeof(float);
+  out.grid = platform::dims{static_cast<unsigned>(tiles), 1, 1};
+  return tiles <= static_cast<long long>(dev.max_grid_x);
+}
+
+// Blocks of the fused kernel a multiprocessor should hold at once (its shared memory is
+// planned for that many): a block waits at a barrier after each step, so several keep the
+// multiprocessor busy.
+inline constexpr int fused_resident_blocks = 4;
+
+// The fused kernel's tile for `p` (false where it cannot run it): of every tile that fits a
+// multiprocessor's share of shared memory, the one the cost model charges the fewest bytes
+// (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers).
+inline bool plan_fused_block(const inverted_residual_params& p, const platform::device_properties& dev,
+                             std::size_t element_bytes, fused_block_plan& out) {
+  if (!fused_block_limits(p).empty()) return false;
+  const block_shape s = make_shape(p);
+  const long long most = static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs;  // outputs per tile
+  // Within a multiprocessor's share for fused_resident_blocks; where not even the smallest
+  // tile fits that (many channels, little shared memory), within a block's whole limit.
+  for (const int resident : {fused_resident_blocks, 1}) {
+    const long long floats = static_cast<long long>(budget(dev, resident) / sizeof(float));
+    bool found = false;
+    for (int rows = 1; rows <= s.out_h && rows <= most; ++rows)
+      for (int cols = 1; cols <= s.out_w && static_cast<long long>(rows) * cols <= most; ++cols) {
+        fused_block_plan candidate;
+        if (fused_tile_of(s, rows, cols, floats, element_bytes, dev, candidate) &&
+            (!found || candidate.traffic < out.traffic))
+          out = candidate, found = true;
+      }
+    if (found) return true;
+  }
+  return false;
+}
+
+}  // namespace detail
+}  // namespace dsconv

@@ -1,0 +1,186 @@
+#pragma once
+// The fused inverted-residual block, NHWC, without squeeze-excitation: expand 1x1 -> act ->
+// depthwise -> act -> project 1x1 (+ bias, + residual) in one kernel, the expanded tensor never
+// in global memory. A block takes a tile of output pixels of one image (fused_tile.hpp): it
+// stages the tile's input with its halo once (the only activation it reads from global memory;
+// the residual comes from it too), then for each slice of 32 expanded channels
+//   1. stages the slice's expand and depthwise weights,
+//   2. expands the halo's pixels into the slice (zero outside the image: the depthwise layer's
+//      padding is of the expanded tensor),
+//   3. stages the slice's project weights and runs the depthwise filter over the slice,
+//   4. adds the slice's share of the project 1x1 into per-thread sums (registers),
+// and finally writes the tile's outputs. Weights are read once per tile; the planner sizes
+// tiles so that they stay small next to the activations.
+// Lanes: in steps 2 and 3 a warp's 32 lanes take the 32 channels of one pixel (consecutive
+// words: no bank conflict; the pixel's input values are one word for all); in step 4 a warp's
+// lanes take consecutive output channels of a pixel (consecutive weights), each thread
+// at most fused_block_outputs pixels q_step apart.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/activation.hpp"
+#include "../common/index_walk.hpp"
+#include "fused_tile.hpp"
+
+namespace dsconv {
+namespace detail {
+// The weights of a block as the kernels take them (null biases: zero).
+template <class T>
+struct block_weight_ptrs {
+  const T *expand_weight, *expand_bias, *depthwise_weight, *depthwise_bias, *project_weight, *project_bias;
+};
+}  // namespace detail
+
+namespace kernels {
+
+template <class T>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, 1)
+void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_tile t, detail::block_weight_ptrs<T> wts,
+                                  const T* __restrict__ input, T* __restrict__ output) {
+  namespace pf = platform;
+  constexpr int threads = static_cast<int>(detail::fused_block_threads), EC = detail::fused_block_slice;
+  constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
+  const int tid = static_cast<int>(pf::thread_idx().x);
+  float* sh = pf::dynamic_shared<float>();
+  float *in_s = sh + t.in, *mask_s = sh + t.mask, *x_s = sh + t.x, *we_s = sh + t.we, *be_s = sh + t.be;
+  float *wd_s = sh + t.wd, *bd_s = sh + t.bd, *d_s = sh + t.d, *wp_s = sh + t.wp;
+  const int ip = t.in_pitch, sp = t.slice_pitch, op = t.out_pitch, taps = s.taps();
+
+  // This block's tile (once per block).
+  int tile_y, tile_x, b, rest;
+  detail::small_divmod(static_cast<int>(pf::block_idx().x), t.tiles_x, rest, tile_x);
+  detail::small_divmod(rest, t.tiles_y, b, tile_y);
+  const int oy0 = tile_y * t.rows, ox0 = tile_x * t.cols;
+  const int iy0 = oy0 * s.stride - s.pad, ix0 = ox0 * s.stride - s.pad;
+  const int halo = t.in_rows * t.in_cols, Q = t.rows * t.cols;
+
+  // The input tile with its halo, zero outside the image, and its mask.
+  detail::for_each_strided<3>(halo * s.c_in, {t.in_cols, s.c_in}, tid, threads, [&](const auto& at) {
+    const int r = at.outer(), col = at[0], c = at[1], y = iy0 + r, x = ix0 + col;
+    const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
+    const float v = inside ? to_float(pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c)) : 0.f;
+    pf::shared_store(in_s + (r * t.in_cols + col) * ip + c, v);
+  });
+  detail::for_each_strided<2>(halo, {t.in_cols}, tid, threads, [&](const auto& at) {
+    const int y = iy0 + at.outer(), x = ix0 + at[0];
+    pf::shared_store(mask_s + at.index(), y >= 0 && y < s.h && x >= 0 && x < s.w ? 1.f : 0.f);
+  });
+  // The depthwise outputs' rows past the tile, which step 4 reads for outputs it never stores:
+  // zero, so that they stay finite.
+  for (int i = Q * sp + tid; i < t.q_rows * sp; i += threads) pf::shared_store(d_s + i, 0.f);
+
+  // Step 4's outputs of this thread: channel o of pixels q0, q0 + q_step, ...
+  const bool projects = tid < t.q_step * s.c_out;
+  int q0, o;
+  detail::small_divmod(tid, s.c_out, q0, o);
+  float acc[R];
+  DSCONV_UNROLL
+  for (int k = 0; k < R; ++k) acc[k] = 0.f;
+
+  const int lane = tid % EC, group = tid / EC;
+  for (int e0 = 0; e0 < s.expanded; e0 += EC) {
+    const int ec = s.expanded - e0 < EC ? s.expanded - e0 : EC;
+    // 1. The slice's expand and depthwise weights, transposed so that a warp's lanes (channels)
+    // read consecutive words; channels past the last are zero.
+    if (s.has_expand) {
+      detail::for_each_strided<2>(EC * s.c_in, {s.c_in}, tid, threads, [&](const auto& at) {
+        const int e = at.outer(), c = at[0];
+        const float v = e < ec ? to_float(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)) : 0.f;
+        pf::shared_store(we_s + c * sp + e, v);
+      });
+    }
+    detail::for_each_strided<2>(EC * taps, {taps}, tid, threads, [&](const auto& at) {
+      const int e = at.outer(), tap = at[0];
+      const float v = e < ec ? to_float(pf::load(wts.depthwise_weight + static_cast<index_t>(e0 + e) * taps + tap)) : 0.f;
+      pf::shared_store(wd_s + tap * sp + e, v);
+    });
+    if (tid < EC) {
+      const bool in_slice = tid < ec;
+      pf::shared_store(be_s + tid, in_slice && wts.expand_bias ? to_float(pf::load(wts.expand_bias + e0 + tid)) : 0.f);
+      pf::shared_store(bd_s + tid, in_slice && wts.depthwise_bias ? to_float(pf::load(wts.depthwise_bias + e0 + tid)) : 0.f);
+    }
+    pf::sync_threads();
+
+    // 2. The slice of the expanded tensor at every halo pixel: thread (group, lane) takes
+    // channel `lane` of PX pixels `groups` apart at a time (each weight read once for PX; past
+    // the halo's last pixel a thread reads that pixel again and stores nothing).
+    for (int p0 = group; p0 < halo; p0 += groups * PX) {
+      int px[PX];
+      DSCONV_UNROLL
+      for (int j = 0; j < PX; ++j) px[j] = p0 + j * groups < halo ? p0 + j * groups : halo - 1;
+      float v[PX];
+      if (s.has_expand) {
+        const float bias = pf::shared_load(be_s + lane);
+        DSCONV_UNROLL
+        for (int j = 0; j < PX; ++j) v[j] = bias;
+        for (int c = 0; c < s.c_in; ++c) {
+          const float w = pf::shared_load(we_s + c * sp + lane);
+          DSCONV_UNROLL
+          for (int j = 0; j < PX; ++j) v[j] += pf::shared_load(in_s + px[j] * ip + c) * w;
+        }
+        DSCONV_UNROLL
+        for (int j = 0; j < PX; ++j) v[j] = pf::shared_load(mask_s + px[j]) * detail::activate(v[j], s.act);
+      } else {
+        DSCONV_UNROLL
+        for (int j = 0; j < PX; ++j) v[j] = lane < ec ? pf::shared_load(in_s + px[j] * ip + e0 + lane) : 0.f;
+      }
+      DSCONV_UNROLL
+      for (int j = 0; j < PX; ++j)
+        if (p0 + j * groups < halo) pf::shared_store(x_s + (p0 + j * groups) * sp + lane, v[j]);
+    }
+    pf::sync_threads();
+
+    // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
+    // and the depthwise filter over the slice at the tile's pixels.
+    detail::for_each_strided<2>(s.c_out * EC, {EC}, tid, threads, [&](const auto& at) {
+      const int oc = at.outer(), e = at[0];
+      const float v = e < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + e)) : 0.f;
+      pf::shared_store(wp_s + e * op + oc, v);
+    });
+    detail::for_each_strided<3>(Q * EC, {t.cols, EC}, tid, threads, [&](const auto& at) {
+      const int qy = at.outer(), qx = at[0], e = at[1];
+      const float* window = x_s + (qy * s.stride * t.in_cols + qx * s.stride) * sp + e;
+      float v = pf::shared_load(bd_s + e);
+      for (int ky = 0; ky < s.kernel; ++ky)
+        for (int kx = 0; kx < s.kernel; ++kx)
+          v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + (ky * s.kernel + kx) * sp + e);
+      pf::shared_store(d_s + (qy * t.cols + qx) * sp + e, detail::activate(v, s.act));
+    });
+    pf::sync_threads();
+
+    // 4. The slice's share of the project 1x1.
+    if (projects) {
+      for (int e = 0; e < EC; ++e) {
+        const float w = pf::shared_load(wp_s + e * op + o);
+        DSCONV_UNROLL
+        for (int k = 0; k < R; ++k)
+          if (k < t.q_count) acc[k] += pf::shared_load(d_s + (q0 + k * t.q_step) * sp + e) * w;
+      }
+    }
+    pf::sync_threads();  // before the next slice's weights and values replace these
+  }
+
+  // The tile's outputs: bias, and the residual (stride 1, c_out == c_in) from the staged input.
+  if (!projects) return;
+  const float bias = wts.project_bias ? to_float(pf::load(wts.project_bias + o)) : 0.f;
+  int qy = 0, qx = 0;
+  detail::small_divmod(q0, t.cols, qy, qx);
+  int step_y, step_x;
+  detail::small_divmod(t.q_step, t.cols, step_y, step_x);
+  DSCONV_UNROLL
+  for (int k = 0; k < R; ++k) {
+    const int oy = oy0 + qy, ox = ox0 + qx;
+    if (k < t.q_count && qy < t.rows && oy < s.out_h && ox < s.out_w) {
+      float v = acc[k] + bias;
+      if (s.residual) v += pf::shared_load(in_s + ((qy + s.pad) * t.in_cols + qx + s.pad) * ip + o);
+      pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy) * s.out_w + ox) * s.c_out + o, from_float<T>(v));
+    }
+    // The next pixel, q_step further (without dividing).
+    qx += step_x, qy += step_y;
+    if (qx >= t.cols) qx -= t.cols, ++qy;
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv

@@ -1,0 +1,332 @@
+// dsconv::inverted_residual_forward against the double-precision composition of the reference
+// layers: hand-computed blocks, every block of MobileNetV2 and EfficientNet-B0 (32x32 input),
+// odd shapes in float, half and bfloat16, both variants wherever their contract says they
+// run; bad input; determinism; batch-norm folding.
+#include <catch2/catch.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <memory>
+#include <type_traits>
+#include <vector>
+
+#include <dsconv/dsconv.hpp>
+
+#include "blocks.hpp"
+#include "support/accuracy.hpp"
+#include "support/shapes.hpp"
+#include "support/test_data.hpp"
+
+namespace {
+
+using dsconv::activation;
+using dsconv::block_variant;
+using dsconv::inverted_residual_params;
+using dsconv::layout;
+using dsconv::status;
+using namespace dsconv_test;
+
+// Host values of a block's tensors (empty: the block has no such tensor, or no bias).
+template <class T>
+struct block_tensors {
+  std::vector<T> input, we, be, wd, bd, rw, rb, xw, xb, wp, bp;
+
+  dsconv::inverted_residual_weights<T> weights() const {
+    auto at = [](const std::vector<T>& v) { return v.empty() ? nullptr : v.data(); };
+    return {at(we), at(be), at(wd), at(bd), at(rw), at(rb), at(xw), at(xb), at(wp), at(bp)};
+  }
+};
+
+template <class T>
+block_tensors<T> random_block(const inverted_residual_params& p, bool bias = true) {
+  const std::size_t x = p.expanded, se = p.se_channels;
+  block_tensors<T> t;
+  t.input = random_tensor<T>(static_cast<std::size_t>(p.n) * p.c_in * p.h * p.w);
+  auto maybe = [&](std::size_t count, bool present) { return present ? random_tensor<T>(count) : std::vector<T>(); };
+  t.we = maybe(x * p.c_in, p.has_expand()), t.be = maybe(x, p.has_expand() && bias);
+  t.wd = random_tensor<T>(x * p.kernel * p.kernel), t.bd = maybe(x, bias);
+  t.rw = maybe(se * x, se > 0), t.rb = maybe(se, se > 0 && bias), t.xw = maybe(x * se, se > 0), t.xb = maybe(x, se > 0 && bias);
+  t.wp = random_tensor<T>(static_cast<std::size_t>(p.c_out) * x), t.bp = maybe(p.c_out, bias);
+  return t;
+}
+
+// The tensors on the device (between NaN guard zones).
+template <class T>
+struct device_block {
+  std::vector<std::unique_ptr<device_input<T>>> held;
+  dsconv::inverted_residual_weights<T> w;
+  const T* input = nullptr;
+
+  explicit device_block(const block_tensors<T>& t) {
+    auto up = [&](const std::vector<T>& v) -> const T* {
+      if (v.empty()) return nullptr;
+      held.push_back(std::make_unique<device_input<T>>(v));
+      return held.back()->data();
+    };
+    input = up(t.input);
+    w = {up(t.we), up(t.be), up(t.wd), up(t.bd), up(t.rw), up(t.rb), up(t.xw), up(t.xb), up(t.wp), up(t.bp)};
+  }
+};
+
+std::size_t output_count(const inverted_residual_params& p) {
+  return static_cast<std::size_t>(p.n) * p.c_out * p.out_h() * p.out_w();
+}
+
+// The bound of a correct block (accuracy.hpp): the composition's term norms from the reference
+// run on the squared tensors without activations or squeeze-excitation (each bounds its
+// layer's terms: |act(z)| <= 1.1 |z|, the gate is below 1), and the intermediate tensors'
+// rounding to T (the unfused sequence stores them in T) as an operand rounding.
+template <class T>
+error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
+  const int products = std::max({p.c_in, p.kernel * p.kernel, p.expanded});
+  p.act = activation::none, p.se_channels = 0;
+  block_tensors<float> sq;
+  sq.input = squares(t.input), sq.we = squares(t.we), sq.be = squares(t.be), sq.wd = squares(t.wd);
+  sq.bd = squares(t.bd), sq.wp = squares(t.wp), sq.bp = squares(t.bp);
+  error_bound b{std::vector<double>(output_count(p)), products, std::is_same<T, float>::value ? 0.0 : unit_roundoff<T>()};
+  REQUIRE(dsconv::reference::inverted_residual_forward(p, sq.weights(), sq.input.data(), b.term_norms.data()) ==
+          status::success);
+  for (double& v : b.term_norms) v = std::sqrt(v);
+  return b;
+}
+
+// Whether `variant` must run `p` by its documented contract (independent of the planner):
+// unfused every block, fused NHWC blocks without squeeze-excitation and c_out <= 256.
+bool supports(block_variant variant, const inverted_residual_params& p) {
+  if (variant != block_variant::fused) return true;
+  return p.data_layout == layout::nhwc && p.se_channels == 0 && p.c_out <= 256;
+}
+
+// Runs `variant` with a workspace of the size the library asks for; the output, checked for
+// writes outside it.
+template <class T>
+std::vector<T> run_block(const inverted_residual_params& p, block_variant variant, const device_block<T>& d,
+                         status expected = status::success) {
+  dsconv::device_buffer<char> workspace;
+  const std::size_t bytes = dsconv::inverted_residual_workspace_size<T>(p);
+  REQUIRE(bytes > 0);
+  REQUIRE(workspace.allocate(bytes) == status::success);
+  dsconv::inverted_residual_options options;
+  options.variant = variant, options.workspace = workspace.data(), options.workspace_bytes = bytes;
+  guarded_output<T> out(output_count(p));
+  REQUIRE(dsconv::inverted_residual_forward(p, options, d.w, d.input, out.data()) == expected);
+  REQUIRE(dsconv::synchronize() == status::success);
+  return out.download_checked();
+}
+
+std::string describe(const inverted_residual_params& p) {
+  std::ostringstream s;
+  s << "block n " << p.n << ", " << p.c_in << "x" << p.h << "x" << p.w << " " << dsconv::to_string(p.data_layout)
+    << ", expand " << p.expanded << ", k" << p.kernel << " s" << p.stride << ", se " << p.se_channels << ", c_out "
+    << p.c_out << ", " << dsconv::to_string(p.act) << (p.residual ? ", residual" : "");
+  return s.str();
+}
+
+// Every variant that must run `p`, and automatic, against the reference composition.
+template <class T>
+void check_block(const inverted_residual_params& p, bool bias = true) {
+  INFO(describe(p) << (bias ? ", biases" : ", no biases"));
+  const block_tensors<T> t = random_block<T>(p, bias);
+  std::vector<double> ref(output_count(p));
+  REQUIRE(dsconv::reference::inverted_residual_forward(p, t.weights(), t.input.data(), ref.data()) == status::success);
+  const error_bound bound = block_bound(p, t);
+  const device_block<T> d(t);
+  for (const block_variant v : variants_with_automatic(dsconv::all_block_variants)) {
+    INFO("variant " << dsconv::to_string(v));
+    const status can = dsconv::can_implement<T>(v, p);
+    CHECK((can == status::success) == supports(v, p));
+    if (can != status::success) continue;
+    check_close(run_block(p, v, d), ref, bound);
+  }
+}
+
+inverted_residual_params block(int n, int c_in, int h, int w, int expanded, int kernel, int stride, int se, int c_out,
+                               activation act, bool residual, layout l) {
+  inverted_residual_params p;
+  p.n = n, p.c_in = c_in, p.h = h, p.w = w, p.expanded = expanded, p.kernel = kernel, p.stride = stride;
+  p.se_channels = se, p.c_out = c_out, p.act = act, p.residual = residual, p.data_layout = l;
+  return p;
+}
+
+}  // namespace
+
+TEST_CASE("inverted_residual: hand-computed blocks, with and without squeeze-excitation", "[block]") {
+  // x = 2; expand [1, -1] + 0.5 -> relu [2.5, 0]; depthwise 3x3 on a 1x1 map (centre taps 2
+  // and 3) + 1 -> relu [6, 1]; project [1, 10] + 0.25 -> 16.25; residual -> 18.25. With
+  // squeeze-excitation: reduce [1, 1] -> relu 7; expand [0, 1] + [0, -7] -> sigmoid [0.5, 0.5];
+  // scaled [3, 0.5]; project 3 + 5 + 0.25 + 2 = 10.25.
+  for (const layout l : all_layouts)
+    for (const int se : {0, 1}) {
+      const inverted_residual_params p = block(1, 1, 1, 1, 2, 3, 1, se, 1, activation::relu, true, l);
+      INFO(describe(p));
+      block_tensors<float> t;
+      t.input = {2}, t.we = {1, -1}, t.be = {0.5f, 0.5f};
+      t.wd = {0, 0, 0, 0, 2, 0, 0, 0, 0, 0, 0, 0, 0, 3, 0, 0, 0, 0}, t.bd = {1, 1};
+      if (se) t.rw = {1, 1}, t.rb = {0}, t.xw = {0, 1}, t.xb = {0, -7};
+      t.wp = {1, 10}, t.bp = {0.25f};
+      const double expected = se ? 10.25 : 18.25;
+      double ref = 0;
+      REQUIRE(dsconv::reference::inverted_residual_forward(p, t.weights(), t.input.data(), &ref) == status::success);
+      CHECK(ref == expected);
+      const device_block<float> d(t);
+      for (const block_variant v : dsconv::all_block_variants) {
+        if (!supports(v, p)) continue;
+        INFO("variant " << dsconv::to_string(v));
+        CHECK(run_block(p, v, d) == std::vector<float>{static_cast<float>(expected)});
+      }
+    }
+}
+
+TEST_CASE("inverted_residual: every block of MobileNetV2 and EfficientNet-B0 (32x32 input), both layouts",
+          "[block][network]") {
+  int i = 0;
+  for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
+    if (b.input != 32) continue;
+    INFO(b.name());
+    for (const layout l : all_layouts) check_block<float>(b.at(1 + i % 2, l), i % 3 != 0);
+    ++i;
+  }
+  CHECK(i == 33);  // 17 MobileNetV2 blocks, 16 EfficientNet-B0 blocks
+}
+
+TEMPLATE_TEST_CASE("inverted_residual: odd shapes, partial slices and tiles, every activation", "[block][shapes]", float,
+                   dsconv::half, dsconv::bfloat16) {
+  for (const layout l : all_layouts) {
+    check_block<TestType>(block(2, 5, 9, 7, 13, 3, 2, 0, 7, activation::relu6, false, l));
+    check_block<TestType>(block(1, 8, 11, 13, 40, 5, 1, 0, 8, activation::silu, true, l), false);
+    check_block<TestType>(block(2, 12, 6, 5, 12, 3, 1, 3, 12, activation::hardswish, true, l));
+    check_block<TestType>(block(3, 3, 5, 5, 3, 3, 2, 0, 9, activation::relu, false, l));
+    check_block<TestType>(block(1, 4, 40, 37, 24, 3, 1, 0, 4, activation::sigmoid, true, l));
+    check_block<TestType>(block(1, 6, 7, 9, 70, 5, 2, 5, 11, activation::none, false, l));
+  }
+}
+
+TEST_CASE("inverted_residual: two runs give the same bits", "[block]") {
+  for (const block_variant v : dsconv::all_block_variants) {
+    const inverted_residual_params p = block(2, 16, 14, 14, 96, 3, 2, v == block_variant::fused ? 0 : 4, 24,
+                                             activation::silu, false, layout::nhwc);
+    const block_tensors<float> t = random_block<float>(p);
+    const device_block<float> d(t);
+    CHECK(run_block(p, v, d) == run_block(p, v, d));
+  }
+}
+
+TEST_CASE("inverted_residual: the planner takes the fused kernel only where it runs the block", "[block]") {
+  for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
+    if (b.input != 224) continue;
+    for (const layout l : all_layouts) {
+      const inverted_residual_params p = b.at(8, l);
+      INFO(b.name() << " " << dsconv::to_string(l));
+      // Without a workspace only the fused kernel can run: automatic takes it wherever it can.
+      const block_variant chosen = dsconv::select_variant<float>(p, dsconv::inverted_residual_options{});
+      CHECK(chosen == (dsconv::can_implement<float>(block_variant::fused, p) == status::success ? block_variant::fused
+                                                                                                  : block_variant::unfused));
+      CHECK((dsconv::can_implement<float>(block_variant::fused, p) == status::success) == supports(block_variant::fused, p));
+    }
+  }
+}
+
+TEST_CASE("inverted_residual: bad input returns its own status, launches nothing and writes nothing", "[block][validation]") {
+  const inverted_residual_params good = block(1, 8, 6, 6, 16, 3, 1, 4, 8, activation::relu6, true, layout::nhwc);
+  const block_tensors<float> t = random_block<float>(good);
+  const device_block<float> d(t);
+  const std::size_t bytes = dsconv::inverted_residual_workspace_size<float>(good);
+  dsconv::device_buffer<char> workspace;
+  REQUIRE(workspace.allocate(bytes) == status::success);
+  guarded_output<float> out(output_count(good));
+
+  auto expect = [&](status s, const inverted_residual_params& p, dsconv::inverted_residual_weights<float> w,
+                    const float* input, float* output, dsconv::inverted_residual_options o) {
+    const unsigned long long launches = launches_so_far();
+    CHECK(dsconv::inverted_residual_forward(p, o, w, input, output) == s);
+    CHECK(launches_so_far() == launches);
+    CHECK(out.untouched());
+  };
+  dsconv::inverted_residual_options opts;
+  opts.variant = block_variant::unfused, opts.workspace = workspace.data(), opts.workspace_bytes = bytes;
+  auto with = [&](auto change) {
+    inverted_residual_params p = good;
+    change(p);
+    return p;
+  };
+  // Every field of the params.
+  expect(status::invalid_size, with([](auto& p) { p.n = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_size, with([](auto& p) { p.c_in = -1; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_size, with([](auto& p) { p.h = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_size, with([](auto& p) { p.w = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_size, with([](auto& p) { p.expanded = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_size, with([](auto& p) { p.c_out = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_size, with([](auto& p) { p.se_channels = -2; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_kernel_size, with([](auto& p) { p.kernel = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_stride, with([](auto& p) { p.stride = 0; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_layout, with([](auto& p) { p.data_layout = static_cast<layout>(9); }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_activation, with([](auto& p) { p.act = static_cast<activation>(-1); }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_residual, with([](auto& p) { p.stride = 2; }), d.w, d.input, out.data(), opts);
+  expect(status::invalid_residual, with([](auto& p) { p.c_out = 4; }), d.w, d.input, out.data(), opts);
+  expect(status::size_overflow, with([](auto& p) { p.n = 1 << 30, p.h = p.w = 1 << 16; }), d.w, d.input, out.data(), opts);
+  // Variants.
+  dsconv::inverted_residual_options bad = opts;
+  bad.variant = static_cast<block_variant>(7);
+  expect(status::invalid_variant, good, d.w, d.input, out.data(), bad);
+  bad.variant = block_variant::fused;  // squeeze-excitation: not the fused kernel's
+  expect(status::unsupported_variant, good, d.w, d.input, out.data(), bad);
+  expect(status::unsupported_variant, with([](auto& p) { p.se_channels = 0, p.data_layout = layout::nchw; }), d.w, d.input,
+         out.data(), bad);
+  // Workspace.
+  bad = opts, bad.workspace_bytes = bytes - 1;
+  expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
+  bad = opts, bad.workspace = nullptr;
+  expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
+  bad = opts, bad.variant = block_variant::automatic, bad.workspace = nullptr;  // automatic: no fused kernel for SE
+  expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
+  // Null and overlapping buffers.
+  expect(status::null_pointer, good, d.w, nullptr, out.data(), opts);
+  expect(status::null_pointer, good, d.w, d.input, nullptr, opts);
+  for (int i = 0; i < 4; ++i) {
+    dsconv::inverted_residual_weights<float> w = d.w;
+    (i == 0 ? w.expand_weight : i == 1 ? w.depthwise_weight : i == 2 ? w.se_reduce_weight : w.project_weight) = nullptr;
+    INFO("weight " << i);
+    expect(status::null_pointer, good, w, d.input, out.data(), opts);
+  }
+  expect(status::overlapping_buffers, good, d.w, d.input, const_cast<float*>(d.input), opts);
+  bad = opts, bad.workspace = out.data();
+  expect(status::overlapping_buffers, good, d.w, d.input, out.data(), bad);
+  bad = opts, bad.workspace = const_cast<float*>(d.w.project_weight);
+  expect(status::overlapping_buffers, good, d.w, d.input, out.data(), bad);
+  dsconv::inverted_residual_weights<float> w = d.w;
+  w.project_bias = out.data() + 3;
+  expect(status::overlapping_buffers, good, w, d.input, out.data(), opts);
+  // The weights of layers a block does not have are never read: null is fine there.
+  inverted_residual_params plain = with([](auto& p) { p.se_channels = 0; });
+  w = d.w, w.se_reduce_weight = w.se_expand_weight = nullptr;
+  CHECK(dsconv::can_implement<float>(block_variant::unfused, plain) == status::success);
+  std::vector<double> ref(output_count(plain));
+  REQUIRE(dsconv::reference::inverted_residual_forward(plain, t.weights(), t.input.data(), ref.data()) == status::success);
+  CHECK(dsconv::inverted_residual_forward(plain, opts, w, d.input, out.data()) == status::success);
+  REQUIRE(dsconv::synchronize() == status::success);
+  check_close(out.download_checked(), ref, block_bound(plain, t));
+}
+
+TEST_CASE("fold_batch_norm: hand-computed values, in place, and its errors", "[block]") {
+  // eps 1. Channel 0: s = 2 / sqrt(3 + 1) = 1, w' = w, b' = (0.5 - 1) + 4 = 3.5. Channel 1:
+  // s = 6 / sqrt(8 + 1) = 2, w' = 2w, b' = 2 * (0 - -2) + 0 = 4. Without a bias: 3 and 4.
+  std::vector<float> w = {1, 2, 3, 4}, b = {0.5f, 0};
+  const float gamma[] = {2, 6}, beta[] = {4, 0}, mean[] = {1, -2}, var[] = {3, 8};
+  REQUIRE(dsconv::fold_batch_norm(2, 2, w.data(), b.data(), gamma, beta, mean, var, 1.0f, w.data(), b.data()) ==
+          status::success);
+  CHECK(w == std::vector<float>{1, 2, 6, 8});
+  CHECK(b == std::vector<float>{3.5f, 4});
+  std::vector<float> fw(4), fb(2);
+  CHECK(dsconv::fold_batch_norm(2, 2, w.data(), static_cast<const float*>(nullptr), gamma, beta, mean, var, 1.0f, fw.data(),
+                                fb.data()) == status::success);
+  CHECK(fb == std::vector<float>{3, 4});
+  const float negative[] = {3, -1};
+  fw.assign(4, -9.f);
+  CHECK(dsconv::fold_batch_norm(2, 2, w.data(), b.data(), gamma, beta, mean, negative, 0.5f, fw.data(), fb.data()) ==
+        status::invalid_batch_norm);
+  CHECK(fw == std::vector<float>(4, -9.f));
+  CHECK(dsconv::fold_batch_norm(0, 2, w.data(), b.data(), gamma, beta, mean, var, 1.0f, fw.data(), fb.data()) ==
+        status::invalid_size);
+  CHECK(dsconv::fold_batch_norm(2, 2, w.data(), b.data(), nullptr, beta, mean, var, 1.0f, fw.data(), fb.data()) ==
+        status::null_pointer);
+}
