@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "support/backward_check.hpp"
+#include "support/device_setup.hpp"
 #include "support/layer_check.hpp"
 #include "support/options.hpp"
 
@@ -159,26 +160,9 @@ int main(int argc, char** argv) try {
   if (pass_name == "backward" || pass_name == "all")
     passes.insert(passes.end(), {layer_pass::backward_data, layer_pass::backward_weight});
   if (passes.empty()) throw std::runtime_error("--pass " + pass_name + ": forward, backward or all");
-#if defined(DSCONV_PLATFORM_HOST)
-  const bool traffic = opt.get("traffic", nullptr, "1") != "0";
-  const std::string profile = opt.get("device", "DSCONV_HOST_DEVICE", "sm80");
-  if (dsconv::host::set_device(profile.c_str()) != dsconv::status::success)
-    throw std::runtime_error("--device: " + std::string(dsconv::last_error_detail()));
-  const dsconv::platform::device_properties emulated = dsconv::host::device();
-  const std::string device = "host platform (CPU, " + std::to_string(dsconv::host::worker_count()) +
-                             " worker threads) emulating " + emulated.name + " (" +
-                             std::to_string(emulated.multiprocessor_count) + " multiprocessors, warp " +
-                             std::to_string(emulated.warp_size) + ")";
-#else
-  const bool traffic = false;
-  dsconv::platform::device_properties dev;
-  if (dsconv::platform::get_device_properties(dev) != dsconv::status::success) {
-    std::fprintf(stderr, "no usable GPU: %s\n", dsconv::last_error_detail());
-    return 77;
-  }
-  const std::string device = "GPU with " + std::to_string(dev.multiprocessor_count) + " multiprocessors, warp " +
-                             std::to_string(dev.warp_size);
-#endif
+  bool traffic = false;
+  const std::string device = dsconv_bench::setup_device(opt, traffic);
+  if (device.empty()) return 77;
 
   std::vector<layer> selected;
   for (const auto& l : dsconv_bench::all_layers())

@@ -25,6 +25,11 @@
 # --pass backward checks and measures the data and weight gradients of every layer instead of
 # the forward (all: both; default forward); without a GPU the report gives their traffic
 # against the targets. On a GPU the benchmark covers all three passes unless --pass is given.
+# --kind block runs the inverted-residual blocks instead (dsconv_blocks): every block of both
+# networks unfused and fused, checked against the composition of the reference layers, with the
+# planner's choice and (host platform) the global-memory bytes of each; batch 8, float, NHWC
+# unless --batch/--type/--layout say otherwise; writes results/blocks.csv, blocks.md and
+# blocks_traffic.png, with the summary per network against the traffic targets.
 # (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_KIND,
 # DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_PASS, DSCONV_RESULTS). On a GPU they narrow the
 # benchmark as well; without them it covers the full grid, while the layer check runs batch 1.
@@ -36,8 +41,11 @@ out=${DSCONV_RESULTS:-results}
 check_args=()  # for dsconv_layers
 bench_args=()  # for dsconv_bench, which has no --traffic (a host-platform option)
 models=1
+blocks=0
 while [ $# -gt 0 ]; do
   case "$1" in
+    --kind) if [ "$2" = block ]; then blocks=1; else check_args+=("$1" "$2"); bench_args+=("$1" "$2"); fi; shift 2 ;;
+    --kind=block) blocks=1; shift ;;
     --out) out=$2; shift 2 ;;
     --out=*) out=${1#--out=}; shift ;;
     --no-models) models=0; shift ;;
@@ -53,6 +61,22 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 
 status=0
+if [ "$blocks" = 1 ]; then
+  # The blocks: on the GPU where there is one (no traffic counted there), else the host platform.
+  if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    build=build-main-cuda
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BACKEND=cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
+      -DCMAKE_CUDA_ARCHITECTURES=native -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF >/dev/null
+  else
+    build=build-main
+    cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF \
+      -DDSCONV_BUILD_PYTHON=OFF >/dev/null
+  fi
+  cmake --build "$build" -j "$jobs" --target dsconv_blocks
+  "$build/bench/dsconv_blocks" --out "$out" "${check_args[@]}" || status=$?
+  "$python" scripts/blocks_chart.py "$out/blocks.csv" --out "$out" || status=$?
+  exit "$status"
+fi
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
   echo "NVIDIA GPU found: building for CUDA"
   build=build-main-cuda

@@ -10,6 +10,7 @@
 #include "../kernels/depthwise/tile.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
+#include "launch_shape.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -27,13 +28,7 @@ struct depthwise_plan {
 
   // The launch of one of the tiled kernels (all take depthwise_block_threads) over this plan.
   platform::launch_config launch(const char* name, stream_t stream) const {
-    platform::launch_config cfg;
-    cfg.block = platform::dims{depthwise_block_threads, 1, 1};
-    cfg.grid = grid;
-    cfg.shared_bytes = shared_bytes;
-    cfg.stream = stream;
-    cfg.name = name;
-    return cfg;
+    return planned_launch(depthwise_block_threads, grid, shared_bytes, name, stream);
   }
 };
 

@@ -11,6 +11,7 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "depthwise_plan.hpp"
+#include "launch_shape.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -67,13 +68,7 @@ struct fused_block_plan {
   long long traffic = 0;  // the cost model's bytes
 
   platform::launch_config launch(const char* name, stream_t stream) const {
-    platform::launch_config cfg;
-    cfg.block = platform::dims{fused_block_threads, 1, 1};
-    cfg.grid = grid;
-    cfg.shared_bytes = shared_bytes;
-    cfg.stream = stream;
-    cfg.name = name;
-    return cfg;
+    return planned_launch(fused_block_threads, grid, shared_bytes, name, stream);
   }
 };
 
@@ -124,9 +119,19 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   const long long weights = (s.has_expand ? static_cast<long long>(s.expanded) * (s.c_in + 1) : 0) +
                             static_cast<long long>(s.expanded) * (s.taps() + 1) +
                             static_cast<long long>(s.c_out) * (s.expanded + 1);
-  // A tile reads its input pixels inside the image (about the halo) and the weights.
+  // A tile reads its halo's pixels inside the image and the weights; the grid writes the output.
+  auto inside = [&](int tiles_along, int outputs, int extent, int in_extent) {
+    long long sum = 0;  // over the tiles along one axis: input rows (or columns) inside the image
+    for (int i = 0; i < tiles_along; ++i) {
+      const long long first = static_cast<long long>(i) * outputs * s.stride - s.pad, last = first + in_extent;
+      sum += (last < extent ? last : extent) - (first > 0 ? first : 0);
+    }
+    return sum;
+  };
+  const long long inputs = static_cast<long long>(s.n) * inside(t.tiles_y, rows, s.h, t.in_rows) *
+                           inside(t.tiles_x, cols, s.w, t.in_cols) * s.c_in;
   out.traffic = static_cast<long long>(element_bytes) *
-                (tiles * (halo * s.c_in + weights) + static_cast<long long>(s.n) * s.out_h * s.out_w * s.c_out);
+                (inputs + tiles * weights + static_cast<long long>(s.n) * s.out_h * s.out_w * s.c_out);
   out.shared_bytes = static_cast<std::size_t>(at) * sizeof(float);
   out.grid = platform::dims{static_cast<unsigned>(tiles), 1, 1};
   return tiles <= static_cast<long long>(dev.max_grid_x);

@@ -7,6 +7,18 @@
 namespace dsconv {
 namespace detail {
 
+// The launch of a planned kernel: blocks of `threads`, the plan's grid and dynamic shared memory.
+inline platform::launch_config planned_launch(unsigned threads, platform::dims grid, std::size_t shared_bytes,
+                                              const char* name, platform::stream_t stream) {
+  platform::launch_config cfg;
+  cfg.block = platform::dims{threads, 1, 1};
+  cfg.grid = grid;
+  cfg.shared_bytes = shared_bytes;
+  cfg.stream = stream;
+  cfg.name = name;
+  return cfg;
+}
+
 // A 1-D grid for a grid-stride kernel over `elements`: enough blocks to fill every
 // multiprocessor several times over, never more than the work or the device allow.
 inline platform::launch_config grid_stride_launch(index_t elements, unsigned block_threads,
