@@ -2,8 +2,6 @@
 // dsconv: depthwise and pointwise (1x1) convolution kernels for CUDA, HIP and the CPU host
 // platform. The only header a user needs.
 
-#include "batch_norm.hpp"
-#include "block_params.hpp"
 #include "config.hpp"
 #include "dispatch/depthwise.hpp"
 #include "dispatch/depthwise_backward.hpp"
@@ -15,6 +13,9 @@
 #include "memory.hpp"
 #include "params.hpp"
 #include "platform/platform.hpp"
+// After the platform: the 16-bit types need the GPU runtime's intrinsics declared first (HIP).
+#include "batch_norm.hpp"
+#include "block_params.hpp"
 #include "reference/depthwise.hpp"
 #include "reference/pointwise.hpp"
 #include "reference/depthwise_backward.hpp"
