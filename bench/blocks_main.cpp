@@ -27,7 +27,7 @@ struct row {
   const network_block* b;
   int batch;
   std::string type, layout;
-  std::string chosen;
+  std::string chosen;  // the planner's variant
   layer_result unfused, fused;  // fused.status: unsupported_variant where the fused kernel does not run the block
   bool has_fused() const { return fused.status != dsconv::status::unsupported_variant; }
   const layer_result& chosen_result() const { return chosen == "fused" ? fused : unfused; }
@@ -52,10 +52,7 @@ row run(const network_block& b, int batch, const std::string& type, dsconv::layo
     w.fused = dsconv_bench::check_block<T>(p, dsconv::block_variant::fused, d, ref, traffic);
   else
     w.fused.status = dsconv::status::unsupported_variant;
-  dsconv::inverted_residual_options with_workspace;
-  with_workspace.workspace_bytes = dsconv::inverted_residual_workspace_size<T>(p);
-  with_workspace.workspace = &with_workspace;  // (only its presence counts for the choice)
-  w.chosen = dsconv::to_string(dsconv::select_variant<T>(p, with_workspace));
+  w.chosen = w.unfused.variant;  // (the planner's choice with the workspace)
   return w;
 }
 

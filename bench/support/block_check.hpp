@@ -40,8 +40,8 @@ struct block_data {
   }
 };
 
-// `variant` (automatic: the planner's choice, named in the result) on `p`, with the workspace
-// the library asks for; `ref` is the reference composition's output.
+// `variant` on `p`, with the workspace the library asks for; `ref` is the reference
+// composition's output. The result names the variant the planner chooses with that workspace.
 template <class T>
 layer_result check_block(const dsconv::inverted_residual_params& p, dsconv::block_variant variant, const block_data<T>& d,
                          const std::vector<double>& ref, bool count_traffic) {
@@ -50,7 +50,6 @@ layer_result check_block(const dsconv::inverted_residual_params& p, dsconv::bloc
   dsconv::inverted_residual_options options;
   options.variant = variant;
   options.workspace_bytes = dsconv::inverted_residual_workspace_size<T>(p);
-  r.variant = dsconv::to_string(variant == dsconv::block_variant::automatic ? dsconv::select_variant<T>(p, options) : variant);
   std::vector<dsconv::device_buffer<T>> held(11);
   std::size_t next = 0;
   bool uploaded = true;
@@ -70,6 +69,7 @@ layer_result check_block(const dsconv::inverted_residual_params& p, dsconv::bloc
     return r;
   }
   options.workspace = workspace.data();
+  r.variant = dsconv::to_string(dsconv::select_variant<T>(p, options));
   r.status = detail::run_measured(r, count_traffic, [&] { return dsconv::inverted_residual_forward(p, options, w, input, out.data()); });
   if (r.status == dsconv::status::success) detail::finish(r, {&out}, {&ref});
   return r;

@@ -152,8 +152,8 @@ inline status check_activation_saved(const char* op, activation act, const void*
   return status::success;
 }
 
-// Every buffer that a backward call writes (a gradient, the optional bias gradient, the
-// workspace) overlaps none of the other buffers of the call.
+// Every buffer that a call writes (a gradient, the optional bias gradient, a block's output,
+// a workspace) overlaps none of the other buffers of the call, written or read.
 inline status check_backward_buffers(const char* op, std::initializer_list<std::pair<const char*, buffer>> written,
                                      std::initializer_list<std::pair<const char*, buffer>> read,
                                      std::initializer_list<const char*> optional) {
