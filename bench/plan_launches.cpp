@@ -1,7 +1,8 @@
 // What the planners launch for every depthwise and 1x1 layer of MobileNetV2 and
 // EfficientNet-B0 on each device profile, without running it (host platform, plan-only
-// launches) of each pass (forward, backward data, backward weight): one CSV row per launch on
-// stdout, with the profile's limits, from which
+// launches) of each pass (forward, backward data, backward weight), and for every block of both
+// networks each variant of the block's forward that runs it (pass "forward", kind "block"): one
+// CSV row per launch on stdout, with the profile's limits, from which
 // scripts/kernel_resources.py computes each launch's occupancy with the kernel's compiled
 // registers and static shared memory.
 //
@@ -11,6 +12,7 @@
 #include <stdexcept>
 #include <string>
 
+#include "support/blocks.hpp"
 #include "support/layers.hpp"
 #include "support/options.hpp"
 
@@ -23,8 +25,10 @@ struct stand_ins {
   static constexpr std::size_t floats = std::size_t(1) << 28;  // 1 GiB: 128 x 96 x 112 x 112 floats is 616 MB
   dsconv::device_buffer<float> input, weight, bias, residual, output, workspace;
   stand_ins() {
-    for (auto* b : {&input, &weight, &bias, &residual, &output, &workspace})
+    for (auto* b : {&input, &weight, &bias, &residual, &output})
       if (b->allocate(floats) != dsconv::status::success) throw std::runtime_error("allocation failed");
+    // The unfused blocks' workspace holds two expanded tensors: 1.2 GB at batch 128.
+    if (workspace.allocate(2 * floats) != dsconv::status::success) throw std::runtime_error("allocation failed");
   }
 };
 
@@ -71,6 +75,37 @@ dsconv::status plan(const dsconv_bench::layer& l, dsconv_bench::layer_pass pass,
     }
   }
 }
+// One CSV row per launch `recorder` saw.
+void print_launches(const dsconv::host::traffic_recorder& recorder, const std::string& device,
+                    const dsconv::platform::device_properties& d, const std::string& layer, const std::string& kind,
+                    const std::string& pass, const std::string& type, const std::string& layout, int batch) {
+  for (const auto& launch : recorder.launches())
+    std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu\n", device.c_str(), d.warp_size,
+                d.multiprocessor_count, d.max_threads_per_multiprocessor, d.registers_per_multiprocessor,
+                d.shared_memory_per_multiprocessor, d.shared_memory_reserved_per_block, layer.c_str(), kind.c_str(),
+                pass.c_str(), type.c_str(), layout.c_str(), batch, launch.kernel.c_str(),
+                static_cast<unsigned long long>(launch.grid.x) * launch.grid.y * launch.grid.z,
+                launch.block.x * launch.block.y * launch.block.z, launch.shared_bytes);
+}
+
+// Each variant of the block's forward that can run `p` (unfused, with its workspace, and fused).
+template <class T>
+dsconv::status plan_block(const dsconv::inverted_residual_params& p, stand_ins& b) {
+  const auto as = [](dsconv::device_buffer<float>& buf) { return reinterpret_cast<T*>(buf.data()); };
+  const T* w = as(b.weight);
+  // (every weight from one stand-in: plan-only launches read none of them)
+  const dsconv::inverted_residual_weights<T> weights{w, w, w, w, w, w, w, w, w, w};
+  for (const dsconv::block_variant v : dsconv::all_block_variants) {
+    if (v == dsconv::block_variant::automatic || dsconv::can_implement<T>(v, p) != dsconv::status::success) continue;
+    dsconv::inverted_residual_options options;
+    options.variant = v;
+    options.workspace = b.workspace.data();
+    options.workspace_bytes = dsconv::inverted_residual_workspace_size<T>(p);
+    const dsconv::status s = dsconv::inverted_residual_forward(p, options, weights, as(b.input), as(b.output));
+    if (s != dsconv::status::success) return s;
+  }
+  return dsconv::status::success;
+}
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -106,13 +141,25 @@ int main(int argc, char** argv) {
                            type.c_str(), layout.c_str(), dsconv::last_error_detail());
               return 1;
             }
-            for (const auto& launch : recorder.launches())
-              std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu\n", device.c_str(), d.warp_size,
-                          d.multiprocessor_count, d.max_threads_per_multiprocessor, d.registers_per_multiprocessor,
-                          d.shared_memory_per_multiprocessor, d.shared_memory_reserved_per_block, l.name().c_str(),
-                          l.kind.c_str(), pass_name.c_str(), type.c_str(), layout.c_str(), n, launch.kernel.c_str(),
-                          static_cast<unsigned long long>(launch.grid.x) * launch.grid.y * launch.grid.z,
-                          launch.block.x * launch.block.y * launch.block.z, launch.shared_bytes);
+            print_launches(recorder, device, d, l.name(), l.kind, pass_name, type, layout, n);
+          }
+    // The blocks' forward (both layouts: the unfused sequence runs either; the fused kernel NHWC).
+    for (const auto& blk : dsconv_bench::all_blocks())
+      for (const std::string& batch : options::split(opt.get("batch", nullptr, "1,8,32,128")))
+        for (const std::string& type : options::split(opt.get("type", nullptr, "float,half,bfloat16")))
+          for (const std::string& layout : options::split(opt.get("layout", nullptr, "nchw,nhwc"))) {
+            const dsconv::inverted_residual_params p =
+                blk.at(std::stoi(batch), layout == "nhwc" ? dsconv::layout::nhwc : dsconv::layout::nchw);
+            dsconv::host::traffic_recorder recorder;
+            const dsconv::status s = type == "half"       ? plan_block<dsconv::half>(p, buffers)
+                                     : type == "bfloat16" ? plan_block<dsconv::bfloat16>(p, buffers)
+                                                          : plan_block<float>(p, buffers);
+            if (s != dsconv::status::success) {
+              std::fprintf(stderr, "%s %s batch %s %s %s: %s\n", device.c_str(), blk.name().c_str(), batch.c_str(),
+                           type.c_str(), layout.c_str(), dsconv::last_error_detail());
+              return 1;
+            }
+            print_launches(recorder, device, d, blk.name(), "block", "forward", type, layout, std::stoi(batch));
           }
   }
   return 0;

@@ -60,7 +60,7 @@ block_variant select_variant(const inverted_residual_params& p, const inverted_r
     return block_variant::unfused;
   const bool workspace = options.workspace &&
                          options.workspace_bytes >= static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
-  return !workspace || plan.traffic <= detail::unfused_traffic(p, sizeof(T)) ? block_variant::fused : block_variant::unfused;
+  return !workspace || plan.traffic <= detail::unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
 }
 
 namespace detail {

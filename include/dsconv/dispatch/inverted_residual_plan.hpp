@@ -12,6 +12,7 @@
 #include "../problem.hpp"
 #include "depthwise_plan.hpp"
 #include "launch_shape.hpp"
+#include "pointwise_plan.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -45,20 +46,22 @@ inline unfused_workspace unfused_layout(const inverted_residual_params& p, std::
   return w;
 }
 
-// Global-memory bytes of the unfused sequence: each layer reads its input and weights once and
-// writes its output once (the squeeze-excitation: the pool reads the depthwise output, the
-// scale reads and writes it).
-inline long long unfused_traffic(const inverted_residual_params& p, std::size_t element_bytes) {
-  const long long e = static_cast<long long>(element_bytes), n = p.n, x = p.expanded, k = p.kernel;
+// Global-memory bytes of the unfused sequence: the 1x1 layers as their heuristic tiles them
+// (operands re-read per tile: pointwise_forward_elements), the depthwise layer reading its input
+// and weights once and writing its output once, the squeeze-excitation's pool reading the
+// depthwise output, its scale reading and writing it.
+template <class T>
+long long unfused_traffic(const inverted_residual_params& p, const platform::device_properties& dev) {
+  const long long n = p.n, x = p.expanded, k = p.kernel;
   const long long in_px = static_cast<long long>(p.h) * p.w, out_px = static_cast<long long>(p.out_h()) * p.out_w();
   long long t = 0;
-  if (p.has_expand()) t += n * in_px * p.c_in + x * p.c_in + x + n * in_px * x;
+  if (p.has_expand()) t += pointwise_forward_elements<T>(p.expand(), false, dev);
   t += n * in_px * x + x * k * k + x + n * out_px * x;
   if (p.se_channels > 0)
-    t += n * out_px * x + n * x + (n * x + p.se_channels * x + p.se_channels + n * p.se_channels) +
-         (n * p.se_channels + x * p.se_channels + x + n * x) + 2 * n * out_px * x + n * x;
-  t += n * out_px * x + x * p.c_out + p.c_out + n * out_px * p.c_out + (p.residual ? n * out_px * p.c_out : 0);
-  return t * e;
+    t += n * out_px * x + n * x + pointwise_forward_elements<T>(p.se_reduce(), false, dev) +
+         pointwise_forward_elements<T>(p.se_expand(), false, dev) + 2 * n * out_px * x + n * x;
+  t += pointwise_forward_elements<T>(p.project(), p.residual, dev);
+  return t * static_cast<long long>(sizeof(T));
 }
 
 struct fused_block_plan {
@@ -101,18 +104,23 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   t.q_rows = t.q_step * t.q_count;
   const long long halo = static_cast<long long>(t.in_rows) * t.in_cols;
   t.in_pitch = static_cast<int>(odd(s.c_in)), t.slice_pitch = EC + 1, t.out_pitch = static_cast<int>(odd(s.c_out));
-  long long at = 0;
+  long long at = fused_block_input + halo * t.in_pitch;
   auto take = [&](long long n) {
     const long long start = at;
     at += n;
     return static_cast<int>(start);
   };
-  t.in = take(halo * t.in_pitch), t.mask = take(halo), t.x = take(halo * t.slice_pitch), t.be = take(EC);
-  t.wd = take(static_cast<long long>(s.taps()) * t.slice_pitch), t.bd = take(EC);
+  t.mask = take(halo), t.x = take(halo * t.slice_pitch);
+  t.wd = take(static_cast<long long>(EC) * s.taps());
   t.d = take(static_cast<long long>(t.q_rows) * t.slice_pitch);
   const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * t.slice_pitch : 0;
   const long long project_weights = static_cast<long long>(EC) * t.out_pitch;
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
+  // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
+  // regions after d, or in floats allocated for them.
+  const long long reach = t.d + static_cast<long long>(t.q_step) *
+                                    (ceil_div(t.q_count, fused_block_output_group) * fused_block_output_group) * t.slice_pitch;
+  if (reach > at) at = reach;
   if (at > floats) return false;
   t.floats = static_cast<int>(at);
   const long long tiles = static_cast<long long>(s.n) * t.tiles_x * t.tiles_y;
@@ -136,11 +144,6 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   out.grid = platform::dims{static_cast<unsigned>(tiles), 1, 1};
   return tiles <= static_cast<long long>(dev.max_grid_x);
 }
-
-// Blocks of the fused kernel a multiprocessor should hold at once (its shared memory is
-// planned for that many): a block waits at a barrier after each step, so several keep the
-// multiprocessor busy.
-inline constexpr int fused_resident_blocks = 4;
 
 // The fused kernel's tile for `p` (false where it cannot run it): of every tile that fits a
 // multiprocessor's share of shared memory, the one the cost model charges the fewest bytes

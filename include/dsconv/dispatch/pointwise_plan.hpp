@@ -199,5 +199,24 @@ pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, co
   return small_fits ? small : pointwise_variant::direct;
 }
 
+// Global-memory elements the forward pass of `p` moves as the heuristic runs it (the block
+// planner's cost of a 1x1 layer): a tiled GEMM reads A once per column of its tiles and B once
+// per row of them; the other variants are counted at the least they move (each operand once).
+template <class T>
+long long pointwise_forward_elements(const pointwise_params& p, bool residual, const platform::device_properties& dev) {
+  const gemm_operands g = make_gemm(make_shape(p));
+  long long a_reads = 1, b_reads = 1;
+  switch (choose_pointwise<T>(gemm_pass::forward, p, dev, 0)) {
+    case pointwise_variant::gemm_small:
+    case pointwise_variant::mma_small:
+      a_reads = ceil_div(g.n, gemm_small_tile::bn), b_reads = ceil_div(g.m, gemm_small_tile::bm);
+      break;
+    default: break;
+  }
+  const long long outputs = static_cast<long long>(g.batches) * g.m * g.n;
+  return static_cast<long long>(g.batches) * (a_reads * g.m * g.k + b_reads * g.k * g.n) + outputs +
+         (residual ? outputs : 0) + p.c_out;
+}
+
 }  // namespace detail
 }  // namespace dsconv

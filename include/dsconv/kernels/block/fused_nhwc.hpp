@@ -35,16 +35,17 @@ struct block_weight_ptrs {
 namespace kernels {
 
 template <class T>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, 1)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, detail::fused_resident_blocks)
 void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_tile t, detail::block_weight_ptrs<T> wts,
                                   const T* __restrict__ input, T* __restrict__ output) {
   namespace pf = platform;
   constexpr int threads = static_cast<int>(detail::fused_block_threads), EC = detail::fused_block_slice;
   constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
+  constexpr int G = detail::fused_block_output_group;
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
-  float *in_s = sh + t.in, *mask_s = sh + t.mask, *x_s = sh + t.x, *we_s = sh + t.we, *be_s = sh + t.be;
-  float *wd_s = sh + t.wd, *bd_s = sh + t.bd, *d_s = sh + t.d, *wp_s = sh + t.wp;
+  float *be_s = sh, *bd_s = sh + EC, *in_s = sh + detail::fused_block_input, *mask_s = sh + t.mask, *x_s = sh + t.x;
+  float *wd_s = sh + t.wd, *d_s = sh + t.d, *we_s = sh + t.we, *wp_s = sh + t.wp;
   const int ip = t.in_pitch, sp = t.slice_pitch, op = t.out_pitch, taps = s.taps();
 
   // This block's tile (once per block).
@@ -81,20 +82,23 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   const int lane = tid % EC, group = tid / EC;
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
     const int ec = s.expanded - e0 < EC ? s.expanded - e0 : EC;
-    // 1. The slice's expand and depthwise weights, transposed so that a warp's lanes (channels)
-    // read consecutive words; channels past the last are zero.
+    // 1. The slice's expand and depthwise weights; channels past the last are zero. The expand
+    // weights are read along c_in by a warp's lanes (consecutive words) and stored transposed,
+    // the depthwise weights copied as they are ([slice][taps]: where taps is odd, as for every
+    // odd kernel, step 3's lanes read rows in distinct banks). Plain loops, not index walks: a
+    // walk's steps are scalar registers held through the slice loop, and this kernel has none
+    // to spare on AMD.
     if (s.has_expand) {
-      detail::for_each_strided<2>(EC * s.c_in, {s.c_in}, tid, threads, [&](const auto& at) {
-        const int e = at.outer(), c = at[0];
-        const float v = e < ec ? to_float(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)) : 0.f;
-        pf::shared_store(we_s + c * sp + e, v);
-      });
+      for (int e = group; e < EC; e += groups)
+        for (int c = lane; c < s.c_in; c += EC) {
+          const float v = e < ec ? to_float(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)) : 0.f;
+          pf::shared_store(we_s + c * sp + e, v);
+        }
     }
-    detail::for_each_strided<2>(EC * taps, {taps}, tid, threads, [&](const auto& at) {
-      const int e = at.outer(), tap = at[0];
-      const float v = e < ec ? to_float(pf::load(wts.depthwise_weight + static_cast<index_t>(e0 + e) * taps + tap)) : 0.f;
-      pf::shared_store(wd_s + tap * sp + e, v);
-    });
+    for (int i = tid; i < EC * taps; i += threads) {
+      const float v = i < ec * taps ? to_float(pf::load(wts.depthwise_weight + static_cast<index_t>(e0) * taps + i)) : 0.f;
+      pf::shared_store(wd_s + i, v);
+    }
     if (tid < EC) {
       const bool in_slice = tid < ec;
       pf::shared_store(be_s + tid, in_slice && wts.expand_bias ? to_float(pf::load(wts.expand_bias + e0 + tid)) : 0.f);
@@ -133,20 +137,19 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
 
     // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
     // and the depthwise filter over the slice at the tile's pixels.
-    detail::for_each_strided<2>(s.c_out * EC, {EC}, tid, threads, [&](const auto& at) {
-      const int oc = at.outer(), e = at[0];
-      const float v = e < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + e)) : 0.f;
-      pf::shared_store(wp_s + e * op + oc, v);
-    });
-    detail::for_each_strided<3>(Q * EC, {t.cols, EC}, tid, threads, [&](const auto& at) {
-      const int qy = at.outer(), qx = at[0], e = at[1];
-      const float* window = x_s + (qy * s.stride * t.in_cols + qx * s.stride) * sp + e;
-      float v = pf::shared_load(bd_s + e);
+    for (int oc = group; oc < s.c_out; oc += groups) {
+      const float v = lane < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)) : 0.f;
+      pf::shared_store(wp_s + lane * op + oc, v);
+    }
+    for (detail::index_walk<2> at({t.cols}, group, groups); at.index() < Q; at.advance()) {
+      const int qy = at.outer(), qx = at[0];
+      const float* window = x_s + (qy * s.stride * t.in_cols + qx * s.stride) * sp + lane;
+      float v = pf::shared_load(bd_s + lane);
       for (int ky = 0; ky < s.kernel; ++ky)
         for (int kx = 0; kx < s.kernel; ++kx)
-          v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + (ky * s.kernel + kx) * sp + e);
-      pf::shared_store(d_s + (qy * t.cols + qx) * sp + e, detail::activate(v, s.act));
-    });
+          v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
+      pf::shared_store(d_s + at.index() * sp + lane, detail::activate(v, s.act));
+    }
     pf::sync_threads();
 
     // 4. The slice's share of the project 1x1.
@@ -155,7 +158,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
         const float w = pf::shared_load(wp_s + e * op + o);
         DSCONV_UNROLL
         for (int k = 0; k < R; ++k)
-          if (k < t.q_count) acc[k] += pf::shared_load(d_s + (q0 + k * t.q_step) * sp + e) * w;
+          if (k - k % G < t.q_count) acc[k] += pf::shared_load(d_s + (q0 + k * t.q_step) * sp + e) * w;
       }
     }
     pf::sync_threads();  // before the next slice's weights and values replace these
