@@ -91,10 +91,26 @@ error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
 }
 
 // Whether `variant` must run `p` by its documented contract (independent of the planner):
-// unfused every block, fused NHWC blocks without squeeze-excitation and c_out <= 256.
+// unfused every block, fused NHWC blocks with squeeze-excitation (the kernel expands and
+// filters) and without it where c_out <= 256 (the kernel projects too), where the shared memory
+// of a one-pixel tile (kernels/block/fused_tile.hpp's regions) fits a block's share.
 bool supports(block_variant variant, const inverted_residual_params& p) {
   if (variant != block_variant::fused) return true;
-  return p.data_layout == layout::nhwc && p.se_channels == 0 && p.c_out <= 256;
+  const bool projects = p.se_channels == 0;
+  if (p.data_layout != layout::nhwc || (projects && p.c_out > 256)) return false;
+  const long long taps = static_cast<long long>(p.kernel) * p.kernel, slice = 32, pitch = slice + 1;
+  const long long expand_weights = p.has_expand() ? p.c_in * pitch : 0;
+  const long long project_weights = projects ? slice * (p.c_out | 1) : 0;
+  // biases, input with halo, mask, expanded halo, depthwise weights, depthwise outputs (or the
+  // pool sums), expand or project weights; projecting, the last output group's rows (4) past d.
+  const long long d = 2 * slice + taps * ((p.c_in | 1) + 1 + pitch) + slice * taps;
+  const long long floats = std::max(d + (projects ? pitch : 256) + std::max(expand_weights, project_weights),
+                                    projects ? d + 4 * pitch : 0);
+  const dsconv::platform::device_properties dev = dsconv::host::device();
+  const long long limit = std::min<long long>({48 * 1024, static_cast<long long>(dev.shared_memory_per_block),
+                                               static_cast<long long>(dev.shared_memory_per_multiprocessor -
+                                                                      dev.shared_memory_reserved_per_block)});
+  return floats * 4 <= limit;
 }
 
 // Runs `variant` with a workspace of the size the library asks for; the output, checked for
@@ -202,13 +218,13 @@ TEMPLATE_TEST_CASE("inverted_residual: odd shapes, partial slices and tiles, eve
 }
 
 TEST_CASE("inverted_residual: two runs give the same bits", "[block]") {
-  for (const block_variant v : dsconv::all_block_variants) {
-    const inverted_residual_params p = block(2, 16, 14, 14, 96, 3, 2, v == block_variant::fused ? 0 : 4, 24,
-                                             activation::silu, false, layout::nhwc);
-    const block_tensors<float> t = random_block<float>(p);
-    const device_block<float> d(t);
-    CHECK(run_block(p, v, d) == run_block(p, v, d));
-  }
+  for (const block_variant v : dsconv::all_block_variants)
+    for (const int se : {0, 4}) {
+      const inverted_residual_params p = block(2, 16, 14, 14, 96, 3, 2, se, 24, activation::silu, false, layout::nhwc);
+      const block_tensors<float> t = random_block<float>(p);
+      const device_block<float> d(t);
+      CHECK(run_block(p, v, d) == run_block(p, v, d));
+    }
 }
 
 TEST_CASE("inverted_residual: the planner takes the fused kernel only where it runs the block", "[block]") {
@@ -217,11 +233,14 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
     for (const layout l : all_layouts) {
       const inverted_residual_params p = b.at(8, l);
       INFO(b.name() << " " << dsconv::to_string(l));
-      // Without a workspace only the fused kernel can run: automatic takes it wherever it can.
+      // Without a workspace only the fused kernel of blocks without squeeze-excitation can run:
+      // automatic takes it wherever it can.
+      const bool fused_runs = dsconv::can_implement<float>(block_variant::fused, p) == status::success;
       const block_variant chosen = dsconv::select_variant<float>(p, dsconv::inverted_residual_options{});
-      CHECK(chosen == (dsconv::can_implement<float>(block_variant::fused, p) == status::success ? block_variant::fused
-                                                                                                  : block_variant::unfused));
-      CHECK((dsconv::can_implement<float>(block_variant::fused, p) == status::success) == supports(block_variant::fused, p));
+      CHECK(chosen == (fused_runs && p.se_channels == 0 ? block_variant::fused : block_variant::unfused));
+      CHECK(fused_runs == supports(block_variant::fused, p));
+      // With a workspace of the size the library asks for, either variant can run.
+      CHECK(dsconv::inverted_residual_workspace_size<float>(p) > 0);
     }
   }
 }
@@ -268,16 +287,19 @@ TEST_CASE("inverted_residual: bad input returns its own status, launches nothing
   dsconv::inverted_residual_options bad = opts;
   bad.variant = static_cast<block_variant>(7);
   expect(status::invalid_variant, good, d.w, d.input, out.data(), bad);
-  bad.variant = block_variant::fused;  // squeeze-excitation: not the fused kernel's
-  expect(status::unsupported_variant, good, d.w, d.input, out.data(), bad);
-  expect(status::unsupported_variant, with([](auto& p) { p.se_channels = 0, p.data_layout = layout::nchw; }), d.w, d.input,
-         out.data(), bad);
+  bad.variant = block_variant::fused;
+  expect(status::unsupported_variant, with([](auto& p) { p.data_layout = layout::nchw; }), d.w, d.input, out.data(), bad);
+  CHECK(dsconv::can_implement<float>(block_variant::fused, with([](auto& p) {
+          p.se_channels = 0, p.c_out = 300, p.residual = false;
+        })) == status::unsupported_variant);
   // Workspace.
   bad = opts, bad.workspace_bytes = bytes - 1;
   expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
   bad = opts, bad.workspace = nullptr;
   expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
-  bad = opts, bad.variant = block_variant::automatic, bad.workspace = nullptr;  // automatic: no fused kernel for SE
+  bad = opts, bad.variant = block_variant::automatic, bad.workspace = nullptr;  // squeeze-excitation: workspace either way
+  expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
+  bad = opts, bad.variant = block_variant::fused, bad.workspace = nullptr;
   expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);
   // Null and overlapping buffers.
   expect(status::null_pointer, good, d.w, nullptr, out.data(), opts);

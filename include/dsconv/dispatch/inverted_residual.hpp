@@ -4,6 +4,10 @@
 // the layer calls in sequence through the caller's workspace (the baseline, and the fallback
 // for every block the fused kernel does not take); the fused one expands, filters and projects
 // in one kernel (kernels/block/fused_nhwc.hpp), the expanded tensor never in global memory.
+// With squeeze-excitation, whose project waits for the pool of the whole depthwise output, the
+// fused variant expands and filters in that kernel, which writes the depthwise output once with
+// its tiles' pool sums; then the pool's finish, the squeeze-excitation's 1x1s, the scale and the
+// project run as in the unfused sequence (through the caller's workspace).
 
 #include <string>
 
@@ -41,16 +45,32 @@ status can_implement(block_variant variant, const inverted_residual_params& p) {
   return status::success;
 }
 
-// Bytes of workspace the unfused variant needs (the fused one needs none); 0 for invalid params.
+namespace detail {
+// The fused variant's workspace for blocks with squeeze-excitation on `dev` (0: none needed,
+// or no plan).
+template <class T>
+index_t fused_workspace_bytes(const inverted_residual_params& p, const platform::device_properties& dev) {
+  fused_block_plan plan;
+  if (p.se_channels == 0 || !plan_fused_block(p, dev, sizeof(T), plan)) return 0;
+  return fused_squeeze_excitation_layout(p, sizeof(T), static_cast<index_t>(plan.tile.tiles_x) * plan.tile.tiles_y).bytes;
+}
+}  // namespace detail
+
+// Bytes of workspace that every variant that runs `p` on the current device needs at most: the
+// unfused sequence's, and the fused variant's for blocks with squeeze-excitation (blocks without
+// need none fused); 0 for invalid params.
 template <class T = float>
 std::size_t inverted_residual_workspace_size(const inverted_residual_params& p) {
-  if (detail::validate_params(p, sizeof(T)) != status::success) return 0;
-  return static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
+  platform::device_properties dev;
+  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success)
+    return 0;
+  const index_t unfused = detail::unfused_layout(p, sizeof(T)).bytes, fused = detail::fused_workspace_bytes<T>(p, dev);
+  return static_cast<std::size_t>(unfused > fused ? unfused : fused);
 }
 
 // The planner: fused where the fused kernel runs the block and the cost model charges it no
 // more bytes than the unfused sequence, or where the options give too little workspace for
-// the unfused one; else unfused.
+// the unfused sequence (and enough for the fused variant); else unfused.
 template <class T = float>
 block_variant select_variant(const inverted_residual_params& p, const inverted_residual_options& options) {
   platform::device_properties dev;
@@ -58,44 +78,45 @@ block_variant select_variant(const inverted_residual_params& p, const inverted_r
   if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success ||
       !detail::plan_fused_block(p, dev, sizeof(T), plan))
     return block_variant::unfused;
-  const bool workspace = options.workspace &&
-                         options.workspace_bytes >= static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
-  return !workspace || plan.traffic <= detail::unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
+  const std::size_t given = options.workspace ? options.workspace_bytes : 0;
+  if (given < static_cast<std::size_t>(detail::fused_workspace_bytes<T>(p, dev))) return block_variant::unfused;
+  const bool unfused_fits = given >= static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
+  // (with squeeze-excitation both paths run what follows the pool)
+  const long long fused = plan.traffic + (p.se_channels > 0 ? detail::after_pool_traffic<T>(p, dev) : 0);
+  return !unfused_fits || fused <= detail::unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
 }
 
 namespace detail {
 
-// The layer calls in sequence: expand, depthwise, the squeeze-excitation (pool, reduce,
-// expand, scale), project with the residual.
+// The pool: mean[b][c] = scale * the sum of x over its `pixels` of channel c (channel_mean).
+template <class In, class T>
+status launch_channel_mean(int n, int channels, int pixels, layout data_layout, float scale, const In* x, T* mean,
+                           stream_t stream) {
+  const int slices = data_layout == layout::nchw ? channels : static_cast<int>(ceil_div(channels, channel_mean_lanes));
+  platform::launch_config config;
+  config.grid = platform::dims{static_cast<unsigned>(n * slices), 1, 1};
+  config.block = platform::dims{channel_mean_threads, 1, 1};
+  config.shared_bytes = channel_mean_threads * sizeof(float);
+  config.stream = stream;
+  config.name = "channel_mean";
+  return platform::launch(platform::registered<kernels::channel_mean<In, T>>(), config, channels, pixels, data_layout, scale,
+                          x, mean);
+}
+
+// After the pool (the depthwise output z and, with squeeze-excitation, its pooled vector in the
+// workspace): the squeeze-excitation's reduce and expand 1x1s, the scale of z by the gate, and
+// the project with the residual.
 template <class T>
-status run_unfused_block(const inverted_residual_params& p, const inverted_residual_weights<T>& w, const T* input,
-                         T* output, void* workspace, const platform::device_properties& dev, stream_t stream) {
-  const unfused_workspace at = unfused_layout(p, sizeof(T));
-  char* ws = static_cast<char*>(workspace);
-  T* expanded = reinterpret_cast<T*>(ws + at.expanded);
-  T* z = reinterpret_cast<T*>(ws + at.depthwise);
+status squeeze_excite_and_project(const inverted_residual_params& p, const inverted_residual_weights<T>& w, const T* input,
+                                  T* z, const block_workspace& at, char* ws, T* output,
+                                  const platform::device_properties& dev, stream_t stream) {
   status s = status::success;
-  if (p.has_expand() &&
-      (s = pointwise_forward<T>(p.expand(), input, w.expand_weight, w.expand_bias, nullptr, expanded, stream)) != status::success)
-    return s;
-  if ((s = depthwise_forward<T>(p.depthwise(), p.has_expand() ? expanded : input, w.depthwise_weight, w.depthwise_bias, z,
-                                stream)) != status::success)
-    return s;
   if (p.se_channels > 0) {
-    T* pooled = reinterpret_cast<T*>(ws + at.pooled);
+    const T* pooled = reinterpret_cast<const T*>(ws + at.pooled);
     T* reduced = reinterpret_cast<T*>(ws + at.reduced);
     T* gate = reinterpret_cast<T*>(ws + at.gate);
     const int pixels = p.out_h() * p.out_w();
-    const int slices = p.data_layout == layout::nchw ? p.expanded : static_cast<int>(ceil_div(p.expanded, channel_mean_lanes));
-    platform::launch_config mean;
-    mean.grid = platform::dims{static_cast<unsigned>(p.n * slices), 1, 1};
-    mean.block = platform::dims{channel_mean_threads, 1, 1};
-    mean.shared_bytes = channel_mean_threads * sizeof(float);
-    mean.stream = stream;
-    mean.name = "channel_mean";
-    if ((s = platform::launch(platform::registered<kernels::channel_mean<T>>(), mean, p.expanded, pixels, p.data_layout, z,
-                              pooled)) != status::success ||
-        (s = pointwise_forward<T>(p.se_reduce(), pooled, w.se_reduce_weight, w.se_reduce_bias, nullptr, reduced, stream)) !=
+    if ((s = pointwise_forward<T>(p.se_reduce(), pooled, w.se_reduce_weight, w.se_reduce_bias, nullptr, reduced, stream)) !=
             status::success ||
         (s = pointwise_forward<T>(p.se_expand(), reduced, w.se_expand_weight, w.se_expand_bias, nullptr, gate, stream)) !=
             status::success ||
@@ -106,6 +127,57 @@ status run_unfused_block(const inverted_residual_params& p, const inverted_resid
       return s;
   }
   return pointwise_forward<T>(p.project(), z, w.project_weight, w.project_bias, p.residual ? input : nullptr, output, stream);
+}
+
+// The layer calls in sequence: expand, depthwise, the squeeze-excitation (pool, reduce,
+// expand, scale), project with the residual.
+template <class T>
+status run_unfused_block(const inverted_residual_params& p, const inverted_residual_weights<T>& w, const T* input,
+                         T* output, void* workspace, const platform::device_properties& dev, stream_t stream) {
+  const block_workspace at = unfused_layout(p, sizeof(T));
+  char* ws = static_cast<char*>(workspace);
+  T* expanded = reinterpret_cast<T*>(ws + at.expanded);
+  T* z = reinterpret_cast<T*>(ws + at.depthwise);
+  status s = status::success;
+  if (p.has_expand() &&
+      (s = pointwise_forward<T>(p.expand(), input, w.expand_weight, w.expand_bias, nullptr, expanded, stream)) != status::success)
+    return s;
+  if ((s = depthwise_forward<T>(p.depthwise(), p.has_expand() ? expanded : input, w.depthwise_weight, w.depthwise_bias, z,
+                                stream)) != status::success)
+    return s;
+  const int pixels = p.out_h() * p.out_w();
+  if (p.se_channels > 0 &&
+      (s = launch_channel_mean(p.n, p.expanded, pixels, p.data_layout, 1.f / static_cast<float>(pixels),
+                               static_cast<const T*>(z), reinterpret_cast<T*>(ws + at.pooled), stream)) != status::success)
+    return s;
+  return squeeze_excite_and_project(p, w, input, z, at, ws, output, dev, stream);
+}
+
+// The fused kernel as `plan` tiles it; with squeeze-excitation it writes the depthwise output
+// and its tiles' pool sums into the workspace, and the rest follows as in the unfused sequence.
+template <class T>
+status run_fused_block(const inverted_residual_params& p, const fused_block_plan& plan,
+                       const inverted_residual_weights<T>& w, const T* input, T* output, void* workspace,
+                       const platform::device_properties& dev, stream_t stream) {
+  const block_weight_ptrs<T> weights{w.expand_weight,  w.expand_bias,    w.depthwise_weight,
+                                     w.depthwise_bias, w.project_weight, w.project_bias};
+  const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
+  if (p.se_channels == 0)
+    return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, true>>(), config, make_shape(p),
+                            plan.tile, weights, input, output, static_cast<float*>(nullptr));
+  const int tiles = plan.tile.tiles_x * plan.tile.tiles_y;
+  const block_workspace at = fused_squeeze_excitation_layout(p, sizeof(T), tiles);
+  char* ws = static_cast<char*>(workspace);
+  T* z = reinterpret_cast<T*>(ws + at.depthwise);
+  float* partial = reinterpret_cast<float*>(ws + at.pool_partial);
+  status s = platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, false>>(), config,
+                              make_shape(p), plan.tile, weights, input, z, partial);
+  if (s != status::success ||
+      (s = launch_channel_mean(p.n, p.expanded, tiles, layout::nhwc, 1.f / static_cast<float>(p.out_h() * p.out_w()),
+                               static_cast<const float*>(partial), reinterpret_cast<T*>(ws + at.pooled), stream)) !=
+          status::success)
+    return s;
+  return squeeze_excite_and_project(p, w, input, z, at, ws, output, dev, stream);
 }
 
 }  // namespace detail
@@ -135,11 +207,13 @@ status inverted_residual_forward(const inverted_residual_params& p, const invert
   detail::fused_block_plan plan;
   if (!detail::plan_fused_block(p, dev, sizeof(T), plan))
     return detail::invalid(status::unsupported_variant, op, "fused: no launch plan");
-  const detail::block_weight_ptrs<T> weights{w.expand_weight,  w.expand_bias,    w.depthwise_weight,
-                                             w.depthwise_bias, w.project_weight, w.project_bias};
-  return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T>>(),
-                          plan.launch("inverted_residual_fused_nhwc", stream), detail::make_shape(p), plan.tile, weights,
-                          input, output);
+  const std::size_t need = static_cast<std::size_t>(detail::fused_workspace_bytes<T>(p, dev));
+  if (need > 0 && (!options.workspace || options.workspace_bytes < need))
+    return detail::invalid(status::insufficient_workspace, op,
+                           "fused with squeeze-excitation: " + std::to_string(need) +
+                               " bytes (inverted_residual_workspace_size), given " +
+                               std::to_string(options.workspace ? options.workspace_bytes : 0));
+  return detail::run_fused_block(p, plan, w, input, output, options.workspace, dev, stream);
 }
 
 // As above with the default options: the fused variant where it runs the block; elsewhere

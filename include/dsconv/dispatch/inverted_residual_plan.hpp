@@ -17,25 +17,28 @@
 namespace dsconv {
 namespace detail {
 
-// The unfused sequence's intermediate tensors in the workspace (byte offsets, each aligned to
-// 256 bytes): the expand output (where the block expands), the depthwise output, and the
-// squeeze-excitation's pooled vector, reduced vector and gate.
-struct unfused_workspace {
-  index_t expanded, depthwise, pooled, reduced, gate, bytes;
+// The intermediate tensors of the block's multi-kernel paths in the workspace (byte offsets,
+// each aligned to 256 bytes): the unfused sequence's expand output (where the block expands),
+// the depthwise output, and the squeeze-excitation's pooled vector, reduced vector and gate;
+// the fused path of blocks with squeeze-excitation has no expand output but the tiles' pool
+// sums (floats) instead.
+struct block_workspace {
+  index_t expanded, pool_partial, depthwise, pooled, reduced, gate, bytes;
 };
 
 inline index_t align_bytes(index_t b) { return (b + 255) / 256 * 256; }
 
-inline unfused_workspace unfused_layout(const inverted_residual_params& p, std::size_t element_bytes) {
+inline block_workspace block_layout(const inverted_residual_params& p, std::size_t element_bytes, index_t expanded_bytes,
+                                    index_t partial_bytes) {
   const index_t e = static_cast<index_t>(element_bytes), x = p.expanded, n = p.n;
-  unfused_workspace w{};
+  block_workspace w{};
   index_t at = 0;
   auto take = [&](index_t bytes) {
     const index_t start = at;
     at += align_bytes(bytes);
     return start;
   };
-  w.expanded = p.has_expand() ? take(e * n * x * p.h * p.w) : 0;
+  w.expanded = take(expanded_bytes), w.pool_partial = take(partial_bytes);
   w.depthwise = take(e * n * x * p.out_h() * p.out_w());
   if (p.se_channels > 0) {
     w.pooled = take(e * n * x);
@@ -46,10 +49,34 @@ inline unfused_workspace unfused_layout(const inverted_residual_params& p, std::
   return w;
 }
 
-// Global-memory bytes of the unfused sequence: the 1x1 layers as their heuristic tiles them
-// (operands re-read per tile: pointwise_forward_elements), the depthwise layer reading its input
-// and weights once and writing its output once, the squeeze-excitation's pool reading the
-// depthwise output, its scale reading and writing it.
+inline block_workspace unfused_layout(const inverted_residual_params& p, std::size_t element_bytes) {
+  const index_t expanded = p.has_expand() ? static_cast<index_t>(element_bytes) * p.n * p.expanded * p.h * p.w : 0;
+  return block_layout(p, element_bytes, expanded, 0);
+}
+
+// tiles: the fused kernel's tiles per image.
+inline block_workspace fused_squeeze_excitation_layout(const inverted_residual_params& p, std::size_t element_bytes,
+                                                       index_t tiles) {
+  return block_layout(p, element_bytes, 0, static_cast<index_t>(sizeof(float)) * p.n * tiles * p.expanded);
+}
+
+// Global-memory bytes of what follows the pool (both paths of blocks with squeeze-excitation),
+// and of the project alone: the 1x1 layers as their heuristic tiles them (operands re-read per
+// tile: pointwise_forward_elements), the scale reading the gate and reading and writing the
+// depthwise output.
+template <class T>
+long long after_pool_traffic(const inverted_residual_params& p, const platform::device_properties& dev) {
+  const long long n = p.n, x = p.expanded, out_px = static_cast<long long>(p.out_h()) * p.out_w();
+  long long t = pointwise_forward_elements<T>(p.project(), p.residual, dev);
+  if (p.se_channels > 0)
+    t += pointwise_forward_elements<T>(p.se_reduce(), false, dev) + pointwise_forward_elements<T>(p.se_expand(), false, dev) +
+         2 * n * out_px * x + n * x;
+  return t * static_cast<long long>(sizeof(T));
+}
+
+// Global-memory bytes of the unfused sequence: the expand 1x1 as its heuristic tiles it, the
+// depthwise layer reading its input and weights once and writing its output once, the pool
+// reading the depthwise output, then after_pool_traffic.
 template <class T>
 long long unfused_traffic(const inverted_residual_params& p, const platform::device_properties& dev) {
   const long long n = p.n, x = p.expanded, k = p.kernel;
@@ -57,18 +84,16 @@ long long unfused_traffic(const inverted_residual_params& p, const platform::dev
   long long t = 0;
   if (p.has_expand()) t += pointwise_forward_elements<T>(p.expand(), false, dev);
   t += n * in_px * x + x * k * k + x + n * out_px * x;
-  if (p.se_channels > 0)
-    t += n * out_px * x + n * x + pointwise_forward_elements<T>(p.se_reduce(), false, dev) +
-         pointwise_forward_elements<T>(p.se_expand(), false, dev) + 2 * n * out_px * x + n * x;
-  t += pointwise_forward_elements<T>(p.project(), p.residual, dev);
-  return t * static_cast<long long>(sizeof(T));
+  if (p.se_channels > 0) t += n * out_px * x + n * x;
+  return t * static_cast<long long>(sizeof(T)) + after_pool_traffic<T>(p, dev);
 }
 
 struct fused_block_plan {
   fused_block_tile tile{};
   platform::dims grid;
   std::size_t shared_bytes = 0;
-  long long traffic = 0;  // the cost model's bytes
+  long long traffic = 0;  // the cost model's bytes (of the fused kernel, and for blocks with
+                          // squeeze-excitation of the pool's reading the tiles' sums)
 
   platform::launch_config launch(const char* name, stream_t stream) const {
     return planned_launch(fused_block_threads, grid, shared_bytes, name, stream);
@@ -78,28 +103,33 @@ struct fused_block_plan {
 // Why the fused kernel cannot run a block at all (empty: it can, where a tile fits).
 inline std::string fused_block_limits(const inverted_residual_params& p) {
   if (p.data_layout != layout::nhwc) return "the fused kernel takes NHWC blocks";
-  if (p.se_channels > 0) return "the fused kernel takes blocks without squeeze-excitation";
-  if (p.c_out > static_cast<int>(fused_block_threads))
-    return "the fused kernel takes c_out <= " + std::to_string(fused_block_threads);
+  if (p.se_channels == 0 && p.c_out > static_cast<int>(fused_block_threads))
+    return "the fused kernel projects c_out <= " + std::to_string(fused_block_threads) +
+           " (without squeeze-excitation, where it projects)";
   return "";
 }
 
 inline long long odd(long long v) { return v | 1; }
+
+// Whether the fused kernel projects the block (fused_nhwc.hpp's Project): blocks without
+// squeeze-excitation.
+inline bool fused_projects(const block_shape& s) { return s.se_channels == 0; }
 
 // The tile of rows x cols outputs: its shared-memory regions (false where they exceed
 // `floats`) and the cost model's bytes for the whole grid.
 inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes,
                           const platform::device_properties& dev, fused_block_plan& out) {
   constexpr int EC = fused_block_slice, R = fused_block_outputs;
+  const bool projects = fused_projects(s);
   fused_block_tile& t = out.tile;
   t.rows = rows, t.cols = cols;
   t.in_rows = (rows - 1) * s.stride + s.kernel, t.in_cols = (cols - 1) * s.stride + s.kernel;
   t.tiles_x = static_cast<int>(ceil_div(s.out_w, cols)), t.tiles_y = static_cast<int>(ceil_div(s.out_h, rows));
   // A thread's outputs: q_step pixels apart, as many threads per channel as fit (no more than
-  // the tile has pixels), each taking at most R pixels.
+  // the tile has pixels), each taking at most R pixels (only where the kernel projects).
   const long long q = static_cast<long long>(rows) * cols, per_channel = fused_block_threads / s.c_out;
-  t.q_step = static_cast<int>(per_channel < q ? per_channel : q);
-  t.q_count = static_cast<int>(ceil_div(q, t.q_step));
+  t.q_step = projects ? static_cast<int>(per_channel < q ? per_channel : q) : 1;
+  t.q_count = projects ? static_cast<int>(ceil_div(q, t.q_step)) : 0;
   if (t.q_count > R) return false;
   t.q_rows = t.q_step * t.q_count;
   const long long halo = static_cast<long long>(t.in_rows) * t.in_cols;
@@ -112,9 +142,11 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   };
   t.mask = take(halo), t.x = take(halo * t.slice_pitch);
   t.wd = take(static_cast<long long>(EC) * s.taps());
-  t.d = take(static_cast<long long>(t.q_rows) * t.slice_pitch);
+  // d: the depthwise outputs, or (without projecting) the groups' pool sums.
+  t.d = take(projects ? static_cast<long long>(t.q_rows) * t.slice_pitch
+                      : static_cast<long long>(fused_block_threads / EC) * EC);
   const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * t.slice_pitch : 0;
-  const long long project_weights = static_cast<long long>(EC) * t.out_pitch;
+  const long long project_weights = projects ? static_cast<long long>(EC) * t.out_pitch : 0;
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
   // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
   // regions after d, or in floats allocated for them.
@@ -126,8 +158,9 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   const long long tiles = static_cast<long long>(s.n) * t.tiles_x * t.tiles_y;
   const long long weights = (s.has_expand ? static_cast<long long>(s.expanded) * (s.c_in + 1) : 0) +
                             static_cast<long long>(s.expanded) * (s.taps() + 1) +
-                            static_cast<long long>(s.c_out) * (s.expanded + 1);
-  // A tile reads its halo's pixels inside the image and the weights; the grid writes the output.
+                            (projects ? static_cast<long long>(s.c_out) * (s.expanded + 1) : 0);
+  // A tile reads its halo's pixels inside the image and the weights; the grid writes the output
+  // (without projecting: the depthwise output, and the tiles' pool sums, which the pool reads).
   auto inside = [&](int tiles_along, int outputs, int extent, int in_extent) {
     long long sum = 0;  // over the tiles along one axis: input rows (or columns) inside the image
     for (int i = 0; i < tiles_along; ++i) {
@@ -138,8 +171,9 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   };
   const long long inputs = static_cast<long long>(s.n) * inside(t.tiles_y, rows, s.h, t.in_rows) *
                            inside(t.tiles_x, cols, s.w, t.in_cols) * s.c_in;
-  out.traffic = static_cast<long long>(element_bytes) *
-                (inputs + tiles * weights + static_cast<long long>(s.n) * s.out_h * s.out_w * s.c_out);
+  const long long outputs = static_cast<long long>(s.n) * s.out_h * s.out_w * (projects ? s.c_out : s.expanded);
+  out.traffic = static_cast<long long>(element_bytes) * (inputs + tiles * weights + outputs) +
+                (projects ? 0 : 2 * static_cast<long long>(sizeof(float)) * tiles * s.expanded);
   out.shared_bytes = static_cast<std::size_t>(at) * sizeof(float);
   out.grid = platform::dims{static_cast<unsigned>(tiles), 1, 1};
   return tiles <= static_cast<long long>(dev.max_grid_x);
@@ -147,12 +181,16 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
 
 // The fused kernel's tile for `p` (false where it cannot run it): of every tile that fits a
 // multiprocessor's share of shared memory, the one the cost model charges the fewest bytes
-// (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers).
+// (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers
+// where the kernel projects; without projecting only shared memory bounds them).
 inline bool plan_fused_block(const inverted_residual_params& p, const platform::device_properties& dev,
                              std::size_t element_bytes, fused_block_plan& out) {
   if (!fused_block_limits(p).empty()) return false;
   const block_shape s = make_shape(p);
-  const long long most = static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs;  // outputs per tile
+  // Outputs per tile: the projecting kernel's registers; else a bound past any tile's shared
+  // memory (its expanded halo alone, fused_block_slice + 1 floats a pixel).
+  const long long most = fused_projects(s) ? static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs
+                                           : 4096;
   // Within a multiprocessor's share for fused_resident_blocks; where not even the smallest
   // tile fits that (many channels, little shared memory), within a block's whole limit.
   for (const int resident : {fused_resident_blocks, 1}) {
@@ -160,6 +198,8 @@ inline bool plan_fused_block(const inverted_residual_params& p, const platform::
     bool found = false;
     for (int rows = 1; rows <= s.out_h && rows <= most; ++rows)
       for (int cols = 1; cols <= s.out_w && static_cast<long long>(rows) * cols <= most; ++cols) {
+        const long long halo = static_cast<long long>((rows - 1) * s.stride + s.kernel) * ((cols - 1) * s.stride + s.kernel);
+        if (halo * (fused_block_slice + 1) > floats) break;  // (the expanded halo alone: wider tiles neither)
         fused_block_plan candidate;
         if (fused_tile_of(s, rows, cols, floats, element_bytes, dev, candidate) &&
             (!found || candidate.traffic < out.traffic))

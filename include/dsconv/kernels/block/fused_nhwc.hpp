@@ -1,7 +1,11 @@
 #pragma once
-// The fused inverted-residual block, NHWC, without squeeze-excitation: expand 1x1 -> act ->
-// depthwise -> act -> project 1x1 (+ bias, + residual) in one kernel, the expanded tensor never
-// in global memory. A block takes a tile of output pixels of one image (fused_tile.hpp): it
+// The fused inverted-residual block, NHWC. Project (blocks without squeeze-excitation): expand
+// 1x1 -> act -> depthwise -> act -> project 1x1 (+ bias, + residual) in one kernel, the
+// expanded tensor never in global memory. !Project (blocks with squeeze-excitation, whose
+// project needs the pool of the whole depthwise output first): expand -> act -> depthwise ->
+// act, written once as the depthwise output, with the tile's sums per channel for the pool
+// (the unfused sequence writes the expanded tensor, reads it, writes the depthwise output and
+// reads it again for the pool). A block takes a tile of output pixels of one image (fused_tile.hpp): it
 // stages the tile's input with its halo once (the only activation it reads from global memory;
 // the residual comes from it too), then for each slice of 32 expanded channels
 //   1. stages the slice's expand and depthwise weights,
@@ -9,7 +13,8 @@
 //      padding is of the expanded tensor),
 //   3. stages the slice's project weights and runs the depthwise filter over the slice,
 //   4. adds the slice's share of the project 1x1 into per-thread sums (registers),
-// and finally writes the tile's outputs. Weights are read once per tile; the planner sizes
+// and finally writes the tile's outputs (!Project: step 3 writes the depthwise outputs and
+// step 4 sums each channel over the tile's pixels, in a fixed order). Weights are read once per tile; the planner sizes
 // tiles so that they stay small next to the activations.
 // Lanes: in steps 2 and 3 a warp's 32 lanes take the 32 channels of one pixel (consecutive
 // words: no bank conflict; the pixel's input values are one word for all); in step 4 a warp's
@@ -34,10 +39,13 @@ struct block_weight_ptrs {
 
 namespace kernels {
 
-template <class T>
+// output: [n][out_h][out_w][c_out] (Project), or the depthwise output
+// [n][out_h][out_w][expanded] and pool_partial[n][tiles_y * tiles_x][expanded], each tile's
+// sums of its pixels' depthwise outputs per channel (!Project; null with Project).
+template <class T, bool Project>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, detail::fused_resident_blocks)
 void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_tile t, detail::block_weight_ptrs<T> wts,
-                                  const T* __restrict__ input, T* __restrict__ output) {
+                                  const T* __restrict__ input, T* __restrict__ output, float* __restrict__ pool_partial) {
   namespace pf = platform;
   constexpr int threads = static_cast<int>(detail::fused_block_threads), EC = detail::fused_block_slice;
   constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
@@ -69,10 +77,11 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   });
   // The depthwise outputs' rows past the tile, which step 4 reads for outputs it never stores:
   // zero, so that they stay finite.
-  for (int i = Q * sp + tid; i < t.q_rows * sp; i += threads) pf::shared_store(d_s + i, 0.f);
+  if (Project)
+    for (int i = Q * sp + tid; i < t.q_rows * sp; i += threads) pf::shared_store(d_s + i, 0.f);
 
   // Step 4's outputs of this thread: channel o of pixels q0, q0 + q_step, ...
-  const bool projects = tid < t.q_step * s.c_out;
+  const bool projects = Project && tid < t.q_step * s.c_out;
   int q0, o;
   detail::small_divmod(tid, s.c_out, q0, o);
   float acc[R];
@@ -137,10 +146,12 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
 
     // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
     // and the depthwise filter over the slice at the tile's pixels.
-    for (int oc = group; oc < s.c_out; oc += groups) {
-      const float v = lane < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)) : 0.f;
-      pf::shared_store(wp_s + lane * op + oc, v);
-    }
+    if (Project)
+      for (int oc = group; oc < s.c_out; oc += groups) {
+        const float v = lane < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)) : 0.f;
+        pf::shared_store(wp_s + lane * op + oc, v);
+      }
+    float pool = 0.f;  // (!Project: this thread's pixels' sum of channel e0 + lane)
     for (detail::index_walk<2> at({t.cols}, group, groups); at.index() < Q; at.advance()) {
       const int qy = at.outer(), qx = at[0];
       const float* window = x_s + (qy * s.stride * t.in_cols + qx * s.stride) * sp + lane;
@@ -148,11 +159,27 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
       for (int ky = 0; ky < s.kernel; ++ky)
         for (int kx = 0; kx < s.kernel; ++kx)
           v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
-      pf::shared_store(d_s + at.index() * sp + lane, detail::activate(v, s.act));
+      v = detail::activate(v, s.act);
+      if (Project) {
+        pf::shared_store(d_s + at.index() * sp + lane, v);
+      } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
+        const T z = from_float<T>(v);  // (the pool sums what the project will read)
+        pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy0 + qy) * s.out_w + ox0 + qx) * s.expanded + e0 + lane, z);
+        pool += to_float(z);
+      }
     }
+    if (!Project) pf::shared_store(d_s + group * EC + lane, pool);
     pf::sync_threads();
 
-    // 4. The slice's share of the project 1x1.
+    // 4. The slice's share of the project 1x1; !Project: the tile's sums of the slice's
+    // channels, over the groups in order.
+    if (!Project && tid < ec) {
+      float sum = 0.f;
+      for (int g = 0; g < groups; ++g) sum += pf::shared_load(d_s + g * EC + tid);
+      pf::store(pool_partial + (static_cast<index_t>(b) * t.tiles_y * t.tiles_x + tile_y * t.tiles_x + tile_x) * s.expanded +
+                    e0 + tid,
+                sum);
+    }
     if (projects) {
       for (int e = 0; e < EC; ++e) {
         const float w = pf::shared_load(wp_s + e * op + o);

@@ -18,15 +18,17 @@ inline constexpr int channel_mean_lanes = 32;  // NHWC: channels per block, side
 
 namespace kernels {
 
-// mean[b][c] = the mean of x[b][c][*] over a channels x pixels tensor of `layout`,
-// deterministic: each block sums its values per thread in a fixed order, then over its threads
+// mean[b][c] = scale * the sum of x[b][c][*] over a channels x pixels tensor of `layout` (scale
+// 1 / pixels: the mean; over the fused kernel's tile sums [n][tiles][channels], 1 / the image's
+// pixels), deterministic: each block sums its values per thread in a fixed order, then over its threads
 // by a fixed tree in shared memory. NCHW: a block per (image, channel) plane, its threads
 // striding over the plane (coalesced); NHWC: a block per image and 32 channels, a warp's lanes
 // on consecutive channels (coalesced) and the block's 8 warps (lane groups) striding over the
 // pixels.
-template <class T>
+template <class In, class Out>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::channel_mean_threads, 1)
-void channel_mean(int channels, int pixels, layout data_layout, const T* __restrict__ x, T* __restrict__ mean) {
+void channel_mean(int channels, int pixels, layout data_layout, float scale, const In* __restrict__ x,
+                  Out* __restrict__ mean) {
   namespace pf = platform;
   constexpr int threads = static_cast<int>(detail::channel_mean_threads), lanes = detail::channel_mean_lanes;
   const int tid = static_cast<int>(pf::thread_idx().x);
@@ -40,7 +42,7 @@ void channel_mean(int channels, int pixels, layout data_layout, const T* __restr
   const int first = nchw ? tid : tid / lanes, step = nchw ? threads : threads / lanes;
   float sum = 0.f;
   if (c < channels) {
-    const T* plane = nchw ? x + (static_cast<index_t>(b) * channels + c) * pixels
+    const In* plane = nchw ? x + (static_cast<index_t>(b) * channels + c) * pixels
                           : x + static_cast<index_t>(b) * pixels * channels + c;
     const index_t stride = nchw ? 1 : channels;
     for (int px = first; px < pixels; px += step) sum += to_float(pf::load(plane + px * stride));
@@ -56,7 +58,7 @@ void channel_mean(int channels, int pixels, layout data_layout, const T* __restr
   }
   if (tid < last && c < channels)
     pf::store(mean + static_cast<index_t>(b) * channels + c,
-              from_float<T>(pf::shared_load(partial + tid) / static_cast<float>(pixels)));
+              from_float<Out>(pf::shared_load(partial + tid) * scale));
 }
 
 // x[b][c][*] *= scale[b][c] over a channels x pixels tensor of `layout`, in place.
