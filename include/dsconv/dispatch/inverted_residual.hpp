@@ -82,7 +82,7 @@ block_variant select_variant(const inverted_residual_params& p, const inverted_r
   if (given < static_cast<std::size_t>(detail::fused_workspace_bytes<T>(p, dev))) return block_variant::unfused;
   const bool unfused_fits = given >= static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
   // (with squeeze-excitation both paths run what follows the pool)
-  const long long fused = plan.traffic + (p.se_channels > 0 ? detail::after_pool_traffic<T>(p, dev) : 0);
+  const long long fused = plan.traffic + (p.se_channels > 0 ? detail::after_pool_traffic<T>(p, dev, true) : 0);
   return !unfused_fits || fused <= detail::unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
 }
 
@@ -103,9 +103,27 @@ status launch_channel_mean(int n, int channels, int pixels, layout data_layout, 
                           x, mean);
 }
 
+// The project of NHWC images each with its own weight [n][c_out][expanded] (the gate folded
+// in): one GEMM per image, on the small tiles.
+template <class T>
+status project_per_image(const inverted_residual_params& p, const T* z, const T* scaled_weight, const T* bias,
+                         const T* residual, T* output, const platform::device_properties& dev, stream_t stream) {
+  const pointwise_params pp = p.project();
+  const index_t px = static_cast<index_t>(p.out_h()) * p.out_w();
+  gemm_call<T> c{make_gemm(make_shape(pp)), z, scaled_weight, {}};
+  c.g.m = px, c.g.batches = p.n;
+  c.g.a_batch = px * p.expanded, c.g.b_batch = static_cast<index_t>(p.c_out) * p.expanded, c.g.c_batch = px * p.c_out;
+  align_operands(c.g, c.a, c.b);
+  c.out = kernels::fused_output<T>{bias, residual, output, kernels::fused_vector_elems(c.g, bias, residual, static_cast<const T*>(output)),
+                                   nullptr};
+  return run_gemm(mma_usable<T>(pp, dev) ? pointwise_variant::mma_small : pointwise_variant::gemm_small, pp, dev, stream, c,
+                  nullptr, 0);
+}
+
 // After the pool (the depthwise output z and, with squeeze-excitation, its pooled vector in the
-// workspace): the squeeze-excitation's reduce and expand 1x1s, the scale of z by the gate, and
-// the project with the residual.
+// workspace): the squeeze-excitation's reduce and expand 1x1s, the scale of z by the gate (or,
+// where the workspace layout says so, of the project weight per image), and the project with
+// the residual.
 template <class T>
 status squeeze_excite_and_project(const inverted_residual_params& p, const inverted_residual_weights<T>& w, const T* input,
                                   T* z, const block_workspace& at, char* ws, T* output,
@@ -119,8 +137,19 @@ status squeeze_excite_and_project(const inverted_residual_params& p, const inver
     if ((s = pointwise_forward<T>(p.se_reduce(), pooled, w.se_reduce_weight, w.se_reduce_bias, nullptr, reduced, stream)) !=
             status::success ||
         (s = pointwise_forward<T>(p.se_expand(), reduced, w.se_expand_weight, w.se_expand_bias, nullptr, gate, stream)) !=
-            status::success ||
-        (s = platform::launch(platform::registered<kernels::channel_scale<T>>(),
+            status::success)
+      return s;
+    if (at.per_image_weight) {
+      T* scaled = reinterpret_cast<T*>(ws + at.scaled_weight);
+      if ((s = platform::launch(platform::registered<kernels::scale_columns_per_image<T>>(),
+                                grid_stride_launch(static_cast<index_t>(p.n) * p.c_out * p.expanded,
+                                                   grid_stride_block_threads, dev, stream, "scale_columns_per_image"),
+                                p.n, p.c_out, p.expanded, w.project_weight, static_cast<const T*>(gate), scaled)) !=
+          status::success)
+        return s;
+      return project_per_image<T>(p, z, scaled, w.project_bias, p.residual ? input : nullptr, output, dev, stream);
+    }
+    if ((s = platform::launch(platform::registered<kernels::channel_scale<T>>(),
                               grid_stride_launch(static_cast<index_t>(p.n) * p.expanded * pixels, grid_stride_block_threads,
                                                  dev, stream, "channel_scale"),
                               p.n, p.expanded, pixels, p.data_layout, z, static_cast<const T*>(gate))) != status::success)

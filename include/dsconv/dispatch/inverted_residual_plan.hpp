@@ -21,15 +21,16 @@ namespace detail {
 // each aligned to 256 bytes): the unfused sequence's expand output (where the block expands),
 // the depthwise output, and the squeeze-excitation's pooled vector, reduced vector and gate;
 // the fused path of blocks with squeeze-excitation has no expand output but the tiles' pool
-// sums (floats) instead.
+// sums (floats) instead, and where it pays the project weight scaled per image.
 struct block_workspace {
-  index_t expanded, pool_partial, depthwise, pooled, reduced, gate, bytes;
+  index_t expanded, pool_partial, depthwise, pooled, reduced, gate, scaled_weight, bytes;
+  bool per_image_weight;  // the fused path scales the project weight per image (scaled_weight)
 };
 
 inline index_t align_bytes(index_t b) { return (b + 255) / 256 * 256; }
 
 inline block_workspace block_layout(const inverted_residual_params& p, std::size_t element_bytes, index_t expanded_bytes,
-                                    index_t partial_bytes) {
+                                    index_t partial_bytes, index_t scaled_weight_bytes) {
   const index_t e = static_cast<index_t>(element_bytes), x = p.expanded, n = p.n;
   block_workspace w{};
   index_t at = 0;
@@ -45,32 +46,56 @@ inline block_workspace block_layout(const inverted_residual_params& p, std::size
     w.reduced = take(e * n * p.se_channels);
     w.gate = take(e * n * x);
   }
+  w.scaled_weight = take(scaled_weight_bytes);
+  w.per_image_weight = scaled_weight_bytes > 0;
   w.bytes = at;
   return w;
 }
 
 inline block_workspace unfused_layout(const inverted_residual_params& p, std::size_t element_bytes) {
   const index_t expanded = p.has_expand() ? static_cast<index_t>(element_bytes) * p.n * p.expanded * p.h * p.w : 0;
-  return block_layout(p, element_bytes, expanded, 0);
+  return block_layout(p, element_bytes, expanded, 0, 0);
+}
+
+// Whether the fused path of a block with squeeze-excitation scales the project weight per image
+// (n * c_out * expanded elements written, and read once per image and tile row of the project)
+// rather than the depthwise output (read and written once) before the project (which reads the
+// weight once per tile row of all images): where that moves fewer bytes, as for blocks with
+// large maps and few output channels.
+inline bool scales_weight_per_image(const inverted_residual_params& p, long long tile_rows) {
+  const long long n = p.n, x = p.expanded, px = static_cast<long long>(p.out_h()) * p.out_w();
+  const long long per_image = 2 * n * p.c_out * x + n * ceil_div(px, tile_rows) * p.c_out * x;
+  const long long per_pixel = 2 * n * px * x + ceil_div(n * px, tile_rows) * p.c_out * x;
+  return p.se_channels > 0 && per_image < per_pixel;
 }
 
 // tiles: the fused kernel's tiles per image.
 inline block_workspace fused_squeeze_excitation_layout(const inverted_residual_params& p, std::size_t element_bytes,
                                                        index_t tiles) {
-  return block_layout(p, element_bytes, 0, static_cast<index_t>(sizeof(float)) * p.n * tiles * p.expanded);
+  const index_t scaled = scales_weight_per_image(p, gemm_small_tile::bm)
+                             ? static_cast<index_t>(element_bytes) * p.n * p.c_out * p.expanded
+                             : 0;
+  return block_layout(p, element_bytes, 0, static_cast<index_t>(sizeof(float)) * p.n * tiles * p.expanded, scaled);
 }
 
 // Global-memory bytes of what follows the pool (both paths of blocks with squeeze-excitation),
 // and of the project alone: the 1x1 layers as their heuristic tiles them (operands re-read per
 // tile: pointwise_forward_elements), the scale reading the gate and reading and writing the
-// depthwise output.
+// depthwise output; `fused`: as the fused path runs them, where it may scale the project
+// weight per image instead (scales_weight_per_image).
 template <class T>
-long long after_pool_traffic(const inverted_residual_params& p, const platform::device_properties& dev) {
+long long after_pool_traffic(const inverted_residual_params& p, const platform::device_properties& dev, bool fused) {
   const long long n = p.n, x = p.expanded, out_px = static_cast<long long>(p.out_h()) * p.out_w();
   long long t = pointwise_forward_elements<T>(p.project(), p.residual, dev);
-  if (p.se_channels > 0)
+  if (p.se_channels > 0) {
     t += pointwise_forward_elements<T>(p.se_reduce(), false, dev) + pointwise_forward_elements<T>(p.se_expand(), false, dev) +
-         2 * n * out_px * x + n * x;
+         n * x;
+    const long long tile_rows = gemm_small_tile::bm;
+    if (fused && scales_weight_per_image(p, tile_rows))
+      t += 2 * n * p.c_out * x + (n * ceil_div(out_px, tile_rows) - ceil_div(n * out_px, tile_rows)) * p.c_out * x;
+    else
+      t += 2 * n * out_px * x;
+  }
   return t * static_cast<long long>(sizeof(T));
 }
 
@@ -85,7 +110,7 @@ long long unfused_traffic(const inverted_residual_params& p, const platform::dev
   if (p.has_expand()) t += pointwise_forward_elements<T>(p.expand(), false, dev);
   t += n * in_px * x + x * k * k + x + n * out_px * x;
   if (p.se_channels > 0) t += n * out_px * x + n * x;
-  return t * static_cast<long long>(sizeof(T)) + after_pool_traffic<T>(p, dev);
+  return t * static_cast<long long>(sizeof(T)) + after_pool_traffic<T>(p, dev, false);
 }
 
 struct fused_block_plan {

@@ -1,8 +1,8 @@
 #pragma once
-// The two elementwise steps of a block's squeeze-excitation that are not 1x1 layers (the
-// reduce and expand 1x1s run as pointwise calls on the pooled [n][channels] vector, 1x1
-// maps): the global average pool of the depthwise output, and the scale of that output by the
-// per-channel gate.
+// The steps of a block's squeeze-excitation that are not 1x1 layers (the reduce and expand 1x1s
+// run as pointwise calls on the pooled [n][channels] vector, 1x1 maps): the global average pool
+// of the depthwise output, and the scale of that output by the per-channel gate, or instead of
+// it the project weight's columns scaled per image.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -73,6 +73,21 @@ void channel_scale(int n, int channels, int pixels, layout data_layout, T* __res
     const index_t c = nchw ? at[0] : at[1];
     const float s = to_float(pf::load(scale + at.outer() * channels + c));
     pf::store(x + at.index(), from_float<T>(to_float(pf::load(x + at.index())) * s));
+  });
+}
+
+// scaled[b][r][c] = w[r][c] * gate[b][c]: a [rows][channels] weight with its columns scaled
+// per image (the project's weight with the gate folded in, where that is less to move than the
+// scaled depthwise output).
+template <class T>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::grid_stride_block_threads, 1)
+void scale_columns_per_image(int n, int rows, int channels, const T* __restrict__ w, const T* __restrict__ gate,
+                             T* __restrict__ scaled) {
+  namespace pf = platform;
+  const index_t count = static_cast<index_t>(n) * rows * channels;
+  detail::for_each_grid_stride<3>(count, {static_cast<index_t>(rows), static_cast<index_t>(channels)}, [&](const auto& at) {
+    const float g = to_float(pf::load(gate + at.outer() * channels + at[1]));
+    pf::store(scaled + at.index(), from_float<T>(to_float(pf::load(w + at[0] * channels + at[1])) * g));
   });
 }
 
