@@ -103,7 +103,7 @@ bool supports(block_variant variant, const inverted_residual_params& p) {
   const long long project_weights = projects ? slice * (p.c_out | 1) : 0;
   // biases, input with halo, mask, expanded halo, depthwise weights, depthwise outputs (or the
   // pool sums), expand or project weights; projecting, the last output group's rows (4) past d.
-  const long long d = 2 * slice + taps * ((p.c_in | 1) + 1 + pitch) + slice * taps;
+  const long long d = 2 * slice + taps * (p.c_in + 1 + pitch) + slice * taps;
   const long long floats = std::max(d + (projects ? pitch : 256) + std::max(expand_weights, project_weights),
                                     projects ? d + 4 * pitch : 0);
   const dsconv::platform::device_properties dev = dsconv::host::device();

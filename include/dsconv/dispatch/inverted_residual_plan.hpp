@@ -158,7 +158,7 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   if (t.q_count > R) return false;
   t.q_rows = t.q_step * t.q_count;
   const long long halo = static_cast<long long>(t.in_rows) * t.in_cols;
-  t.in_pitch = static_cast<int>(odd(s.c_in)), t.slice_pitch = EC + 1, t.out_pitch = static_cast<int>(odd(s.c_out));
+  t.in_pitch = s.c_in, t.slice_pitch = EC + 1, t.out_pitch = static_cast<int>(odd(s.c_out));
   long long at = fused_block_input + halo * t.in_pitch;
   auto take = [&](long long n) {
     const long long start = at;

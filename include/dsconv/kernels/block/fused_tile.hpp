@@ -29,8 +29,10 @@ inline constexpr int fused_block_output_group = 4;
 // inside the image, 0 outside), the expanded slice [halo][slice_pitch], the slice's depthwise
 // weights [slice][taps], the depthwise outputs [q_rows][slice_pitch], and one region for
 // the slice's expand weights [c_in][slice_pitch] and then its project weights
-// [slice][out_pitch] (wp == we: never needed at once). The pitches are odd, so that rows a
-// lane apart fall in different banks.
+// [slice][out_pitch] (wp == we: never needed at once). The slice and output pitches are odd,
+// so that rows a lane apart fall in different banks; the input's is c_in (contiguous: a warp
+// stores consecutive channels of consecutive pixels, and reads one pixel's channel as a
+// broadcast or its consecutive channels).
 inline constexpr int fused_block_input = 2 * fused_block_slice;
 
 struct fused_block_tile {
