@@ -10,6 +10,7 @@
 // (DSCONV_TYPE), --layout nhwc,nchw (DSCONV_LAYOUT), --traffic 0|1 and --device (host only, as
 // for dsconv_layers), --out DIR (DSCONV_RESULTS, default results).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <random>
@@ -128,6 +129,7 @@ int main(int argc, char** argv) try {
     ++counts[key];
     fused_counts[key] += w.chosen == "fused";
   }
+  std::filesystem::create_directories(out_dir);  // (throws where it cannot)
   std::ofstream md(out_dir + "/blocks.md");
   md << "# Inverted-residual blocks: fused against unfused\n\nOn " << device
      << ". Bytes: global-memory traffic counted by the host platform (32-byte sectors). error: ||out - ref|| / ||ref|| "
@@ -167,6 +169,7 @@ int main(int argc, char** argv) try {
        << w.batch << " | " << w.type << " | " << w.layout << " | " << w.chosen << " | " << c.relative_error << " | "
        << w.unfused.traffic_bytes << " | " << (w.has_fused() ? fused_bytes : "-") << " | " << ratio << " |\n";
   }
+  if (!md.flush() || !csv.flush()) throw std::runtime_error("cannot write the reports in " + out_dir);
   std::printf("\n%s: %zu block runs; reports in %s/blocks.md and %s/blocks.csv\n", failed ? "FAILED" : "OK", rows.size(),
               out_dir.c_str(), out_dir.c_str());
   return failed ? 1 : 0;
