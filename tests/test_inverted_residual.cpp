@@ -106,7 +106,7 @@ bool supports(block_variant variant, const inverted_residual_params& p) {
   const long long d = 2 * slice + taps * (p.c_in + 1 + pitch) + slice * taps;
   const long long floats = std::max(d + (projects ? pitch : 256) + std::max(expand_weights, project_weights),
                                     projects ? d + 4 * pitch : 0);
-  const dsconv::platform::device_properties dev = dsconv::host::device();
+  const dsconv::platform::device_properties dev = current_device();
   const long long limit = std::min<long long>({48 * 1024, static_cast<long long>(dev.shared_memory_per_block),
                                                static_cast<long long>(dev.shared_memory_per_multiprocessor -
                                                                       dev.shared_memory_reserved_per_block)});
