@@ -1,7 +1,9 @@
 // dsconv_bench: dsconv against the platform's baseline (cuDNN on CUDA, MIOpen on HIP where
 // installed, the CPU reference on the host platform) on every unique depthwise and 1x1 shape
 // of MobileNetV2 and EfficientNet-B0, at batch 1, 8, 16, 32, 64 and 128, in float, half and
-// bfloat16, NCHW and NHWC, forward and backward. Benchmark names read
+// bfloat16, NCHW and NHWC, forward and backward; then every distinct inverted-residual block of
+// both networks (forward), dsconv's fused and unfused variants against the baseline running
+// the block's layers in sequence (kernel_bench/block_cases.hpp). Layer benchmark names read
 //   op/model_input_index:shape/b<batch>/type/layout/implementation
 // e.g. dw/mobilenet_v2_224_3:c96_h112_k3_s2/b8/float/nchw/dsconv, so --benchmark_filter
 // selects any slice. The op is dw or pw for the forward pass (with the layer's activation and
@@ -9,7 +11,9 @@
 // backward calls fuse none): dwbd and pwbd, the data gradient (grad_input from grad_output and
 // the weight), dwbw and pwbw, the weight gradient with the bias gradient (from the input and
 // grad_output); the baselines are cuDNN's / MIOpen's backward data and backward filter (weights)
-// calls with their backward bias call, and the reference's backward functions. Times are per
+// calls with their backward bias call, and the reference's backward functions. Block benchmark
+// names read block/model_input_block:ir_<shape>/b<batch>/type/layout/implementation, the
+// implementation dsconv_fused, dsconv_unfused or the baseline's name. Times are per
 // launch, from device events (CPU wall time of the emulated run on the host platform); see
 // kernel_bench/run_case.hpp for the method and the counters.
 //
@@ -19,8 +23,9 @@
 //   report uses the median); --benchmark_filter=.* (or on the host platform, for a run without
 //   selection options, its default slice: kernel_bench/selection.hpp).
 // dsconv_bench's own options (kernel_bench/selection.hpp) narrow what is registered:
-//   --model, --input, --kind, --pass (forward|backward|all, default all), --batch, --type,
-//   --layout, --all; --variant forces a dsconv variant in every case (a variant sweep).
+//   --model, --input, --kind (all|dw|pw|block), --pass (forward|backward|all, default all),
+//   --batch, --type, --layout, --all; --variant forces a dsconv variant in every layer case (a
+//   variant sweep).
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
@@ -30,6 +35,8 @@
 #include <benchmark/benchmark.h>
 
 #include "baselines/baseline.hpp"
+#include "kernel_bench/block_cases.hpp"
+#include "kernel_bench/block_impl.hpp"
 #include "kernel_bench/cases.hpp"
 #include "kernel_bench/dsconv_impl.hpp"
 #include "kernel_bench/progress_reporter.hpp"
@@ -53,8 +60,8 @@ constexpr const char* platform_name = "host";
 constexpr bool on_gpu = false;
 #endif
 
-template <template <class> class Impl>
-void run_typed(benchmark::State& state, int id, const bench_case& c, const device_facts& dev) {
+template <template <class> class Impl, class Case>
+void run_typed(benchmark::State& state, int id, const Case& c, const device_facts& dev) {
   switch (c.type) {
     case dsconv_bench::element_type::f32: return dsconv_bench::run_case<float, Impl<float>>(state, id, c, dev);
     case dsconv_bench::element_type::f16:
@@ -147,7 +154,11 @@ int main(int argc, char** argv) try {
   static std::vector<bench_case> cases;
   for (const auto& c : dsconv_bench::all_cases(sel.input, dsconv_bench::has_baseline))
     if (sel.matches(c)) cases.push_back(c);
-  if (cases.empty()) throw std::runtime_error("no case matches the selection");
+  static std::vector<dsconv_bench::block_case> blocks;
+  if (dsconv_bench::forced_variant().empty())  // the layer variants are no block's
+    for (const auto& c : dsconv_bench::all_block_cases(sel.input, dsconv_bench::has_baseline))
+      if (sel.matches(c)) blocks.push_back(c);
+  if (cases.empty() && blocks.empty()) throw std::runtime_error("no case matches the selection");
   std::vector<std::string> names;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const bench_case& c = cases[i];
@@ -165,6 +176,21 @@ int main(int argc, char** argv) try {
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
     names.back() += "/manual_time";  // the name that the filter sees
+  }
+  for (std::size_t i = 0; i < blocks.size(); ++i) {
+    const dsconv_bench::block_case& c = blocks[i];
+    const int id = static_cast<int>(cases.size() + i);
+    names.push_back(c.name(dsconv_bench::block_baseline_impl<float>::name));
+    benchmark::RegisterBenchmark(names.back().c_str(),
+                                 [id, &c](benchmark::State& state) {
+                                   if (c.impl == dsconv_bench::block_implementation::baseline)
+                                     run_typed<dsconv_bench::block_baseline_impl>(state, id, c, facts);
+                                   else
+                                     run_typed<dsconv_bench::dsconv_block_impl>(state, id, c, facts);
+                                 })
+        ->UseManualTime()
+        ->Unit(benchmark::kMicrosecond);
+    names.back() += "/manual_time";
   }
 
   const std::string format = flag_value(all_args, "benchmark_format", "console");

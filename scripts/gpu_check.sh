@@ -25,8 +25,10 @@
 #   bench     dsconv_bench against cuDNN over every case it lists for --batch/--type/--layout/
 #             --pass (every layer of both networks: the forward pass, the data gradient against
 #             cuDNN's backward data, the weight and bias gradients against its backward filter
-#             and backward bias; and any fused-block case it has), in chunks of at most 128
-#             benchmarks of one op, batch and type, each chunk's JSON kept gzipped in OUT/bench/;
+#             and backward bias; every distinct inverted-residual block, dsconv's fused and
+#             unfused variants against cuDNN running the block's layers in sequence), in chunks
+#             of at most 128 benchmarks of one op, batch and type, each chunk's JSON kept
+#             gzipped in OUT/bench/ (--kind runs only the chunks of dw, pw or block cases);
 #             a warm-up first, GPU clocks sampled before, during and after, the copy bandwidth
 #             measured by dsconv_bench itself. Run it again to finish chunks the budget left out.
 #   report    OUT/bench.md (tables), bench.csv, speedup.png, bandwidth.png (percent of the
@@ -62,6 +64,8 @@
 #                        300), bench (480) and test (ctest's timeout, 540); 0: none [DSCONV_GPU_BUDGET]
 #   --batch LIST --type LIST --layout LIST   benchmark grid, default 1,8,32,128 / float,half / nchw,nhwc
 #   --pass forward|backward|all              benchmark passes, default all
+#   --kind all|dw|pw|block                   bench: the chunks it runs (of the same list, so that
+#                                            runs of different kinds continue one another), default all
 #   --repetitions N      benchmark repetitions (the report takes the median), default 3
 #   --min-time SECONDS   benchmark time per repetition, default 0.02
 #   --fresh              bench: discard earlier chunks instead of continuing them
@@ -95,6 +99,7 @@ batches=1,8,32,128
 types=float,half
 layouts=nchw,nhwc
 passes=all
+kind=all
 repetitions=3
 min_time=0.02
 fresh=0
@@ -121,6 +126,7 @@ while [ $# -gt 0 ]; do
     --type) types=$2 ;;
     --layout) layouts=$2 ;;
     --pass) passes=$2 ;;
+    --kind) kind=$2 ;;
     --repetitions) repetitions=$2 ;;
     --min-time) min_time=$2 ;;
     --tools) tools=$2 ;;
@@ -592,6 +598,19 @@ step_sanitize() {
   say "no sanitizer reports"
 }
 
+# Whether chunk `key` (NNN-op-bN-type, plan_chunks' names) holds cases of --kind: dw (dw, dwbd,
+# dwbw), pw likewise, block, or all.
+chunk_of_kind() {  # key
+  local op=${1#*-}
+  op=${op%%-*}
+  case "$kind" in
+    all) return 0 ;;
+    block) [ "$op" = block ] ;;
+    dw|pw) [ "${op#"$kind"}" != "$op" ] ;;
+    *) die "--kind must be all, dw, pw or block (got $kind)" ;;
+  esac
+}
+
 # Splits the listed benchmarks into chunks (by the name's first part, batch and type where it
 # has them; at most chunk_cap each) and writes each chunk's names and exact-match filter.
 plan_chunks() {  # list-file plan-dir
@@ -652,11 +671,13 @@ step_bench() {
   mkdir -p "$plan"
   plan_chunks "$dir/list.txt" "$plan"
   for stem in "$plan"/*.names; do
-    total=$((total + 1))
     key=$(basename "$stem" .names)
+    chunk_of_kind "$key" || { rm -f "$stem"; continue; }
+    total=$((total + 1))
     [ -f "$dir/$key.json.gz" ] && cmp -s "$stem" "$dir/$key.names" && finished=$((finished + 1))
   done
-  say "$listed benchmarks in $total chunks, $finished done before; $repetitions repetitions of $min_time s, budget ${budget} s"
+  [ "$total" -gt 0 ] || die "no chunk of kind $kind among the listed benchmarks"
+  say "$listed benchmarks; $total chunks$([ "$kind" != all ] && echo " of kind $kind"), $finished done before; $repetitions repetitions of $min_time s, budget ${budget} s"
   [ "$finished" -eq "$total" ] && { say "every chunk is done (--fresh to run them again)"; return 0; }
 
   sample_clocks before

@@ -29,7 +29,10 @@
 # networks unfused and fused, checked against the composition of the reference layers, with the
 # planner's choice and (host platform) the global-memory bytes of each; batch 8, float, NHWC
 # unless --batch/--type/--layout say otherwise; writes results/blocks.csv, blocks.md and
-# blocks_traffic.png, with the summary per network against the traffic targets.
+# blocks_traffic.png, with the summary per network against the traffic targets. On a GPU it then
+# times every distinct block fused, unfused and as cuDNN's layer sequence (dsconv_bench --kind
+# block; batch 1, 8, 32 and 128 unless --batch says otherwise) into results/bench.md's block
+# section and results/bench_blocks.csv.
 # (the same settings as environment variables: DSCONV_MODEL, DSCONV_INPUT, DSCONV_KIND,
 # DSCONV_BATCH, DSCONV_TYPE, DSCONV_LAYOUT, DSCONV_PASS, DSCONV_RESULTS). On a GPU they narrow the
 # benchmark as well; without them it covers the full grid, while the layer check runs batch 1.
@@ -63,7 +66,9 @@ python=/usr/bin/python3
 status=0
 if [ "$blocks" = 1 ]; then
   # The blocks: on the GPU where there is one (no traffic counted there), else the host platform.
+  gpu=0
   if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then
+    gpu=1
     build=build-main-cuda
     cmake -S . -B "$build" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BACKEND=cuda -DCMAKE_CUDA_COMPILER=/usr/local/cuda/bin/nvcc \
       -DCMAKE_CUDA_ARCHITECTURES=native -DDSCONV_BUILD_TESTS=OFF -DDSCONV_BUILD_EXAMPLES=OFF >/dev/null
@@ -75,6 +80,17 @@ if [ "$blocks" = 1 ]; then
   cmake --build "$build" -j "$jobs" --target dsconv_blocks
   "$build/bench/dsconv_blocks" --out "$out" "${check_args[@]}" || status=$?
   "$python" scripts/blocks_chart.py "$out/blocks.csv" --out "$out" || status=$?
+  if [ "$gpu" = 1 ]; then
+    cmake --build "$build" -j "$jobs" --target dsconv_bench
+    batch_given=0
+    for a in "${bench_args[@]}"; do case "$a" in --batch|--batch=*) batch_given=1 ;; esac; done
+    [ "$batch_given" = 1 ] || bench_args+=(--batch 1,8,32,128)
+    echo
+    echo "benchmark: every distinct block, fused and unfused, against cuDNN's layer sequence (JSON in $out/bench_blocks.json)"
+    "$build/bench/dsconv_bench" --kind block "${bench_args[@]}" --benchmark_out="$out/bench_blocks.json" \
+      --benchmark_out_format=json | tee "$out/bench_blocks.txt" || status=$?
+    "$python" scripts/report.py "$out/bench_blocks.json" --out "$out" || status=$?
+  fi
   exit "$status"
 fi
 if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -x /usr/local/cuda/bin/nvcc ]; then

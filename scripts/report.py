@@ -9,8 +9,9 @@ Inputs (one or more, recognised by content):
     and pwbw (weight gradient, with the bias gradient); any other op of the same name form is
     listed after them. Writes <out>/bench.md (per layer and batch: dsconv time, baseline time,
     speedup, % of the measured copy bandwidth; summaries per operation, type and layout and per
-    operation, network and batch; benchmarks of other name forms, such as fused-block cases, in
-    a table of their own) and <out>/bench.csv, and, from a GPU run, per pass (forward: no
+    operation, network and batch; the block cases, fused and unfused against the baseline's
+    layer sequence (scripts/report_blocks.py); benchmarks of other name forms in a table of
+    their own), <out>/bench.csv, <out>/bench_blocks.csv, and, from a GPU run, per pass (forward: no
     suffix; _backward_data, _backward_weight), <out>/speedup<suffix>.png (speedup per layer per
     batch), <out>/bandwidth<suffix>.png (dsconv's percent of the copy bandwidth per layer per
     batch) and <out>/roofline<suffix>.png (achieved throughput against the copy-bandwidth
@@ -35,6 +36,8 @@ import os
 import re
 import statistics
 import sys
+
+import report_blocks
 
 try:
     import matplotlib
@@ -137,9 +140,9 @@ def load_one_bench_json(data):
 
 
 def load_bench_json(paths):
-    """Returns (context, {key: BenchResult}, {name: BenchResult}) over the files `paths`: keys
-    (op, shape, batch, type, layout, impl) for the layer benchmarks, run names for benchmarks
-    of other name forms. The context is the first file's, with the copy bandwidth the median
+    """Returns (context, {key: BenchResult}, {name: BenchResult}, blocks, block baseline) over the
+    files `paths`: keys (op, shape, batch, type, layout, impl) for the layer benchmarks, run names
+    for benchmarks of other name forms, and the block cases (report_blocks.split_blocks). The context is the first file's, with the copy bandwidth the median
     of the files' (and dsconv_copy_bandwidth_range, their range, where they differ)."""
     context, results, others, copies = {}, {}, {}, []
     for path in paths:
@@ -155,6 +158,7 @@ def load_bench_json(paths):
                 results[r.key] = r
             else:
                 others[name] = r
+    blocks, block_baseline = report_blocks.split_blocks(results)
     # The baseline is the implementation other than dsconv that most benchmarks have; others
     # (a fused block's variants, say) are listed apart.
     impls = {}
@@ -170,7 +174,7 @@ def load_bench_json(paths):
         context["dsconv_copy_bandwidth_GBps"] = "%.1f" % statistics.median(copies)
         if max(copies) > min(copies):
             context["dsconv_copy_bandwidth_range"] = "%.1f to %.1f over %d runs" % (min(copies), max(copies), len(copies))
-    return context, results, others
+    return context, results, others, blocks, block_baseline
 
 
 def ordered(values, preferred):
@@ -326,7 +330,8 @@ def clock_lines(path):
     return lines
 
 
-def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, notes=(), clocks=None):
+def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, notes=(), clocks=None, blocks=None,
+                         block_baseline=None):
     base = baseline or "baseline"
     lines = ["# dsconv_bench results", ""]
     for label, key in (("Platform", "dsconv_platform"), ("Device", "dsconv_device"), ("Baseline", "dsconv_baseline"),
@@ -376,6 +381,7 @@ def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, not
         else:
             lines.append("%s %s | %s |" % (head, fmt(d.counters.get("traffic/min") if d else None, ".3f"),
                                           fmt(d.counters.get("sectors/req") if d else None, ".2f")))
+    lines += report_blocks.markdown_lines(blocks or {}, block_baseline, on_gpu, TYPES, LAYOUTS, fmt, cell_time)
     if others:
         lines += ["", "## Other benchmarks", "",
                   "Benchmarks whose names are not of the form op/shape/b<batch>/type/layout/implementation, "
@@ -559,17 +565,20 @@ def split_passes(rows, shapes):
 
 
 def report_bench(paths, out_dir, notes=(), clocks=None):
-    context, results, others = load_bench_json(paths)
+    context, results, others, blocks, block_baseline = load_bench_json(paths)
     source = paths[0] if len(paths) == 1 else "%d files (%s ...)" % (len(paths), paths[0])
-    if not results and not others:
+    if not results and not others and not blocks:
         print("%s: no dsconv_bench results" % source, file=sys.stderr)
         return False
     rows, shapes, baseline = split_results(results)
     on_gpu = context.get("dsconv_platform", "host") != "host"
     copy_gbps = float(context.get("dsconv_copy_bandwidth_GBps", 0) or 0)
     written = [os.path.join(out_dir, "bench.md"), os.path.join(out_dir, "bench.csv")]
-    write_bench_markdown(written[0], context, rows, baseline, on_gpu, others, notes, clocks)
+    write_bench_markdown(written[0], context, rows, baseline, on_gpu, others, notes, clocks, blocks, block_baseline)
     write_bench_csv(written[1], rows, others)
+    if blocks:
+        written.append(os.path.join(out_dir, "bench_blocks.csv"))
+        report_blocks.write_csv(written[-1], blocks, TYPES, LAYOUTS)
     if plt is None:
         print("matplotlib is not installed: no charts (tables only)", file=sys.stderr)
     # One set of charts per pass: the passes' rows together would make charts three times as tall.
@@ -586,9 +595,11 @@ def report_bench(paths, out_dir, notes=(), clocks=None):
                 written.append(roofline)
         elif chart_bench_traffic(traffic, pass_rows, pass_shapes, what):
             written.append(traffic)
-    errors = sum(1 for r in list(results.values()) + list(others.values()) if r.error)
-    print("%s: %d benchmarks (%d with errors, %d of other name forms) -> %s" % (
-        source, len(results) + len(others), errors, len(others), ", ".join(written)))
+    block_results = [r for entry in blocks.values() for r in entry.values()]
+    errors = sum(1 for r in list(results.values()) + list(others.values()) + block_results if r.error)
+    print("%s: %d benchmarks (%d with errors, %d block cases, %d of other name forms) -> %s" % (
+        source, len(results) + len(others) + len(block_results), errors, len(block_results), len(others),
+        ", ".join(written)))
     if on_gpu:
         for line in summary_lines(rows, baseline or "baseline"):
             if line.startswith("|") and not line.startswith("|---"):

@@ -1,15 +1,19 @@
 #pragma once
 // The baseline of the platform this program is compiled for, as `baseline_impl<T>` (forward
-// cases) and `backward_baseline_impl<T>` (data and weight gradients): cuDNN on CUDA, MIOpen on
-// HIP where it is installed, the CPU reference on the host platform. HIP without MIOpen has
-// none (has_baseline is false) and the benchmark measures dsconv alone.
+// cases), `backward_baseline_impl<T>` (data and weight gradients) and `block_baseline_impl<T>`
+// (block cases: the block's layers one after another, block_sequence.hpp): cuDNN on CUDA,
+// MIOpen on HIP where it is installed, the CPU reference on the host platform. HIP without
+// MIOpen has none (has_baseline is false) and the benchmark measures dsconv alone.
 
 #include <string>
 
+#include "../kernel_bench/block_buffers.hpp"
 #include "../kernel_bench/buffer_sets.hpp"
+#include "block_sequence.hpp"
 #include "../kernel_bench/cases.hpp"
 #include "cudnn.hpp"
 #include "cudnn_backward.hpp"
+#include "cudnn_squeeze_excitation.hpp"
 #include "miopen.hpp"
 #include "miopen_backward.hpp"
 #include "reference.hpp"
@@ -24,6 +28,8 @@ class no_baseline {
   std::string prepare(const bench_case&, const buffer_set<T>&) { return "no baseline on this platform"; }
   const std::string& label() const { return label_; }
   std::string run(const buffer_set<T>&) const { return "no baseline on this platform"; }
+  std::string prepare(const block_case&, const block_buffer_set<T>&) { return "no baseline on this platform"; }
+  std::string run(const block_buffer_set<T>&) const { return "no baseline on this platform"; }
 
  private:
   std::string label_;
@@ -34,6 +40,8 @@ template <class T>
 using baseline_impl = cudnn_baseline<T>;
 template <class T>
 using backward_baseline_impl = cudnn_backward_baseline<T>;
+template <class T>
+using block_baseline_impl = block_sequence_baseline<T, cudnn_baseline, cudnn_squeeze_excitation>;
 inline constexpr bool has_baseline = true;
 inline std::string baseline_description() { return cudnn_detail::description(); }
 #elif defined(DSCONV_BENCH_HAS_MIOPEN)
@@ -41,6 +49,8 @@ template <class T>
 using baseline_impl = miopen_baseline<T>;
 template <class T>
 using backward_baseline_impl = miopen_backward_baseline<T>;
+template <class T>
+using block_baseline_impl = block_sequence_baseline<T, miopen_baseline, no_squeeze_excitation>;
 inline constexpr bool has_baseline = true;
 inline std::string baseline_description() { return miopen_detail::description(); }
 #elif defined(DSCONV_PLATFORM_HOST)
@@ -48,6 +58,8 @@ template <class T>
 using baseline_impl = reference_baseline<T>;
 template <class T>
 using backward_baseline_impl = reference_baseline<T>;
+template <class T>
+using block_baseline_impl = reference_block_baseline<T>;
 inline constexpr bool has_baseline = true;
 inline std::string baseline_description() { return "dsconv::reference (CPU, double accumulation)"; }
 #else
@@ -55,6 +67,8 @@ template <class T>
 using baseline_impl = no_baseline<T>;
 template <class T>
 using backward_baseline_impl = no_baseline<T>;
+template <class T>
+using block_baseline_impl = no_baseline<T>;
 inline constexpr bool has_baseline = false;
 inline std::string baseline_description() { return "none (built without MIOpen)"; }
 #endif

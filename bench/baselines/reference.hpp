@@ -1,12 +1,16 @@
 #pragma once
 // Baseline of the host platform: the library's own CPU reference (dsconv::reference, double
-// accumulation, one thread), forward and backward. Device memory is host memory there, so it
-// runs on the same buffers as dsconv.
+// accumulation, one thread), forward and backward, and for the block cases the reference
+// composition of a block's layers. Device memory is host memory there, so it runs on the same
+// buffers as dsconv.
 
 #include <string>
+#include <vector>
 
 #include <dsconv/dsconv.hpp>
 
+#include "../kernel_bench/block_buffers.hpp"
+#include "../kernel_bench/block_cases.hpp"
 #include "../kernel_bench/buffer_sets.hpp"
 #include "../kernel_bench/cases.hpp"
 
@@ -52,6 +56,34 @@ class reference_baseline {
 
  private:
   bench_case c_;
+  std::string label_;
+};
+
+template <class T>
+class reference_block_baseline {
+ public:
+  static constexpr const char* name = "reference";
+
+  std::string prepare(const block_case& c, const block_buffer_set<T>&) {
+    p_ = c.params();
+    result_.assign(static_cast<std::size_t>(p_.n) * p_.c_out * p_.out_h() * p_.out_w(), 0.0);
+    label_ = "dsconv::reference composition of the block's layers";
+    return {};
+  }
+
+  const std::string& label() const { return label_; }
+
+  // The block in double, rounded to T into the output.
+  std::string run(const block_buffer_set<T>& b) const {
+    if (dsconv::reference::inverted_residual_forward(p_, b.weights, b.input, result_.data()) != dsconv::status::success)
+      return dsconv::last_error_detail();
+    for (std::size_t i = 0; i < result_.size(); ++i) b.output[i] = dsconv::from_float<T>(static_cast<float>(result_[i]));
+    return {};
+  }
+
+ private:
+  dsconv::inverted_residual_params p_;
+  mutable std::vector<double> result_;  // scratch of every (const) run
   std::string label_;
 };
 

@@ -39,30 +39,26 @@ struct buffer_set {
   T* output = nullptr;
 };
 
+// `count` copies ("sets") of a list of tensors in one device allocation, every element
+// random: the storage behind the layer cases' buffer_sets and the block cases' sets.
 template <class T>
-class buffer_sets {
+class rotated_tensors {
  public:
-  // `count` sets of tensors of `sizes`, every element random.
-  dsconv::status allocate(const tensor_sizes& sizes, int count, unsigned long long seed) {
-    sets_.clear();
-    const std::size_t per_set = aligned(sizes.input) + aligned(sizes.weight) + aligned(sizes.bias) +
-                                aligned(sizes.residual) + aligned(sizes.output);
+  // `count` sets of tensors of `sizes` elements (0: a tensor the set does not have, null).
+  dsconv::status allocate(const std::vector<std::size_t>& sizes, int count, unsigned long long seed) {
+    tensors_.clear();
+    std::size_t per_set = 0;
+    for (std::size_t n : sizes) per_set += aligned(n);
     dsconv::status s = arena_.allocate(per_set * static_cast<std::size_t>(count));
     if (s != dsconv::status::success) return s;
     T* next = arena_.data();
-    auto take = [&next](std::size_t n) {
-      T* p = n ? next : nullptr;
-      next += aligned(n);
-      return p;
-    };
     for (int i = 0; i < count; ++i) {
-      buffer_set<T> b;
-      b.input = take(sizes.input);
-      b.weight = take(sizes.weight);
-      b.bias = take(sizes.bias);
-      b.residual = take(sizes.residual);
-      b.output = take(sizes.output);
-      sets_.push_back(b);
+      std::vector<T*> set;
+      for (std::size_t n : sizes) {
+        set.push_back(n ? next : nullptr);
+        next += aligned(n);
+      }
+      tensors_.push_back(set);
     }
     dsconv::platform::device_properties dev;
     s = dsconv::platform::get_device_properties(dev);
@@ -74,9 +70,16 @@ class buffer_sets {
     return s == dsconv::status::success ? dsconv::synchronize() : s;
   }
 
-  int count() const { return static_cast<int>(sets_.size()); }
-  const buffer_set<T>& operator[](int i) const { return sets_[static_cast<std::size_t>(i)]; }
-  std::size_t bytes() const { return arena_.size() * sizeof(T); }
+  int count() const { return static_cast<int>(tensors_.size()); }
+  // Tensor `index` (in the order of allocate's sizes) of set `set`.
+  T* at(int set, std::size_t index) const { return tensors_[static_cast<std::size_t>(set)][index]; }
+
+  // The bytes of one set of tensors of `sizes`.
+  static std::size_t set_bytes(const std::vector<std::size_t>& sizes) {
+    std::size_t n = 0;
+    for (std::size_t s : sizes) n += aligned(s);
+    return n * sizeof(T);
+  }
 
  private:
   // Each tensor starts on a 256-byte boundary, as a fresh device allocation would.
@@ -86,6 +89,36 @@ class buffer_sets {
   }
 
   dsconv::device_buffer<T> arena_;
+  std::vector<std::vector<T*>> tensors_;
+};
+
+// A layer case's sets (buffer_set above).
+template <class T>
+class buffer_sets {
+ public:
+  static std::vector<std::size_t> tensor_list(const tensor_sizes& s) {
+    return {s.input, s.weight, s.bias, s.residual, s.output};
+  }
+  static std::size_t set_bytes(const bench_case& c) { return rotated_tensors<T>::set_bytes(tensor_list(c.sizes())); }
+
+  // `count` sets of the tensors of `c`, every element random.
+  dsconv::status allocate(const bench_case& c, int count, unsigned long long seed) {
+    sets_.clear();
+    const dsconv::status s = tensors_.allocate(tensor_list(c.sizes()), count, seed);
+    for (int i = 0; s == dsconv::status::success && i < tensors_.count(); ++i) {
+      buffer_set<T> b;
+      b.input = tensors_.at(i, 0), b.weight = tensors_.at(i, 1), b.bias = tensors_.at(i, 2);
+      b.residual = tensors_.at(i, 3), b.output = tensors_.at(i, 4);
+      sets_.push_back(b);
+    }
+    return s;
+  }
+
+  int count() const { return static_cast<int>(sets_.size()); }
+  const buffer_set<T>& operator[](int i) const { return sets_[static_cast<std::size_t>(i)]; }
+
+ private:
+  rotated_tensors<T> tensors_;
   std::vector<buffer_set<T>> sets_;
 };
 

@@ -1,5 +1,6 @@
 #pragma once
-// The body of every dsconv_bench benchmark. For a case it allocates and fills the rotated
+// The body of every dsconv_bench benchmark, layer cases (cases.hpp) and block cases
+// (block_cases.hpp) alike. For a case it allocates and fills the rotated
 // buffer sets, prepares the implementation (a GPU baseline must first agree with dsconv on
 // the same data), warms up, and then times passes of launches with device events (CPU wall time
 // on the host platform), each launch on the next buffer set. Google Benchmark gets the time
@@ -21,6 +22,9 @@
 
 #include "../timing_gpu.hpp"
 #include "../timing_host.hpp"
+#include "block_buffers.hpp"
+#include "block_cases.hpp"
+#include "block_impl.hpp"
 #include "buffer_sets.hpp"
 #include "cases.hpp"
 #include "device_facts.hpp"
@@ -47,6 +51,23 @@ inline constexpr bool check_baselines = false;
 inline constexpr bool check_baselines = true;
 #endif
 
+// What differs between the layer and the block cases: their buffer sets, one set's tensors,
+// and dsconv's implementation (which a baseline must agree with).
+template <class Case, class T>
+struct case_traits;
+template <class T>
+struct case_traits<bench_case, T> {
+  using sets = buffer_sets<T>;
+  using set = buffer_set<T>;
+  using ours = dsconv_impl<T>;
+};
+template <class T>
+struct case_traits<block_case, T> {
+  using sets = block_buffer_sets<T>;
+  using set = block_buffer_set<T>;
+  using ours = dsconv_block_impl<T>;
+};
+
 struct traffic_summary {
   double sectors = 0, sectors_per_request = 0, ratio = 0;
 };
@@ -55,9 +76,9 @@ struct prepared_base {
   virtual ~prepared_base() = default;
 };
 
-template <class T, class Impl>
+template <class T, class Impl, class Case>
 struct prepared : prepared_base {
-  buffer_sets<T> sets;
+  typename case_traits<Case, T>::sets sets;
   Impl impl;
   pass_timer timer;
   std::string error;  // why the case cannot run; empty when it can
@@ -71,13 +92,23 @@ struct prepared : prepared_base {
 };
 
 // Relative difference (L2 norm over the tensor's norm) allowed between a baseline and dsconv on
-// a tensor that `c`'s pass writes: the rounding of the stored result in T, with room for
-// the two sides' different orders of summation.
+// a tensor that a forward pass writes: the rounding of the stored result in T, with room for
+// the two sides' different orders of summation (and, in a block, of its intermediates).
+template <class T>
+double forward_tolerance() {
+  if (std::is_same<T, dsconv::half>::value) return 1e-2;
+  if (std::is_same<T, dsconv::bfloat16>::value) return 5e-2;
+  return 1e-3;
+}
+template <class T>
+double agreement_tolerance(const block_case&) {
+  return forward_tolerance<T>();
+}
+
+// The same for a tensor that `c`'s pass writes.
 template <class T>
 double agreement_tolerance(const bench_case& c) {
-  double tolerance = 1e-3;
-  if (std::is_same<T, dsconv::half>::value) tolerance = 1e-2;
-  if (std::is_same<T, dsconv::bfloat16>::value) tolerance = 5e-2;
+  const double tolerance = forward_tolerance<T>();
   if (c.pass != layer_pass::backward_weight) return tolerance;
   // Each weight (and bias) gradient element sums a product for every output pixel of every
   // image: K = batch x out_h x out_w terms (1.6 million at batch 128 on 112x112), where the
@@ -129,13 +160,19 @@ std::vector<written_tensor<T>> written_tensors(const bench_case& c, const buffer
   return {};
 }
 
+// The block writes its output.
+template <class T>
+std::vector<written_tensor<T>> written_tensors(const block_case& c, const block_buffer_set<T>& b) {
+  return {{b.output, c.tensor_sizes().back(), "output"}};
+}
+
 // A baseline whose result differs from dsconv's on the same data is measuring something else
 // (a wrong descriptor, say): it is reported as an error rather than timed. Each tensor that
 // the pass writes is compared (at most its first agreement_elements).
-template <class T, class Impl>
-std::string check_agreement(const bench_case& c, const buffer_set<T>& b, const Impl& impl) {
+template <class T, class Impl, class Case>
+std::string check_agreement(const Case& c, const typename case_traits<Case, T>::set& b, const Impl& impl) {
   const std::vector<written_tensor<T>> written = written_tensors(c, b);
-  dsconv_impl<T> ours;
+  typename case_traits<Case, T>::ours ours;
   std::string e = ours.prepare(c, b);
   if (e.empty()) e = synchronized(ours.run(b));
   std::vector<std::vector<float>> want(written.size()), got(written.size());
@@ -161,8 +198,8 @@ std::string check_agreement(const bench_case& c, const buffer_set<T>& b, const I
 
 // Launches per pass and the lead that lets the host queue a whole pass before it starts,
 // from one launch's device time and host enqueue time (medians of three).
-template <class T, class Impl>
-std::string calibrate(prepared<T, Impl>& p) {
+template <class T, class Impl, class Case>
+std::string calibrate(prepared<T, Impl, Case>& p) {
   constexpr double probe_lead = 200e-6;
   std::string e;
   for (int i = 0; i < std::min(3, p.sets.count()) && e.empty(); ++i) e = p.launch_next();
@@ -190,8 +227,8 @@ std::string calibrate(prepared<T, Impl>& p) {
 }
 
 // dsconv's global-memory traffic in one launch, counted by the host platform.
-template <class T, class Impl>
-std::string count_traffic(prepared<T, Impl>& p, const bench_case& c) {
+template <class T, class Impl, class Case>
+std::string count_traffic(prepared<T, Impl, Case>& p, const Case& c) {
 #if defined(DSCONV_PLATFORM_HOST)
   dsconv::host::traffic_recorder recorder;
   const std::string e = p.launch_next();
@@ -209,25 +246,26 @@ std::string count_traffic(prepared<T, Impl>& p, const bench_case& c) {
   return {};
 }
 
-template <class T, class Impl>
-std::unique_ptr<prepared<T, Impl>> prepare_case(const bench_case& c, const device_facts& dev) {
-  auto p = std::make_unique<prepared<T, Impl>>();
-  const std::size_t set_bytes = c.sizes().total() * sizeof(T);
+template <class T, class Impl, class Case>
+std::unique_ptr<prepared<T, Impl, Case>> prepare_case(const Case& c, const device_facts& dev) {
+  using ours = typename case_traits<Case, T>::ours;
+  auto p = std::make_unique<prepared<T, Impl, Case>>();
+  const std::size_t set_bytes = case_traits<Case, T>::sets::set_bytes(c);
   const std::size_t rotation = dev.l2_bytes * l2_multiple;
   const int sets =
       dev.l2_bytes ? static_cast<int>(std::max<std::size_t>(2, (rotation + set_bytes - 1) / set_bytes)) : 1;
-  if (p->sets.allocate(c.sizes(), sets, fill_seed) != dsconv::status::success) {
+  if (p->sets.allocate(c, sets, fill_seed) != dsconv::status::success) {
     p->error = std::string("buffers: ") + dsconv::last_error_detail();
     return p;
   }
   std::string e = p->timer.init();
   if (e.empty()) e = p->impl.prepare(c, p->sets[0]);
   if (e.empty()) e = synchronized(std::string());
-  if (e.empty() && check_baselines && !std::is_same<Impl, dsconv_impl<T>>::value)
-    e = check_agreement(c, p->sets[0], p->impl);
+  if (e.empty() && check_baselines && !std::is_same<Impl, ours>::value)
+    e = check_agreement<T>(c, p->sets[0], p->impl);
   // The host platform runs each launch to completion on the CPU: nothing to warm up or queue.
   if (e.empty() && dev.l2_bytes) e = calibrate(*p);
-  if (e.empty() && std::is_same<Impl, dsconv_impl<T>>::value) e = count_traffic(*p, c);
+  if (e.empty() && std::is_same<Impl, ours>::value) e = count_traffic(*p, c);
   p->error = e;
   return p;
 }
@@ -245,8 +283,8 @@ inline int& current_case_id() {
 
 }  // namespace run_detail
 
-template <class T, class Impl>
-void run_case(benchmark::State& state, int id, const bench_case& c, const device_facts& dev) {
+template <class T, class Impl, class Case>
+void run_case(benchmark::State& state, int id, const Case& c, const device_facts& dev) {
   using namespace run_detail;
   if (current_case_id() != id) {
     current_case().reset();
@@ -254,7 +292,7 @@ void run_case(benchmark::State& state, int id, const bench_case& c, const device
     current_case() = prepare_case<T, Impl>(c, dev);
     current_case_id() = id;
   }
-  auto& p = static_cast<prepared<T, Impl>&>(*current_case());
+  auto& p = static_cast<prepared<T, Impl, Case>&>(*current_case());
   if (!p.error.empty()) {
     state.SkipWithError(p.error.c_str());
     return;

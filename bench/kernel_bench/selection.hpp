@@ -3,9 +3,11 @@
 // read from an environment variable:
 //   --model all|mobilenet_v2|efficientnet_b0   DSCONV_MODEL
 //   --input 224|32                             DSCONV_INPUT   (default 224)
-//   --kind all|dw|pw                           DSCONV_KIND    (dw: dw, dwbd and dwbw; pw likewise)
+//   --kind all|dw|pw|block                     DSCONV_KIND    (dw: dw, dwbd and dwbw; pw likewise;
+//                                                              block: the block cases only)
 //   --pass forward|backward|all                DSCONV_PASS    (backward: the data and weight
-//                                                              gradients; default all)
+//                                                              gradients, no block cases;
+//                                                              default all)
 //   --batch 1,8,16,32,64,128                   DSCONV_BATCH
 //   --type float,half,bfloat16                 DSCONV_TYPE
 //   --layout nchw,nhwc                         DSCONV_LAYOUT
@@ -25,6 +27,7 @@
 #include <vector>
 
 #include "../support/options.hpp"
+#include "block_cases.hpp"
 #include "cases.hpp"
 
 namespace dsconv_bench {
@@ -41,13 +44,22 @@ struct selection {
   bool narrowed = false;  // some option or variable above restricts the grid
 
   bool matches(const bench_case& c) const {
+    const bool pass_selected = pass == "all" || (pass == "forward") == c.forward();
+    return (kind == "all" || c.l.kind == kind) && pass_selected && matches_grid(c.l.model, c);
+  }
+  // Block cases are forward passes.
+  bool matches(const block_case& c) const {
+    return (kind == "all" || kind == "block") && pass != "backward" && matches_grid(c.block.model, c);
+  }
+
+ private:
+  template <class Case>
+  bool matches_grid(const std::string& case_model, const Case& c) const {
     auto listed = [](const std::vector<std::string>& list, const std::string& v) {
       return list.empty() || std::find(list.begin(), list.end(), v) != list.end();
     };
-    const bool pass_selected = pass == "all" || (pass == "forward") == c.forward();
-    return (model == "all" || c.l.model == model) && (kind == "all" || c.l.kind == kind) && pass_selected &&
-           listed(batches, std::to_string(c.batch)) && listed(types, to_string(c.type)) &&
-           listed(layouts, dsconv::to_string(c.data_layout));
+    return (model == "all" || case_model == model) && listed(batches, std::to_string(c.batch)) &&
+           listed(types, to_string(c.type)) && listed(layouts, dsconv::to_string(c.data_layout));
   }
 };
 
@@ -71,8 +83,8 @@ inline selection parse_selection(const options& opt) {
   s.all = opt.get("all", "DSCONV_BENCH_ALL", "0") != "0";
   if (s.model != "all" && s.model != "mobilenet_v2" && s.model != "efficientnet_b0")
     throw std::runtime_error("--model must be all, mobilenet_v2 or efficientnet_b0 (got " + s.model + ")");
-  if (s.kind != "all" && s.kind != "dw" && s.kind != "pw")
-    throw std::runtime_error("--kind must be all, dw or pw (got " + s.kind + ")");
+  if (s.kind != "all" && s.kind != "dw" && s.kind != "pw" && s.kind != "block")
+    throw std::runtime_error("--kind must be all, dw, pw or block (got " + s.kind + ")");
   if (s.pass != "all" && s.pass != "forward" && s.pass != "backward")
     throw std::runtime_error("--pass must be forward, backward or all (got " + s.pass + ")");
   return s;

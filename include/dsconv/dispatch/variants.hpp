@@ -35,9 +35,12 @@ enum class block_variant {
   automatic,  // the planner's choice: fused where it moves fewer bytes than unfused and can run
   unfused,    // the layer calls in sequence (expand, depthwise, squeeze-excitation, project) through
               // the caller's workspace: any block
-  fused,      // NHWC blocks without squeeze-excitation, c_out <= 256: expand, depthwise and project in
-              // one kernel per output tile, the expanded tensor produced a slice of channels at a
-              // time in shared memory and never written to global memory
+  fused,      // NHWC blocks whose one-pixel tile fits a block's shared memory: without
+              // squeeze-excitation (c_out <= 256), expand, depthwise and project in one kernel per
+              // output tile, the expanded tensor produced a slice of channels at a time in shared
+              // memory and never written to global memory; with it, expand and depthwise in that
+              // kernel (the depthwise output and the pool's tile sums written once), then the
+              // squeeze-excitation and the project (workspace: inverted_residual_workspace_size)
 };
 
 struct depthwise_options {
