@@ -321,6 +321,19 @@ inline long long layer_work(const layer_row& r) {  // multiply-adds at batch 1
   return static_cast<long long>(r.cout) * r.h_out * r.h_out * taps;
 }
 
+// The 224x224 work cap of a network sweep on the current device: `cap`, except on the host
+// platform's warp-64 profile (the gfx90a sweep), which repeats the sm80 sweep's layers at the
+// other warp width with AMD's plans: there the 224x224 layers above 2.5M multiply-adds (whose
+// channel counts run from the 32x32 tables all the same) are left to the sm80 sweep. They take
+// three times as long to emulate at warp 64 (the pointwise sweep: 50 s of 100 s in float), and
+// the README's test command has a 10-minute budget (it measured 602 s with them).
+inline long long network_sweep_cap(long long cap) {
+#if defined(DSCONV_PLATFORM_HOST)
+  if (current_device().warp_size == 64) return std::min(cap, 2'500'000LL);
+#endif
+  return cap;
+}
+
 // The runs covering every unique shape of `kind` in both layouts: the 32x32 tables at
 // `batch_32`, the squeeze-excitation 1x1s (1x1 maps) at batch 5, and the 224x224 shapes at
 // each of `batches_224` where their work is at most `max_work_224` multiply-adds (larger
