@@ -46,13 +46,39 @@ status can_implement(block_variant variant, const inverted_residual_params& p) {
 }
 
 namespace detail {
-// The fused variant's workspace for blocks with squeeze-excitation on `dev` (0: none needed,
-// or no plan).
+// The fused variant's plan for `p` on `dev` and its workspace (blocks with squeeze-excitation;
+// 0 without); false where the fused kernel cannot run `p`. Planned once per call: the planner
+// tries every tile.
+template <class T>
+bool plan_fused(const inverted_residual_params& p, const platform::device_properties& dev, fused_block_plan& plan,
+                index_t& workspace) {
+  workspace = 0;
+  if (!plan_fused_block(p, dev, sizeof(T), plan)) return false;
+  if (p.se_channels > 0)
+    workspace =
+        fused_squeeze_excitation_layout(p, sizeof(T), static_cast<index_t>(plan.tile.tiles_x) * plan.tile.tiles_y).bytes;
+  return true;
+}
+
+// The fused variant's workspace on `dev` (0: none needed, or no plan).
 template <class T>
 index_t fused_workspace_bytes(const inverted_residual_params& p, const platform::device_properties& dev) {
   fused_block_plan plan;
-  if (p.se_channels == 0 || !plan_fused_block(p, dev, sizeof(T), plan)) return 0;
-  return fused_squeeze_excitation_layout(p, sizeof(T), static_cast<index_t>(plan.tile.tiles_x) * plan.tile.tiles_y).bytes;
+  index_t workspace = 0;
+  return plan_fused<T>(p, dev, plan, workspace) ? workspace : 0;
+}
+
+// The planner's choice (select_variant) given the fused plan, where `fused_runs`.
+template <class T>
+block_variant choose_variant(const inverted_residual_params& p, const inverted_residual_options& options,
+                             const platform::device_properties& dev, bool fused_runs, const fused_block_plan& plan,
+                             index_t fused_workspace) {
+  const std::size_t given = options.workspace ? options.workspace_bytes : 0;
+  if (!fused_runs || given < static_cast<std::size_t>(fused_workspace)) return block_variant::unfused;
+  const bool unfused_fits = given >= static_cast<std::size_t>(unfused_layout(p, sizeof(T)).bytes);
+  // (with squeeze-excitation both paths run what follows the pool)
+  const long long fused = plan.traffic + (p.se_channels > 0 ? after_pool_traffic<T>(p, dev, true) : 0);
+  return !unfused_fits || fused <= unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
 }
 }  // namespace detail
 
@@ -75,15 +101,11 @@ template <class T = float>
 block_variant select_variant(const inverted_residual_params& p, const inverted_residual_options& options) {
   platform::device_properties dev;
   detail::fused_block_plan plan;
-  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success ||
-      !detail::plan_fused_block(p, dev, sizeof(T), plan))
+  index_t fused_workspace = 0;
+  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success)
     return block_variant::unfused;
-  const std::size_t given = options.workspace ? options.workspace_bytes : 0;
-  if (given < static_cast<std::size_t>(detail::fused_workspace_bytes<T>(p, dev))) return block_variant::unfused;
-  const bool unfused_fits = given >= static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
-  // (with squeeze-excitation both paths run what follows the pool)
-  const long long fused = plan.traffic + (p.se_channels > 0 ? detail::after_pool_traffic<T>(p, dev, true) : 0);
-  return !unfused_fits || fused <= detail::unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
+  const bool fused_runs = detail::plan_fused<T>(p, dev, plan, fused_workspace);
+  return detail::choose_variant<T>(p, options, dev, fused_runs, plan, fused_workspace);
 }
 
 namespace detail {
@@ -221,9 +243,18 @@ status inverted_residual_forward(const inverted_residual_params& p, const invert
   platform::device_properties dev;
   block_variant variant = block_variant::automatic;
   const detail::buffer workspace{options.workspace, static_cast<index_t>(options.workspace_bytes)};
+  // The fused plan, made once: by the planner's choice (automatic), else below.
+  detail::fused_block_plan plan;
+  index_t fused_workspace = 0;
+  bool planned = false, fused_runs = false;
   status s = detail::prepare_launch(
       detail::validate(p, w, input, output, workspace), options.variant, [&] { return can_implement<T>(options.variant, p); },
-      [&] { return select_variant<T>(p, options); }, dev, variant);
+      [&] {
+        planned = true;
+        fused_runs = detail::plan_fused<T>(p, dev, plan, fused_workspace);
+        return detail::choose_variant<T>(p, options, dev, fused_runs, plan, fused_workspace);
+      },
+      dev, variant);
   if (s != status::success) return s;
   if (variant == block_variant::unfused) {
     const std::size_t need = static_cast<std::size_t>(detail::unfused_layout(p, sizeof(T)).bytes);
@@ -233,10 +264,9 @@ status inverted_residual_forward(const inverted_residual_params& p, const invert
                                  std::to_string(options.workspace ? options.workspace_bytes : 0));
     return detail::run_unfused_block(p, w, input, output, options.workspace, dev, stream);
   }
-  detail::fused_block_plan plan;
-  if (!detail::plan_fused_block(p, dev, sizeof(T), plan))
-    return detail::invalid(status::unsupported_variant, op, "fused: no launch plan");
-  const std::size_t need = static_cast<std::size_t>(detail::fused_workspace_bytes<T>(p, dev));
+  if (!planned) fused_runs = detail::plan_fused<T>(p, dev, plan, fused_workspace);
+  if (!fused_runs) return detail::invalid(status::unsupported_variant, op, "fused: no launch plan");
+  const std::size_t need = static_cast<std::size_t>(fused_workspace);
   if (need > 0 && (!options.workspace || options.workspace_bytes < need))
     return detail::invalid(status::insufficient_workspace, op,
                            "fused with squeeze-excitation: " + std::to_string(need) +
