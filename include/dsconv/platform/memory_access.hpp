@@ -93,19 +93,26 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
 }
 
 // Shared memory (dynamic_shared, DSCONV_SHARED_ARRAY): the same as load / store, recorded on
-// the host platform for the bank model (host/shared_banks.hpp).
-template <class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T shared_load(const T* p) {
+// the host platform for the bank model (host/shared_banks.hpp), which groups the lanes'
+// accesses by the source line of the call: DSCONV_SHARED_SITE's default arguments there,
+// nothing on a GPU.
 #if defined(DSCONV_PLATFORM_HOST)
-  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), false);
+#define DSCONV_SHARED_SITE , const char *site_file = __builtin_FILE(), unsigned site_line = __builtin_LINE()
+#else
+#define DSCONV_SHARED_SITE
+#endif
+template <class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T shared_load(const T* p DSCONV_SHARED_SITE) {
+#if defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), false, site_file, site_line);
 #endif
   return *p;
 }
 
 template <class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v) {
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v DSCONV_SHARED_SITE) {
 #if defined(DSCONV_PLATFORM_HOST)
-  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), true);
+  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), true, site_file, site_line);
 #endif
   *p = v;
 }
@@ -114,12 +121,12 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v) {
 // fragment register. On a GPU one shared-memory load; on the host a memcpy, which C++'s
 // aliasing rules require there.
 template <class U, class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE U shared_load_as(const T* p) {
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE U shared_load_as(const T* p DSCONV_SHARED_SITE) {
 #if defined(DSCONV_DEVICE_PASS)
   return *reinterpret_cast<const U*>(p);
 #else
 #if defined(DSCONV_PLATFORM_HOST)
-  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(U), false);
+  if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(U), false, site_file, site_line);
 #endif
   U r;
   __builtin_memcpy(&r, p, sizeof r);

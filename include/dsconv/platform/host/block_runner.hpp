@@ -182,7 +182,7 @@ class block_runner {
   }
 
   // Logs a shared-memory access of the calling thread for the bank model.
-  void record_shared(const void* site, const void* addr, std::size_t bytes, bool store) {
+  void record_shared(const shared_site& site, const void* addr, std::size_t bytes, bool store) {
     check_shared(addr, bytes);
     current_->shared_log.push_back(
         shared_access{site, shared_.offset_of(addr), static_cast<std::uint16_t>(bytes), store});

@@ -88,10 +88,12 @@ DSCONV_NOINLINE inline void record_access(const void* addr, std::size_t bytes, b
   runner->traffic().add(f.warp, site, f.sites.next(site), store, addr, bytes);
 }
 
-// Logs one shared-memory access for the bank model; the call site groups lanes into requests.
-DSCONV_NOINLINE inline void record_shared(const void* addr, std::size_t bytes, bool store) {
+// Logs one shared-memory access for the bank model; the call's source line groups lanes into
+// requests (shared_banks.hpp).
+DSCONV_NOINLINE inline void record_shared(const void* addr, std::size_t bytes, bool store, const char* file,
+                                          unsigned line) {
   if (!traffic_enabled()) return;
-  if (block_runner* runner = current_runner()) runner->record_shared(__builtin_return_address(0), addr, bytes, store);
+  if (block_runner* runner = current_runner()) runner->record_shared(shared_site{file, line}, addr, bytes, store);
 }
 }  // namespace host_detail
 
