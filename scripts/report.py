@@ -381,7 +381,8 @@ def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, not
         else:
             lines.append("%s %s | %s |" % (head, fmt(d.counters.get("traffic/min") if d else None, ".3f"),
                                           fmt(d.counters.get("sectors/req") if d else None, ".2f")))
-    lines += report_blocks.markdown_lines(blocks or {}, block_baseline, on_gpu, TYPES, LAYOUTS, fmt, cell_time)
+    lines += report_blocks.markdown_lines(blocks or {}, block_baseline, on_gpu, TYPES, LAYOUTS, fmt, cell_time,
+                                          network_of)
     if others:
         lines += ["", "## Other benchmarks", "",
                   "Benchmarks whose names are not of the form op/shape/b<batch>/type/layout/implementation, "

@@ -50,11 +50,6 @@ def planner_speedup(entry):
     return base / ours if ours and base else None
 
 
-def network(shape):
-    m = re.match(r"^(.*)_\d+_\d+:", shape)
-    return m.group(1) if m else shape
-
-
 def ordered_keys(blocks, types, layouts):
     shapes = []
     for shape, _, _, _ in blocks:
@@ -67,8 +62,9 @@ def ordered_keys(blocks, types, layouts):
     return sorted(blocks, key=lambda k: (shapes.index(k[0]), k[1], rank(k[2], types), rank(k[3], layouts)))
 
 
-def markdown_lines(blocks, baseline, on_gpu, types, layouts, fmt, cell_time):
-    """The report's block section (empty without block cases)."""
+def markdown_lines(blocks, baseline, on_gpu, types, layouts, fmt, cell_time, network_of):
+    """The report's block section (empty without block cases); fmt, cell_time and network_of
+    are report.py's."""
     if not blocks:
         return []
     base = baseline or "baseline"
@@ -81,7 +77,7 @@ def markdown_lines(blocks, baseline, on_gpu, types, layouts, fmt, cell_time):
         for key in keys:
             s = planner_speedup(blocks[key])
             if s:
-                summary.setdefault((network(key[0]), key[1], key[2], key[3]), []).append(s)
+                summary.setdefault((network_of(key[0])[0], key[1], key[2], key[3]), []).append(s)
         if summary:
             lines += ["| network | batch | type | layout | blocks | geomean speedup | worst | dsconv faster |",
                       "|---|---|---|---|---|---|---|---|"]
