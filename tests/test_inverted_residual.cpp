@@ -92,20 +92,36 @@ error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
 
 // Whether `variant` must run `p` by its documented contract (independent of the planner):
 // unfused every block, fused NHWC blocks with squeeze-excitation (the kernel expands and
-// filters) and without it where c_out <= 256 (the kernel projects too), where the shared memory
-// of a one-pixel tile (kernels/block/fused_tile.hpp's regions) fits a block's share.
+// filters) and without it where c_out <= 512 (the kernel projects too), where the shared memory
+// of a one-pixel tile (kernels/block/fused_tile.hpp's regions and pitches) fits a block's share.
 bool supports(block_variant variant, const inverted_residual_params& p) {
   if (variant != block_variant::fused) return true;
   const bool projects = p.se_channels == 0;
-  if (p.data_layout != layout::nhwc || (projects && p.c_out > 256)) return false;
-  const long long taps = static_cast<long long>(p.kernel) * p.kernel, slice = 32, pitch = slice + 1;
-  const long long expand_weights = p.has_expand() ? p.c_in * pitch : 0;
-  const long long project_weights = projects ? slice * (p.c_out | 1) : 0;
+  if (p.data_layout != layout::nhwc || (projects && p.c_out > 512)) return false;
+  const long long taps = static_cast<long long>(p.kernel) * p.kernel, slice = 16;
+  // The pitches: input, expanded slice (none without expand), expand and project weights.
+  const bool two = p.stride % 4 == 2, odd = p.stride % 2 == 1;
+  long long in = p.c_in, x = 0;
+  if (p.has_expand()) {
+    x = two ? 24 : odd ? 16 : 17;
+    if (two && p.c_in % 32 == 16)
+      in = p.c_in + 8;
+    else if (p.c_in * (two ? 2 : 1) % 32 == 0)
+      in = p.c_in + 1;
+  } else {
+    while (odd && in % 32 != 16) ++in;
+    while (two && in % 16 != 8) ++in;
+  }
+  long long out = p.c_out;
+  while (out % 4 != 2) ++out;
+  const long long expand_weights = p.has_expand() ? p.c_in * (slice + 2) : 0;
+  const long long project_weights = projects ? slice * out : 0;
   // biases, input with halo, mask, expanded halo, depthwise weights, depthwise outputs (or the
-  // pool sums), expand or project weights; projecting, the last output group's rows (4) past d.
-  const long long d = 2 * slice + taps * (p.c_in + 1 + pitch) + slice * taps;
-  const long long floats = std::max(d + (projects ? pitch : 256) + std::max(expand_weights, project_weights),
-                                    projects ? d + 4 * pitch : 0);
+  // 512 threads' pool sums), expand or project weights; projecting, the last output group's
+  // rows (4) past d.
+  const long long d = 2 * slice + taps * (in + 1 + x) + slice * taps;
+  const long long floats = std::max(d + (projects ? slice : 512) + std::max(expand_weights, project_weights),
+                                    projects ? d + 4 * slice : 0);
   const dsconv::platform::device_properties dev = current_device();
   const long long limit = std::min<long long>({48 * 1024, static_cast<long long>(dev.shared_memory_per_block),
                                                static_cast<long long>(dev.shared_memory_per_multiprocessor -

@@ -3,7 +3,7 @@
 // inverted-residual block of MobileNetV2 and EfficientNet-B0 at one input resolution (forward
 // only) x batch x element type x layout x implementation, each with its benchmark name and the
 // minimum bytes and FLOPs of the whole block. The implementations: dsconv's fused variant
-// (where its limits allow: NHWC, c_out <= 256 where it projects), its unfused variant (the layer
+// (where its limits allow: NHWC, c_out <= 512 where it projects), its unfused variant (the layer
 // kernels in sequence), and the platform's baseline running the block's layers one after
 // another.
 

@@ -134,7 +134,8 @@ inline std::string fused_block_limits(const inverted_residual_params& p) {
   return "";
 }
 
-inline long long odd(long long v) { return v | 1; }
+// The least value >= v that is `remainder` mod `modulus`.
+inline int round_up_to(int v, int modulus, int remainder) { return v + ((remainder - v) % modulus + modulus) % modulus; }
 
 // Whether the fused kernel projects the block (fused_nhwc.hpp's Project): blocks without
 // squeeze-excitation.
@@ -158,25 +159,37 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   if (t.q_count > R) return false;
   t.q_rows = t.q_step * t.q_count;
   const long long halo = static_cast<long long>(t.in_rows) * t.in_cols;
-  t.in_pitch = s.c_in, t.slice_pitch = EC + 1, t.out_pitch = static_cast<int>(odd(s.c_out));
+  // The pitches of fused_tile.hpp's bank rules.
+  const bool stride_2_mod_4 = s.stride % 4 == 2, odd_stride = s.stride % 2 == 1;
+  t.out_pitch = s.c_out + (6 - s.c_out % 4) % 4;
+  t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks)
+  if (s.has_expand) {
+    t.pair = stride_2_mod_4 ? 2 : 1;
+    t.slice_pitch = stride_2_mod_4 ? EC + EC / 2 : odd_stride ? EC : EC + 1;
+    t.in_pitch = t.pair == 2 && s.c_in % 32 == 16 ? s.c_in + 8 : s.c_in * t.pair % 32 == 0 ? s.c_in + 1 : s.c_in;
+  } else {  // (step 3 reads the slice from the input: its pitch is the input's)
+    t.pair = 1;
+    t.in_pitch = odd_stride ? round_up_to(s.c_in, 32, 16) : stride_2_mod_4 ? round_up_to(s.c_in, 16, 8) : s.c_in;
+    t.slice_pitch = t.in_pitch;
+  }
   long long at = fused_block_input + halo * t.in_pitch;
   auto take = [&](long long n) {
     const long long start = at;
     at += n;
     return static_cast<int>(start);
   };
-  t.mask = take(halo), t.x = take(halo * t.slice_pitch);
+  t.mask = take(halo), t.x = take(s.has_expand ? halo * t.slice_pitch : 0);
   t.wd = take(static_cast<long long>(EC) * s.taps());
   // d: the depthwise outputs, or (without projecting) the groups' pool sums.
-  t.d = take(projects ? static_cast<long long>(t.q_rows) * t.slice_pitch
+  t.d = take(projects ? static_cast<long long>(t.q_rows) * fused_depthwise_pitch
                       : static_cast<long long>(fused_block_threads / EC) * EC);
-  const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * t.slice_pitch : 0;
+  const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch : 0;
   const long long project_weights = projects ? static_cast<long long>(EC) * t.out_pitch : 0;
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
   // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
   // regions after d, or in floats allocated for them.
   const long long reach = t.d + static_cast<long long>(t.q_step) *
-                                    (ceil_div(t.q_count, fused_block_output_group) * fused_block_output_group) * t.slice_pitch;
+                                    (ceil_div(t.q_count, fused_block_output_group) * fused_block_output_group) * fused_depthwise_pitch;
   if (reach > at) at = reach;
   if (at > floats) return false;
   t.floats = static_cast<int>(at);
@@ -204,6 +217,26 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   return tiles <= static_cast<long long>(dev.max_grid_x);
 }
 
+// The most distinct words any one bank takes, summed over the warps that stage a tile's input
+// (fused_nhwc.hpp): each warp stores 32 consecutive elements of [halo][c_in] in pixel order
+// (staging_pair 1) or in step 2's slot order (2).
+inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int staging_pair) {
+  const int halo = t.in_rows * t.in_cols, slots = staging_pair == 2 ? (halo + 3) / 4 * 4 : halo;
+  const long long elements = static_cast<long long>(slots) * c_in;
+  long long total = 0;
+  for (long long w = 0; w < elements; w += 32) {
+    int per_bank[32] = {}, most = 0;
+    for (long long i = w; i < w + 32 && i < elements; ++i) {
+      const int pixel = slot_pixel(static_cast<int>(i / c_in), staging_pair);
+      if (pixel >= halo) continue;
+      const int bank = static_cast<int>((static_cast<long long>(pixel) * t.in_pitch + i % c_in) % 32);
+      most = ++per_bank[bank] > most ? per_bank[bank] : most;
+    }
+    total += most;
+  }
+  return total;
+}
+
 // The fused kernel's tile for `p` (false where it cannot run it): of every tile that fits a
 // multiprocessor's share of shared memory, the one the cost model charges the fewest bytes
 // (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers
@@ -213,24 +246,31 @@ inline bool plan_fused_block(const inverted_residual_params& p, const platform::
   if (!fused_block_limits(p).empty()) return false;
   const block_shape s = make_shape(p);
   // Outputs per tile: the projecting kernel's registers; else a bound past any tile's shared
-  // memory (its expanded halo alone, fused_block_slice + 1 floats a pixel).
+  // memory (its mask, input and expanded halo alone: at least fused_block_slice + 1 floats a
+  // pixel with an expand layer, 2 without).
   const long long most = fused_projects(s) ? static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs
                                            : 4096;
   // Within a multiprocessor's share for fused_resident_blocks; where not even the smallest
   // tile fits that (many channels, little shared memory), within a block's whole limit.
+  const long long per_halo_pixel = s.has_expand ? fused_block_slice + 1 : 2;
   for (const int resident : {fused_resident_blocks, 1}) {
     const long long floats = static_cast<long long>(budget(dev, resident) / sizeof(float));
     bool found = false;
     for (int rows = 1; rows <= s.out_h && rows <= most; ++rows)
       for (int cols = 1; cols <= s.out_w && static_cast<long long>(rows) * cols <= most; ++cols) {
         const long long halo = static_cast<long long>((rows - 1) * s.stride + s.kernel) * ((cols - 1) * s.stride + s.kernel);
-        if (halo * (fused_block_slice + 1) > floats) break;  // (the expanded halo alone: wider tiles neither)
+        if (halo * per_halo_pixel > floats) break;  // (wider tiles neither)
         fused_block_plan candidate;
         if (fused_tile_of(s, rows, cols, floats, element_bytes, dev, candidate) &&
             (!found || candidate.traffic < out.traffic))
           out = candidate, found = true;
       }
-    if (found) return true;
+    if (found) {
+      // (the order changes no region: chosen for the tile)
+      fused_block_tile& t = out.tile;
+      t.staging_pair = t.pair == 2 && staging_wavefronts(t, s.c_in, 2) < staging_wavefronts(t, s.c_in, 1) ? 2 : 1;
+      return true;
+    }
   }
   return false;
 }

@@ -36,7 +36,7 @@ enum class block_variant {
   unfused,    // the layer calls in sequence (expand, depthwise, squeeze-excitation, project) through
               // the caller's workspace: any block
   fused,      // NHWC blocks whose one-pixel tile fits a block's shared memory: without
-              // squeeze-excitation (c_out <= 256), expand, depthwise and project in one kernel per
+              // squeeze-excitation (c_out <= 512), expand, depthwise and project in one kernel per
               // output tile, the expanded tensor produced a slice of channels at a time in shared
               // memory and never written to global memory; with it, expand and depthwise in that
               // kernel (the depthwise output and the pool's tile sums written once), then the

@@ -7,19 +7,20 @@
 // (the unfused sequence writes the expanded tensor, reads it, writes the depthwise output and
 // reads it again for the pool). A block takes a tile of output pixels of one image (fused_tile.hpp): it
 // stages the tile's input with its halo once (the only activation it reads from global memory;
-// the residual comes from it too), then for each slice of 32 expanded channels
+// the residual comes from it too), then for each slice of 16 expanded channels
 //   1. stages the slice's expand and depthwise weights,
 //   2. expands the halo's pixels into the slice (zero outside the image: the depthwise layer's
-//      padding is of the expanded tensor),
+//      padding is of the expanded tensor; without an expand layer the slice is the input's),
 //   3. stages the slice's project weights and runs the depthwise filter over the slice,
 //   4. adds the slice's share of the project 1x1 into per-thread sums (registers),
 // and finally writes the tile's outputs (!Project: step 3 writes the depthwise outputs and
 // step 4 sums each channel over the tile's pixels, in a fixed order). Weights are read once per tile; the planner sizes
 // tiles so that they stay small next to the activations.
-// Lanes: in steps 2 and 3 a warp's 32 lanes take the 32 channels of one pixel (consecutive
-// words: no bank conflict; the pixel's input values are one word for all); in step 4 a warp's
-// lanes take consecutive output channels of a pixel (consecutive weights), each thread
-// at most fused_block_outputs pixels q_step apart.
+// Lanes: in steps 2 and 3 a half-warp's 16 lanes take the 16 channels of one pixel, the two
+// half-warps two pixels whose rows fused_tile.hpp's pitches put 16 banks apart (the pixel's
+// input values are one word for a half-warp); in step 4 a warp's lanes take consecutive
+// output channels of a pixel (consecutive weights), each thread at most fused_block_outputs
+// pixels q_step apart.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -55,6 +56,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   float *be_s = sh, *bd_s = sh + EC, *in_s = sh + detail::fused_block_input, *mask_s = sh + t.mask, *x_s = sh + t.x;
   float *wd_s = sh + t.wd, *d_s = sh + t.d, *we_s = sh + t.we, *wp_s = sh + t.wp;
   const int ip = t.in_pitch, sp = t.slice_pitch, op = t.out_pitch, taps = s.taps();
+  constexpr int ep = detail::fused_expand_pitch, dp = detail::fused_depthwise_pitch;
 
   // This block's tile (once per block).
   int tile_y, tile_x, b, rest;
@@ -64,13 +66,28 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   const int iy0 = oy0 * s.stride - s.pad, ix0 = ox0 * s.stride - s.pad;
   const int halo = t.in_rows * t.in_cols, Q = t.rows * t.cols;
 
-  // The input tile with its halo, zero outside the image, and its mask.
-  detail::for_each_strided<3>(halo * s.c_in, {t.in_cols, s.c_in}, tid, threads, [&](const auto& at) {
-    const int r = at.outer(), col = at[0], c = at[1], y = iy0 + r, x = ix0 + col;
+  // The input tile with its halo, zero outside the image, and its mask; in pixel order, or in
+  // step 2's slot order (staging_pair: fused_tile.hpp).
+  const int slots = t.pair == 2 ? (halo + 3) / 4 * 4 : halo;
+  auto stage = [&](int r, int col, int c) {
+    const int y = iy0 + r, x = ix0 + col;
     const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
     const float v = inside ? to_float(pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c)) : 0.f;
     pf::shared_store(in_s + (r * t.in_cols + col) * ip + c, v);
-  });
+  };
+  if (t.staging_pair == 2) {
+    for (int i = tid; i < slots * s.c_in; i += threads) {
+      int slot, c, r, col;
+      detail::small_divmod(i, s.c_in, slot, c);
+      const int pixel = detail::slot_pixel(slot, 2);
+      if (pixel >= halo) continue;
+      detail::small_divmod(pixel, t.in_cols, r, col);
+      stage(r, col, c);
+    }
+  } else {
+    detail::for_each_strided<3>(halo * s.c_in, {t.in_cols, s.c_in}, tid, threads,
+                                [&](const auto& at) { stage(at.outer(), at[0], at[1]); });
+  }
   detail::for_each_strided<2>(halo, {t.in_cols}, tid, threads, [&](const auto& at) {
     const int y = iy0 + at.outer(), x = ix0 + at[0];
     pf::shared_store(mask_s + at.index(), y >= 0 && y < s.h && x >= 0 && x < s.w ? 1.f : 0.f);
@@ -78,7 +95,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // The depthwise outputs' rows past the tile, which step 4 reads for outputs it never stores:
   // zero, so that they stay finite.
   if (Project)
-    for (int i = Q * sp + tid; i < t.q_rows * sp; i += threads) pf::shared_store(d_s + i, 0.f);
+    for (int i = Q * dp + tid; i < t.q_rows * dp; i += threads) pf::shared_store(d_s + i, 0.f);
 
   // Step 4's outputs of this thread: channel o of pixels q0, q0 + q_step, ...
   const bool projects = Project && tid < t.q_step * s.c_out;
@@ -101,7 +118,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
       for (int e = group; e < EC; e += groups)
         for (int c = lane; c < s.c_in; c += EC) {
           const float v = e < ec ? to_float(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)) : 0.f;
-          pf::shared_store(we_s + c * sp + e, v);
+          pf::shared_store(we_s + c * ep + e, v);
         }
     }
     for (int i = tid; i < EC * taps; i += threads) {
@@ -116,31 +133,35 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     pf::sync_threads();
 
     // 2. The slice of the expanded tensor at every halo pixel: thread (group, lane) takes
-    // channel `lane` of PX pixels `groups` apart at a time (each weight read once for PX; past
-    // the halo's last pixel a thread reads that pixel again and stores nothing).
-    for (int p0 = group; p0 < halo; p0 += groups * PX) {
-      int px[PX];
-      DSCONV_UNROLL
-      for (int j = 0; j < PX; ++j) px[j] = p0 + j * groups < halo ? p0 + j * groups : halo - 1;
-      float v[PX];
-      if (s.has_expand) {
+    // channel `lane` of PX pixels at a time, slots `groups` apart (each weight read once for
+    // PX). A slot is a halo pixel, the two groups of a warp `pair` pixels apart (slot_pixel);
+    // past the halo's last pixel a thread reads that pixel again and stores nothing. Without an expand
+    // layer the slice is the staged input's channels e0.. (zero outside the image), which step
+    // 3 reads where they are.
+    if (s.has_expand) {
+      for (int p0 = group; p0 < slots; p0 += groups * PX) {
+        int px[PX];
+        bool valid[PX];
+        DSCONV_UNROLL
+        for (int j = 0; j < PX; ++j) {
+          const int slot = p0 + j * groups;
+          const int pixel = detail::slot_pixel(slot, t.pair);
+          valid[j] = pixel < halo;
+          px[j] = valid[j] ? pixel : halo - 1;
+        }
+        float v[PX];
         const float bias = pf::shared_load(be_s + lane);
         DSCONV_UNROLL
         for (int j = 0; j < PX; ++j) v[j] = bias;
         for (int c = 0; c < s.c_in; ++c) {
-          const float w = pf::shared_load(we_s + c * sp + lane);
+          const float w = pf::shared_load(we_s + c * ep + lane);
           DSCONV_UNROLL
           for (int j = 0; j < PX; ++j) v[j] += pf::shared_load(in_s + px[j] * ip + c) * w;
         }
         DSCONV_UNROLL
-        for (int j = 0; j < PX; ++j) v[j] = pf::shared_load(mask_s + px[j]) * detail::activate(v[j], s.act);
-      } else {
-        DSCONV_UNROLL
-        for (int j = 0; j < PX; ++j) v[j] = lane < ec ? pf::shared_load(in_s + px[j] * ip + e0 + lane) : 0.f;
+        for (int j = 0; j < PX; ++j)
+          if (valid[j]) pf::shared_store(x_s + px[j] * sp + lane, pf::shared_load(mask_s + px[j]) * detail::activate(v[j], s.act));
       }
-      DSCONV_UNROLL
-      for (int j = 0; j < PX; ++j)
-        if (p0 + j * groups < halo) pf::shared_store(x_s + (p0 + j * groups) * sp + lane, v[j]);
     }
     pf::sync_threads();
 
@@ -151,17 +172,20 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
         const float v = lane < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)) : 0.f;
         pf::shared_store(wp_s + lane * op + oc, v);
       }
+    // (Without an expand layer, lanes past the slice's last channel read that channel: their
+    // depthwise weights and project weights are zero.)
+    const float* slice = s.has_expand ? x_s + lane : in_s + e0 + (lane < ec ? lane : ec - 1);
     float pool = 0.f;  // (!Project: this thread's pixels' sum of channel e0 + lane)
     for (detail::index_walk<2> at({t.cols}, group, groups); at.index() < Q; at.advance()) {
       const int qy = at.outer(), qx = at[0];
-      const float* window = x_s + (qy * s.stride * t.in_cols + qx * s.stride) * sp + lane;
+      const float* window = slice + (qy * s.stride * t.in_cols + qx * s.stride) * sp;
       float v = pf::shared_load(bd_s + lane);
       for (int ky = 0; ky < s.kernel; ++ky)
         for (int kx = 0; kx < s.kernel; ++kx)
           v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
       v = detail::activate(v, s.act);
       if (Project) {
-        pf::shared_store(d_s + at.index() * sp + lane, v);
+        pf::shared_store(d_s + at.index() * dp + lane, v);
       } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
         const T z = from_float<T>(v);  // (the pool sums what the project will read)
         pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy0 + qy) * s.out_w + ox0 + qx) * s.expanded + e0 + lane, z);
@@ -185,7 +209,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
         const float w = pf::shared_load(wp_s + e * op + o);
         DSCONV_UNROLL
         for (int k = 0; k < R; ++k)
-          if (k - k % G < t.q_count) acc[k] += pf::shared_load(d_s + (q0 + k * t.q_step) * sp + e) * w;
+          if (k - k % G < t.q_count) acc[k] += pf::shared_load(d_s + (q0 + k * t.q_step) * dp + e) * w;
       }
     }
     pf::sync_threads();  // before the next slice's weights and values replace these

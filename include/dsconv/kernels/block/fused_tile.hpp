@@ -4,16 +4,23 @@
 // rows x cols output pixels of one image, from the input tile with its halo, a slice of
 // block_slice expanded channels at a time.
 
+#include "../../config.hpp"
+
 namespace dsconv {
 namespace detail {
 
-inline constexpr unsigned fused_block_threads = 256;
+inline constexpr unsigned fused_block_threads = 512;
 // Blocks of the fused kernel a multiprocessor should hold at once: a block waits at a barrier
-// after each step, so several keep the multiprocessor busy. The planner sizes shared memory
-// for that many, and CUDA's launch bounds registers (64 a thread, without spilling; HIP takes
-// no such bound: gfx906 holds 3, at 84 VGPRs, and would spill at 64).
-inline constexpr int fused_resident_blocks = 4;
-inline constexpr int fused_block_slice = 32;   // expanded channels per step: a warp's 32 lanes
+// after each step, so two keep the multiprocessor busy (half the threads an sm_80/sm_90
+// multiprocessor holds). The planner sizes shared memory for that many, and CUDA's launch
+// bounds registers (64 a thread, without spilling; HIP takes no such bound: gfx906 holds 2
+// blocks of 512 threads at up to 128 VGPRs).
+inline constexpr int fused_resident_blocks = 2;
+// Expanded channels per step: half a warp's lanes, so that a warp takes two pixels of the
+// slice. A narrow slice keeps the expanded halo ([halo][slice]) and the slice's expand weights
+// ([c_in][slice]) small next to the staged input, so tiles grow and read the weights fewer
+// times (summed over MobileNetV2's blocks, slices of 32 cost 1.3x the bytes of slices of 16).
+inline constexpr int fused_block_slice = 16;
 inline constexpr int fused_block_outputs = 16;  // project outputs per thread (registers)
 inline constexpr int fused_expand_pixels = 4;   // expanded values per thread and step (registers)
 // A thread's project outputs are guarded (k < q_count) in groups of this many: a guard per
@@ -26,14 +33,39 @@ inline constexpr int fused_block_output_group = 4;
 // fused_block_slice and the staged input [halo][in_pitch] (zero outside the image) at
 // fused_block_input (fixed offsets: every offset the plan passes is a scalar register the
 // kernel holds through its slice loop), then regions one after another: the halo's mask (1
-// inside the image, 0 outside), the expanded slice [halo][slice_pitch], the slice's depthwise
-// weights [slice][taps], the depthwise outputs [q_rows][slice_pitch], and one region for
-// the slice's expand weights [c_in][slice_pitch] and then its project weights
-// [slice][out_pitch] (wp == we: never needed at once). The slice and output pitches are odd,
-// so that rows a lane apart fall in different banks; the input's is c_in (contiguous: a warp
-// stores consecutive channels of consecutive pixels, and reads one pixel's channel as a
-// broadcast or its consecutive channels).
+// inside the image, 0 outside), the expanded slice [halo][slice_pitch] (none without an
+// expand layer: step 3 reads the slice from the input, slice_pitch = in_pitch), the slice's depthwise
+// weights [slice][taps], the depthwise outputs [q_rows][d_pitch], and one region for the
+// slice's expand weights [c_in][expand_pitch] and then its project weights [slice][out_pitch]
+// (wp == we: never needed at once).
+// The pitches keep a warp's accesses in distinct banks (32 banks of 4 bytes; a warp's two
+// half-warps take two pixels, or two weight rows):
+// - the expanded slice: its two pixels in step 2 are `pair` halo pixels apart and in step 3
+//   `stride` apart (one output pixel apart), so slice_pitch * pair and slice_pitch * stride
+//   are 16 mod 32: 16 with pair 1 for odd strides, 24 with pair 2 for strides 2 mod 4;
+// - the depthwise outputs: one pixel apart, d_pitch 16;
+// - the input: each half-warp reads one pixel's channel (a broadcast), `pair` pixels apart, so
+//   in_pitch * pair is not 0 mod 32: c_in, or c_in + 1 where c_in * pair is, and with pair 2
+//   where c_in is 16 mod 32 c_in + 8 (2 * in_pitch 16 mod 32); a warp stores consecutive
+//   channels of consecutive pixels, or of consecutive slots (staging_pair 2: where c_in is 16,
+//   a warp's two pixels are then 2 apart, 16 banks apart), whichever order the planner counts
+//   fewer bank conflicts in; without an expand layer the half-warps read
+//   16 channels of two pixels `stride` apart in step 3: in_pitch * stride is 16 mod 32 (for
+//   odd strides and strides 2 mod 4);
+// - the expand weights, stored by rows e and e + 1 at 16 consecutive c each: expand_pitch 18
+//   (twice an odd number: 16 rows of it fall in distinct even banks);
+// - the project weights, stored likewise by columns oc and oc + 1 at 16 rows each: out_pitch
+//   >= c_out and 2 mod 4; step 4's lanes read consecutive output channels of one row.
 inline constexpr int fused_block_input = 2 * fused_block_slice;
+inline constexpr int fused_expand_pitch = fused_block_slice + 2;
+inline constexpr int fused_depthwise_pitch = fused_block_slice;
+
+// Step 2's slots and the halo pixels they stand for: slot = pixel, or with pair 2 (a warp's
+// two groups, consecutive slots, two pixels apart) slot bits 0 and 1 swapped: slots
+// 4i..4i+3 are pixels 4i, 4i+2, 4i+1, 4i+3 (slots past the halo's last pixel stand for none).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int slot_pixel(int slot, int pair) {
+  return pair == 2 ? (slot & ~3) | ((slot & 1) << 1) | ((slot >> 1) & 1) : slot;
+}
 
 struct fused_block_tile {
   int rows, cols;        // output pixels of a tile
@@ -42,6 +74,8 @@ struct fused_block_tile {
   int q_count;           // pixels per thread (<= fused_block_outputs)
   int q_rows;            // depthwise output rows staged: q_step * q_count >= rows * cols
   int in_pitch, slice_pitch, out_pitch;
+  int pair;          // step 2's two pixels of a warp: halo pixels `pair` apart (1 or 2)
+  int staging_pair;  // the input staged in pixel order (1) or in step 2's slot order (2)
   int q_step;  // threads per project output channel (a thread's outputs are q_step pixels apart)
   int mask, x, wd, d, we, wp, floats;  // region offsets, and the total
 };
