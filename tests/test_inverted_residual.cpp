@@ -306,7 +306,7 @@ TEST_CASE("inverted_residual: bad input returns its own status, launches nothing
   bad.variant = block_variant::fused;
   expect(status::unsupported_variant, with([](auto& p) { p.data_layout = layout::nchw; }), d.w, d.input, out.data(), bad);
   CHECK(dsconv::can_implement<float>(block_variant::fused, with([](auto& p) {
-          p.se_channels = 0, p.c_out = 300, p.residual = false;
+          p.se_channels = 0, p.c_out = 513, p.residual = false;
         })) == status::unsupported_variant);
   // Workspace.
   bad = opts, bad.workspace_bytes = bytes - 1;
