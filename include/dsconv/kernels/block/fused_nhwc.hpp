@@ -51,6 +51,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   constexpr int threads = static_cast<int>(detail::fused_block_threads), EC = detail::fused_block_slice;
   constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
   constexpr int G = detail::fused_block_output_group;
+  static_assert(groups % 4 == 0, "step 2's slots of a thread keep their pixel's shift (slot_pixel)");
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
   float *be_s = sh, *bd_s = sh + EC, *in_s = sh + detail::fused_block_input, *mask_s = sh + t.mask, *x_s = sh + t.x;
@@ -139,13 +140,15 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // layer the slice is the staged input's channels e0.. (zero outside the image), which step
     // 3 reads where they are.
     if (s.has_expand) {
+      // (this thread's slots are all `group` mod 4, groups being a multiple of 4: each is its
+      // pixel less one shift)
+      const int shift = detail::slot_pixel(group, t.pair) - group;
       for (int p0 = group; p0 < slots; p0 += groups * PX) {
         int px[PX];
         bool valid[PX];
         DSCONV_UNROLL
         for (int j = 0; j < PX; ++j) {
-          const int slot = p0 + j * groups;
-          const int pixel = detail::slot_pixel(slot, t.pair);
+          const int pixel = p0 + j * groups + shift;
           valid[j] = pixel < halo;
           px[j] = valid[j] ? pixel : halo - 1;
         }
