@@ -163,13 +163,16 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   const bool stride_2_mod_4 = s.stride % 4 == 2, odd_stride = s.stride % 2 == 1;
   t.out_pitch = s.c_out + (6 - s.c_out % 4) % 4;
   t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks)
+  const int half = shared_banks / 2;
   if (s.has_expand) {
     t.pair = stride_2_mod_4 ? 2 : 1;
     t.slice_pitch = stride_2_mod_4 ? EC + EC / 2 : odd_stride ? EC : EC + 1;
-    t.in_pitch = t.pair == 2 && s.c_in % 32 == 16 ? s.c_in + 8 : s.c_in * t.pair % 32 == 0 ? s.c_in + 1 : s.c_in;
+    t.in_pitch = t.pair == 2 && s.c_in % shared_banks == half ? s.c_in + half / 2
+                 : s.c_in * t.pair % shared_banks == 0     ? s.c_in + 1
+                                                           : s.c_in;
   } else {  // (step 3 reads the slice from the input: its pitch is the input's)
     t.pair = 1;
-    t.in_pitch = odd_stride ? round_up_to(s.c_in, 32, 16) : stride_2_mod_4 ? round_up_to(s.c_in, 16, 8) : s.c_in;
+    t.in_pitch = odd_stride ? round_up_to(s.c_in, shared_banks, half) : stride_2_mod_4 ? round_up_to(s.c_in, half, half / 2) : s.c_in;
     t.slice_pitch = t.in_pitch;
   }
   long long at = fused_block_input + halo * t.in_pitch;
@@ -221,15 +224,16 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
 // (fused_nhwc.hpp): each warp stores 32 consecutive elements of [halo][c_in] in pixel order
 // (staging_pair 1) or in step 2's slot order (2).
 inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int staging_pair) {
-  const int halo = t.in_rows * t.in_cols, slots = staging_pair == 2 ? (halo + 3) / 4 * 4 : halo;
+  const int halo = t.in_rows * t.in_cols, slots = slot_count(halo, staging_pair);
   const long long elements = static_cast<long long>(slots) * c_in;
   long long total = 0;
-  for (long long w = 0; w < elements; w += 32) {
-    int per_bank[32] = {}, most = 0;
-    for (long long i = w; i < w + 32 && i < elements; ++i) {
+  constexpr int warp = 32;  // (NVIDIA's; an AMD wave's stores go in halves of 32 lanes)
+  for (long long w = 0; w < elements; w += warp) {
+    int per_bank[shared_banks] = {}, most = 0;
+    for (long long i = w; i < w + warp && i < elements; ++i) {
       const int pixel = slot_pixel(static_cast<int>(i / c_in), staging_pair);
       if (pixel >= halo) continue;
-      const int bank = static_cast<int>((static_cast<long long>(pixel) * t.in_pitch + i % c_in) % 32);
+      const int bank = static_cast<int>((static_cast<long long>(pixel) * t.in_pitch + i % c_in) % shared_banks);
       most = ++per_bank[bank] > most ? per_bank[bank] : most;
     }
     total += most;

@@ -69,7 +69,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
 
   // The input tile with its halo, zero outside the image, and its mask; in pixel order, or in
   // step 2's slot order (staging_pair: fused_tile.hpp).
-  const int slots = t.pair == 2 ? (halo + 3) / 4 * 4 : halo;
+  const int slots = detail::slot_count(halo, t.pair);
   auto stage = [&](int r, int col, int c) {
     const int y = iy0 + r, x = ix0 + col;
     const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;

@@ -67,6 +67,9 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int slot_pixel(int slot, int pair) {
   return pair == 2 ? (slot & ~3) | ((slot & 1) << 1) | ((slot >> 1) & 1) : slot;
 }
 
+// Step 2's slots for a halo of `halo` pixels: whole groups of 4 with pair 2.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int slot_count(int halo, int pair) { return pair == 2 ? (halo + 3) / 4 * 4 : halo; }
+
 struct fused_block_tile {
   int rows, cols;        // output pixels of a tile
   int in_rows, in_cols;  // its input pixels: (rows - 1) * stride + kernel, likewise cols
