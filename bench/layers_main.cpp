@@ -97,18 +97,47 @@ bool report_backward_targets(const std::vector<row>& rows) {
   return met;
 }
 
+// The rows whose shared loads or stores take more than bank_target times their conflict-free
+// wavefronts, by the call site that adds the most (the site as layer_check names it).
+constexpr double bank_target = 1.1;
+void write_bank_summary(std::ostream& md, const std::vector<row>& rows) {
+  std::map<std::string, std::pair<int, double>> sites;  // site -> rows, largest factor there
+  int over = 0, counted = 0;
+  for (const auto& w : rows) {
+    if (w.traffic_ratio() < 0) continue;
+    ++counted;
+    bool any = false;
+    const auto add = [&](double factor, const std::string& kind, const std::string& site) {
+      if (factor <= bank_target) return;
+      any = true;
+      auto& s = sites[kind + " " + site.substr(0, site.find(' '))];
+      ++s.first;
+      s.second = std::max(s.second, factor);
+    };
+    add(w.r.shared_load_conflicts, "load", w.r.worst_load_site);
+    add(w.r.shared_store_conflicts, "store", w.r.worst_store_site);
+    over += any;
+  }
+  md << "\n## Bank conflicts above " << bank_target << "\n\n" << over << " of " << counted
+     << " rows (loads or stores); per call site that adds the most wavefronts over the ideal:\n\n"
+     << "| site | rows | largest factor of those rows |\n|---|---|---|\n";
+  for (const auto& s : sites) md << "| " << s.first << " | " << s.second.first << " | " << s.second.second << " |\n";
+}
+
 void write_reports(const std::string& dir, const std::vector<row>& rows, const std::string& device) {
   mkdir(dir.c_str(), 0755);
   std::ofstream csv(dir + "/layers.csv");
   csv << "layer,shape,pass,batch,type,layout,variant,status,relative_error,max_abs_error,bad_elements,wall_ms,minimum_bytes,"
          "traffic_bytes,traffic_ratio,load_sectors_per_request,store_sectors_per_request,shared_load_conflicts,"
-         "shared_store_conflicts,resident_blocks,occupancy,grid_blocks_per_multiprocessor,correct\n";
+         "shared_store_conflicts,worst_shared_load_site,worst_shared_store_site,resident_blocks,occupancy,"
+         "grid_blocks_per_multiprocessor,correct\n";
   for (const auto& w : rows)
     csv << w.l.name() << ',' << shape_of(w.l) << ',' << to_string(w.pass_of) << ',' << w.batch << ',' << w.type << ',' << w.layout << ',' << w.r.variant
         << ',' << dsconv::to_string(w.r.status) << ',' << w.r.relative_error << ',' << w.r.max_abs_error << ','
         << w.r.bad_elements << ',' << w.r.wall_ms << ',' << w.r.minimum_bytes << ',' << w.r.traffic_bytes << ','
         << w.traffic_ratio() << ',' << w.r.load_sectors_per_request << ',' << w.r.store_sectors_per_request << ','
-        << w.r.shared_load_conflicts << ',' << w.r.shared_store_conflicts << ',' << w.r.resident_blocks << ',' << w.r.occupancy << ','
+        << w.r.shared_load_conflicts << ',' << w.r.shared_store_conflicts << ',' << w.r.worst_load_site << ','
+        << w.r.worst_store_site << ',' << w.r.resident_blocks << ',' << w.r.occupancy << ','
         << w.r.grid_blocks_per_multiprocessor << ','
         << (w.pass() ? 1 : 0) << '\n';
   std::ofstream md(dir + "/layers.md");
@@ -141,6 +170,7 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
        << w.r.variant << " | " << err << " | " << ratio << " | " << spr << " | " << banks << " | " << resident << " | "
        << (w.pass() ? "pass" : "FAIL") << " |\n";
   }
+  write_bank_summary(md, rows);
 }
 
 }  // namespace

@@ -544,6 +544,20 @@ TEST_CASE("the bank model counts the wavefronts of each warp-wide shared-memory 
     CHECK(loads.requests == warps);
     CHECK(loads.ideal == warps * phases);
     CHECK(loads.wavefronts == warps * phases * per_phase);
+    // The same per call site: the kernel's one load site holds all of them, and names itself
+    // as the worst where it has conflicts.
+    const dsconv::host::traffic_counters total = rec.total();
+    unsigned load_sites = 0;
+    for (const auto& site : total.shared_sites.sites)
+      if (!site.store) {
+        ++load_sites;
+        CHECK(site.counts.wavefronts == loads.wavefronts);
+        CHECK(site.counts.ideal == loads.ideal);
+        CHECK(site.site.line > 0);
+      }
+    CHECK(load_sites == 1);
+    const dsconv::host::site_bank_counters* worst = total.shared_sites.worst(false);
+    CHECK((worst != nullptr) == (per_phase > 1));
     return loads.conflict_factor();
   };
   using vec4 = pf::vec<float, 4>;

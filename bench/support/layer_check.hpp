@@ -3,6 +3,7 @@
 // double-precision reference: the work of the main job, per layer.
 
 #include <chrono>
+#include <cstdio>
 #include <cmath>
 #include <cstring>
 #include <initializer_list>
@@ -32,6 +33,9 @@ struct layer_result {
   // conflicts), for the kernel's shared loads and stores; 0 where it uses no shared memory.
   double shared_load_conflicts = 0;
   double shared_store_conflicts = 0;
+  // The load and store call sites with the most wavefronts over their ideal ("file:line
+  // factor"; empty where none has any).
+  std::string worst_load_site, worst_store_site;
   // Host platform, kernels with dynamic shared memory only (the depthwise tiled ones; the
   // GEMMs' is static): blocks of the launch that fit one multiprocessor of the emulated device
   // by its shared memory and threads (registers: results/kernel_resources.md), the warps they
@@ -80,6 +84,17 @@ void finish(layer_result& r, std::initializer_list<const dsconv::device_buffer<T
   r.relative_error = r2 > 0 ? std::sqrt(d2 / r2) : std::sqrt(d2);
 }
 
+#if defined(DSCONV_PLATFORM_HOST)
+// "file:line factor" of a shared-memory call site's counters (the file without its folders).
+inline std::string site_text(const dsconv::host::site_bank_counters* s) {
+  if (!s) return "";
+  const std::string file = s->site.file ? s->site.file : "?";
+  char factor[32];
+  std::snprintf(factor, sizeof factor, " %.2f", s->counts.conflict_factor());
+  return file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(s->site.line) + factor;
+}
+#endif
+
 // Times `call`, and on the host platform records its memory traffic (global sectors, shared
 // bank wavefronts).
 template <class Call>
@@ -101,6 +116,8 @@ dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
     r.store_sectors_per_request = t.store_sectors_per_request();
     r.shared_load_conflicts = t.shared_loads.conflict_factor();
     r.shared_store_conflicts = t.shared_stores.conflict_factor();
+    r.worst_load_site = site_text(t.shared_sites.worst(false));
+    r.worst_store_site = site_text(t.shared_sites.worst(true));
     const dsconv::platform::device_properties dev = dsconv::host::device();
     for (const auto& launch : rec->launches()) {
       if (launch.shared_bytes == 0) continue;

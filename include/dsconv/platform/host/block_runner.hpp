@@ -346,7 +346,7 @@ class block_runner {
     for (unsigned w = 0; w < warps_; ++w) {
       const unsigned n = lanes_in_warp(w);
       for (unsigned l = 0; l < n; ++l) logs[l] = &fibers_[w * launch_->warp_size + l]->shared_log;
-      count_warp(logs, n, traffic_.shared_loads(), traffic_.shared_stores());
+      count_warp(logs, n, traffic_.shared_loads(), traffic_.shared_stores(), traffic_.shared_sites());
       for (unsigned l = 0; l < n; ++l) logs[l]->clear();
     }
   }

@@ -22,6 +22,7 @@ namespace host {
 
 using traffic_counters = platform::host_detail::traffic_counters;
 using bank_counters = platform::host_detail::bank_counters;
+using site_bank_counters = platform::host_detail::site_bank_counters;
 using launch_record = platform::host_detail::launch_record;
 using schedule = platform::host_detail::schedule;
 using block_order = platform::host_detail::block_order;

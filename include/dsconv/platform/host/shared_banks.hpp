@@ -15,6 +15,8 @@
 // compiler may duplicate the code of one access into several paths (at -O2 it did in the fused
 // block kernel, whose lanes then took different copies), and lanes split over the copies would
 // count as separate partial requests: 1.33 instead of the 1.00 that -O1 measured there.
+// The counters are also kept per call site (bank_sites), so that a conflict factor above
+// its ideal names the access that causes it.
 
 #include <algorithm>
 #include <cstddef>
@@ -56,15 +58,51 @@ struct bank_counters {
   double conflict_factor() const { return ideal ? double(wavefronts) / double(ideal) : 0.0; }
 };
 
+// The counters of one call site's loads or stores.
+struct site_bank_counters {
+  shared_site site;
+  bool store = false;
+  bank_counters counts;
+};
+
+// Per call site: a kernel has few sites, so a list.
+struct bank_sites {
+  std::vector<site_bank_counters> sites;
+
+  void add(const shared_site& site, bool store, const bank_counters& c) {
+    for (auto& s : sites)
+      if (s.site == site && s.store == store) {
+        s.counts += c;
+        return;
+      }
+    sites.push_back({site, store, c});
+  }
+  bank_sites& operator+=(const bank_sites& o) {
+    for (const auto& s : o.sites) add(s.site, s.store, s.counts);
+    return *this;
+  }
+  // The site of loads (store false) or stores with the most wavefronts over their ideal (null
+  // where none has any).
+  const site_bank_counters* worst(bool store) const {
+    const site_bank_counters* w = nullptr;
+    for (const auto& s : sites)
+      if (s.store == store && s.counts.wavefronts > s.counts.ideal &&
+          (!w || s.counts.wavefronts - s.counts.ideal > w->counts.wavefronts - w->counts.ideal))
+        w = &s;
+    return w;
+  }
+};
+
 struct lane_access {
   unsigned lane;
   std::uint32_t offset;
   unsigned bytes;
 };
 
-// Adds one warp-wide request (the lanes' accesses, in ascending lane order) to `c`.
-inline void count_request(const std::vector<lane_access>& lanes, bank_counters& c) {
-  if (lanes.empty()) return;
+// One warp-wide request (the lanes' accesses, in ascending lane order): its wavefronts.
+inline bank_counters count_request(const std::vector<lane_access>& lanes) {
+  bank_counters c;
+  if (lanes.empty()) return c;
   unsigned bytes = 4;
   for (const auto& a : lanes) bytes = std::max(bytes, a.bytes);
   const unsigned per_phase = std::max(1u, phase_bytes / bytes);
@@ -88,14 +126,20 @@ inline void count_request(const std::vector<lane_access>& lanes, bank_counters& 
     ++c.ideal;
     first = end;
   }
+  return c;
 }
 
 // Turns the logs of one warp's lanes (log[l] = lane l's accesses since the last barrier) into
-// requests, adding loads to `loads` and stores to `stores`. Lanes that ran the same code
+// requests, adding loads to `loads` and stores to `stores`, and both to `sites`. Lanes that ran the same code
 // have logs of the same sites in the same order, matched entry by entry; otherwise the k-th
 // access of each lane at each site is matched.
 inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_count, bank_counters& loads,
-                       bank_counters& stores) {
+                       bank_counters& stores, bank_sites& sites) {
+  const auto count = [&](const shared_site& site, bool store, const std::vector<lane_access>& lanes) {
+    const bank_counters c = count_request(lanes);
+    (store ? stores : loads) += c;
+    sites.add(site, store, c);
+  };
   bool lockstep = true;
   const std::vector<shared_access>& first = *logs[0];
   for (unsigned l = 1; l < lane_count && lockstep; ++l) {
@@ -109,7 +153,7 @@ inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_co
     for (std::size_t j = 0; j < first.size(); ++j) {
       request.clear();
       for (unsigned l = 0; l < lane_count; ++l) request.push_back({l, (*logs[l])[j].offset, (*logs[l])[j].bytes});
-      count_request(request, first[j].store ? stores : loads);
+      count(first[j].site, first[j].store, request);
     }
     return;
   }
@@ -122,7 +166,7 @@ inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_co
       r.second.push_back({l, a.offset, a.bytes});
     }
   }
-  for (auto& r : by_site) count_request(r.second.second, r.second.first ? stores : loads);
+  for (auto& r : by_site) count(r.first.first, r.second.first, r.second.second);
 }
 
 }  // namespace host_detail

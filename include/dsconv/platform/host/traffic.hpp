@@ -26,10 +26,12 @@ struct traffic_counters {
   std::uint64_t load_requests = 0, load_sectors = 0, load_bytes = 0;
   std::uint64_t store_requests = 0, store_sectors = 0, store_bytes = 0;
   bank_counters shared_loads, shared_stores;  // shared memory: wavefronts against the ideal
+  bank_sites shared_sites;                    // the same per call site
 
   traffic_counters& operator+=(const traffic_counters& o) {
     shared_loads += o.shared_loads;
     shared_stores += o.shared_stores;
+    shared_sites += o.shared_sites;
     load_requests += o.load_requests;
     load_sectors += o.load_sectors;
     load_bytes += o.load_bytes;
@@ -103,6 +105,7 @@ class block_traffic {
   // Where the block runner adds the requests of the block's shared-memory accesses.
   bank_counters& shared_loads() { return block_.shared_loads; }
   bank_counters& shared_stores() { return block_.shared_stores; }
+  bank_sites& shared_sites() { return block_.shared_sites; }
 };
 
 // Per-thread numbering of accesses at each call site: the k-th access of every lane of a
