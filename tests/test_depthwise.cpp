@@ -325,12 +325,16 @@ TEMPLATE_TEST_CASE("depthwise: the tiled plans keep a multiprocessor busy on eve
 #if defined(DSCONV_PLATFORM_HOST)
 TEMPLATE_TEST_CASE("depthwise NCHW: vector loads are staged in distinct banks", "[depthwise][banks]", float,
                    dsconv::half) {
-  // No padding (every staged word comes from a vector load; zero padding has stores of its
-  // own), rows of whole vectors staged at a pitch of the row (output rows of whole sectors):
-  // each thread's V stores start at its own element (staging_rotation), or threads a bank
-  // period apart would meet in a bank. (Column-phased rows that a group straddles still
-  // meet in some banks where the rows join.)
-  for (const dsconv::depthwise_params& p : {make_params(2, 8, 16, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1)}) {
+  // Each thread's V stores start at its own element (staging_rotation), or threads a bank
+  // period apart would meet in a bank:
+  // - no padding (every staged word comes from a vector load; zero padding has stores of its
+  //   own), rows of whole vectors staged at a pitch of the row (output rows of whole sectors);
+  // - the networks' largest strided maps, padded (column phases): a group of threads that
+  //   straddled two rows would meet in a bank where they join (1.8-2.0 before the planner's
+  //   stage_slots started rows at slot boundaries).
+  for (const dsconv::depthwise_params& p :
+       {make_params(2, 8, 16, 64, 1, 1, 1, 1, 0, 0, 1, 1, 1), make_params(1, 2, 112, 112, 3, 3, 2, 2, 1, 1, 1, 1, 1),
+        make_params(1, 2, 56, 56, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {
     INFO(describe(p) << ", device " << current_device().name);
     const device_input<TestType> x(random_tensor<TestType>(static_cast<std::size_t>(p.n) * p.c * p.h * p.w));
     const device_input<TestType> w(random_tensor<TestType>(static_cast<std::size_t>(p.c) * p.kernel_h * p.kernel_w));

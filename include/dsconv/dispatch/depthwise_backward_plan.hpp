@@ -150,9 +150,15 @@ bool plan_nhwc_backward_data_within(const depthwise_params& p, const platform::d
 template <class T>
 bool plan_nchw_backward_data(const depthwise_params& p, const platform::device_properties& dev, const T* grad_output,
                              depthwise_plan& out) {
-  return plan_for_occupancy(
-      dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_backward_data_within(p, dev, grad_output, floats, o); },
-      out);
+  if (!plan_for_occupancy(
+          dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_backward_data_within(p, dev, grad_output, floats, o); },
+          out))
+    return false;
+  // (the staged rows of grad_output start at its transposed extent's first column)
+  const transposed_extent cols(0, p.w - 1, p.pad_w, p.kernel_w, p.dilation_w, p.stride_w);
+  out.tile.stage_slots =
+      nchw_stage_slots(out.tile, p.out_w(), -cols.first, 1, sizeof(T), static_cast<long long>(p.out_h()) * p.out_w());
+  return true;
 }
 template <class T>
 bool plan_nhwc_backward_data(const depthwise_params& p, const platform::device_properties& dev, const T* grad_output,
@@ -219,6 +225,7 @@ int group_small_planes(const depthwise_params& p, const platform::device_propert
   t.images = images > 1 ? static_cast<int>(images < t.images ? images : t.images) : 1;
   t.plane_stride = static_cast<int>(x_plane);
   t.row_slots = static_cast<int>(round_up(ow, bank_step));
+  t.stage_slots = nchw_stage_slots(t, p.w, p.pad_w, staged_phases(p), sizeof(T), static_cast<long long>(p.h) * p.w);
   d.shared_bytes = static_cast<std::size_t>(g * t.images * (x_plane + dz_plane)) * sizeof(float);
   return static_cast<int>(dz_plane);
 }

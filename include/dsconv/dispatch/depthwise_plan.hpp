@@ -167,6 +167,70 @@ inline long long stacked_row_pitch(const depthwise_params& p, long long pitch, i
   return 0;
 }
 
+// The cost of stage_nchw_band's element stores (nchw_band.hpp) for the block of tile `t`,
+// whose rows stage `w` elements (of `elem_bytes` each, planes of `plane_elems` in global
+// memory) from padded column `left` in `phases` column phases, with the threads in the order
+// `slots` gives (tile.hpp: stage_slots): the kernel's mapping of threads to vectors and of a
+// vector's elements to its stores, counted warp by warp over the block's first warps (the
+// pattern repeats every few rows) as the host platform counts a request: its shared-memory
+// wavefronts (the most words any one bank takes) and the 32-byte sectors of its global load.
+struct staging_cost {
+  long long wavefronts = 0, sectors = 0, vectors = 0;
+  // Per vector staged: fewer wavefronts than `o` without more sectors (a group of threads
+  // that idles past a row's end loads a part of a sector the next group loads again).
+  bool cheaper_than(const staging_cost& o) const {
+    return sectors * o.vectors <= o.sectors * vectors && wavefronts * o.vectors < o.wavefronts * vectors;
+  }
+};
+inline staging_cost nchw_staging_cost(const depthwise_tile& t, int w, int left, int phases, int slots, int elem_bytes,
+                                      long long plane_elems) {
+  constexpr long long sampled_warps = 8, sector = 32;
+  const int v = t.vector, vectors = w / v, per_row = slots ? slots : vectors;
+  const long long items = static_cast<long long>(t.channels) * t.images * t.in_rows * per_row;
+  const long long sampled = items < sampled_warps * shared_banks ? items : sampled_warps * shared_banks;
+  staging_cost cost;
+  for (long long w0 = 0; w0 < sampled; w0 += shared_banks) {
+    long long last_sector = -1;
+    for (int k = 0; k < v; ++k) {
+      int per_bank[shared_banks] = {}, worst = 0;
+      for (int lane = 0; lane < shared_banks && w0 + lane < sampled; ++lane) {
+        const long long i = w0 + lane, row = i / per_row, plane = row / t.in_rows;
+        const int col = static_cast<int>(i % per_row);
+        if (col >= vectors) continue;
+        const int j = v > 1 ? (k + staging_rotation(lane, v, phases)) % v : 0;
+        const long long word = plane * t.plane_stride + row % t.in_rows * t.row_stride +
+                               staged_column(left + col * v + j, phases, t.row_stride / phases);
+        const int n = ++per_bank[word % shared_banks];
+        worst = n > worst ? n : worst;
+        if (k > 0) continue;
+        // (the lanes' vectors lie in ascending order: a sector is new unless the last lane's)
+        ++cost.vectors;
+        const long long first = (plane * plane_elems + row % t.in_rows * w + col * v) * elem_bytes;
+        cost.sectors += (first + v * elem_bytes - 1) / sector - first / sector + (first / sector != last_sector);
+        last_sector = (first + v * elem_bytes - 1) / sector;
+      }
+      cost.wavefronts += worst;
+    }
+  }
+  return cost;
+}
+
+// The staging order (stage_slots) of the fewest wavefronts per vector without more sectors:
+// rows back to back, or each row from a slot boundary, slots of a power of two up to a group
+// of 32 threads (several rows to a group), or of whole groups for longer rows.
+inline int nchw_stage_slots(const depthwise_tile& t, int w, int left, int phases, int elem_bytes, long long plane_elems) {
+  const int vectors = w / t.vector;
+  int best = 0;
+  staging_cost best_cost = nchw_staging_cost(t, w, left, phases, 0, elem_bytes, plane_elems);
+  const int first = vectors > shared_banks ? static_cast<int>(round_up(vectors, shared_banks)) : 2;
+  for (int slots = first; slots <= (vectors > shared_banks ? first : shared_banks); slots *= 2) {
+    if (slots <= vectors) continue;  // (slots == vectors: back to back)
+    const staging_cost c = nchw_staging_cost(t, w, left, phases, slots, elem_bytes, plane_elems);
+    if (c.cheaper_than(best_cost)) best = slots, best_cost = c;
+  }
+  return best;
+}
+
 // Stores a plan whose grid the device can launch; false otherwise.
 inline bool finish_plan(const depthwise_tile& t, long long gx, long long gy, long long shared_floats,
                         const platform::device_properties& dev, depthwise_plan& out) {
@@ -377,9 +441,13 @@ bool plan_nhwc_tiled_within(const depthwise_params& p, const platform::device_pr
 template <class T>
 bool plan_nchw_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out,
                      bool one_channel = false) {
-  return plan_for_occupancy(
-      dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_tiled_within(p, dev, input, floats, o, one_channel); },
-      out);
+  if (!plan_for_occupancy(
+          dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_tiled_within(p, dev, input, floats, o, one_channel); },
+          out))
+    return false;
+  out.tile.stage_slots =  // (of the plan chosen)
+      nchw_stage_slots(out.tile, p.w, p.pad_w, staged_phases(p), sizeof(T), static_cast<long long>(p.h) * p.w);
+  return true;
 }
 template <class T>
 bool plan_nhwc_tiled(const depthwise_params& p, const platform::device_properties& dev, const T* input, depthwise_plan& out) {

@@ -65,37 +65,41 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
   detail::for_each_strided<3>(planes * band.rows * pad_cols, {band.rows, pad_cols}, tid, threads, [&](const auto& at) {
     const int x = at[1];  // of the plane at.outer(), row at[0]
     pf::shared_store(staged + at.outer() * plane_stage + at[0] * pitch +
-                         detail::staged_column<Phases>(x < band.left ? x : band.w + x, phase_pitch),
+                         detail::staged_column(x < band.left ? x : band.w + x, Phases, phase_pitch),
                      0.f);
   });
   detail::for_each_strided<3>(planes * (top + below) * band.w, {top + below, band.w}, tid, threads, [&](const auto& at) {
     const int k = at[0], r = k < top ? k : band.rows - (top + below) + k;
     pf::shared_store(
-        staged + at.outer() * plane_stage + r * pitch + detail::staged_column<Phases>(band.left + at[1], phase_pitch), 0.f);
+        staged + at.outer() * plane_stage + r * pitch + detail::staged_column(band.left + at[1], Phases, phase_pitch), 0.f);
   });
 
   // The plane rows the band needs: per plane one contiguous range (for whole planes of
   // consecutive channels the ranges are adjacent, so an image's loads are one stream).
   // Coordinates (image, channel, row, column) of the block's ranges: their source element and
   // their staged slot.
+  // A row's elements in the loop's order: its own, or (stage_slots) whole slots of threads,
+  // those past the row's end idle.
   const int ry0 = band.y0 + top, staged_rows = band.rows - below - top;
   const index_t plane_elems = static_cast<index_t>(band.h) * band.w;
-  const int count = planes * staged_rows * band.w;
-  const int ranges[3] = {pl.g_count, staged_rows, band.w};
+  const int row_span = t.stage_slots ? t.stage_slots * t.vector : band.w;
+  const int count = planes * staged_rows * row_span;
+  const int ranges[3] = {pl.g_count, staged_rows, row_span};
   auto offset = [&](const auto& at) {
     return (static_cast<index_t>(pl.b0 + at.outer()) * channels + pl.c0 + at[0]) * plane_elems +
            static_cast<index_t>(ry0 + at[1]) * band.w + at[2];
   };
   auto place = [&](const auto& at, int k) {
     return staged + (at.outer() * pl.g_count + at[0]) * plane_stage + (ry0 - band.y0 + at[1]) * pitch +
-           detail::staged_column<Phases>(band.left + at[2] + k, phase_pitch);
+           detail::staged_column(band.left + at[2] + k, Phases, phase_pitch);
   };
   // A vector of V elements: loaded at once, stored word by word in the order that keeps the
   // group's stores in distinct banks (tile.hpp: staging_rotation).
   auto stage_vector = [&](auto vector_size) {
     constexpr int V = decltype(vector_size)::value;
-    const int first = detail::staging_rotation<V, Phases>(tid);
+    const int first = detail::staging_rotation(tid, V, Phases);
     detail::for_each_strided<4>(count, ranges, tid * V, threads * V, [&](const auto& at) {
+      if (at[2] >= band.w) return;
       const index_t off = offset(at);
       float f[V];
       if (gate) {
@@ -120,6 +124,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
     stage_vector(std::integral_constant<int, v16>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads, [&](const auto& at) {
+      if (at[2] >= band.w) return;
       const index_t off = offset(at);
       const float v = gate ? detail::gate_run<1>(pf::load_vec<1>(src + off), pf::load_vec<1>(gate + off), act)[0]
                            : to_float(pf::load(src + off));

@@ -63,7 +63,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nhwc_window(T* staged, const T* __re
                               [&](const auto& at) {
     const int bi = at.outer(), r = at[0], xs = at[1], c = at[2] * v;
     const int iy = win.y0 + r, ix = win.x0 + xs;
-    T* d = staged + bi * t.plane_stride + (r * pitch + detail::staged_column<Phases>(xs, phase_pitch)) * cs + c;
+    T* d = staged + bi * t.plane_stride + (r * pitch + detail::staged_column(xs, Phases, phase_pitch)) * cs + c;
     const bool inside = iy >= 0 && iy < win.h && ix >= 0 && ix < win.w;
     const index_t off = (static_cast<index_t>(gr.b0 + bi) * win.h + iy) * row_pitch + static_cast<index_t>(ix) * channels + gr.c0 + c;
     if (v * static_cast<int>(sizeof(T)) == 16 && !gate) {

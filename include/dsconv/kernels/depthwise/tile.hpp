@@ -38,6 +38,11 @@ struct depthwise_tile {
   int channel_slots;  // NCHW: channels side by side in 32 threads (rows of 16 or fewer outputs,
                       // whole sectors), else 1
   int vector;         // elements per global load: 16 bytes' worth when alignment allows, else 1
+  int stage_slots;    // NCHW: vectors (or elements) per staged row in the staging loop's order:
+                      // 0 puts the rows' vectors back to back; more start each row at a slot
+                      // boundary, so that a group of 32 threads never straddles rows at a
+                      // pitch that puts them in one bank (nchw_band.hpp, chosen by
+                      // dispatch/depthwise_plan.hpp: nchw_stage_slots)
 };
 // Threads map to outputs so that the 32 threads of a bank-conflict group read 32 distinct
 // banks at every tap: consecutive output columns of one row, whose staged inputs are
@@ -73,23 +78,23 @@ DSCONV_HOST_DEVICE constexpr int nhwc_block_channels() {
 DSCONV_HOST_DEVICE constexpr int nhwc_weight_pitch(int channels) { return channels + 1; }
 
 // Staged column of padded input column `x`: phase by phase for the specialised strided
-// kernels (Phases = S > 1), in order otherwise. `phase_pitch` = row_stride / Phases.
-template <int Phases>
-DSCONV_DEVICE DSCONV_FORCEINLINE int staged_column(int x, int phase_pitch) {
-  return Phases > 1 ? (x % Phases) * phase_pitch + x / Phases : x;
+// kernels (phases = S > 1), in order otherwise. `phase_pitch` = row_stride / phases. (The
+// kernels pass compile-time phases; the planner's staging model, run-time ones.)
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int staged_column(int x, int phases, int phase_pitch) {
+  return phases > 1 ? (x % phases) * phase_pitch + x / phases : x;
 }
 
 // Staging V consecutive input elements per thread (one vector load) as V word stores: at the
-// k-th store the threads of a group write words V apart (per column phase V / Phases apart),
-// so threads a bank period apart would meet in one bank (a V / Phases-way conflict). Each
+// k-th store the threads of a group write words V apart (per column phase V / phases apart),
+// so threads a bank period apart would meet in one bank (a V / phases-way conflict). Each
 // thread starts instead at element staging_rotation(lane) (a whole number of phases, so all
 // threads of a step write one phase) and goes on cyclically: the k-th stores of the group
-// then fill every bank once.
-template <int V, int Phases>
-DSCONV_DEVICE DSCONV_FORCEINLINE int staging_rotation(int lane) {
-  constexpr int per_phase = V / Phases;             // words a thread writes to one phase
-  constexpr int period = shared_banks / per_phase;  // threads between two in the same banks
-  return Phases * (lane % shared_banks / period % per_phase);
+// then fill every bank once, where the group's vectors are consecutive in shared memory
+// (the planner's stage_slots keeps them so across rows).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int staging_rotation(int lane, int vector, int phases) {
+  const int per_phase = vector / phases;        // words a thread writes to one phase
+  const int period = shared_banks / per_phase;  // threads between two in the same banks
+  return phases * (lane % shared_banks / period % per_phase);
 }
 
 // `v` rotated left by `by` (v[(k + by) % V] moves to k): a barrel of selects with fixed
