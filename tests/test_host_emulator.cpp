@@ -185,6 +185,24 @@ DSCONV_KERNEL void strided_shared_read(float* out, unsigned stride) {
   pf::store(out + t, x);
 }
 
+// A marked loop (for_each_strided) whose lanes idle in alternate iterations: lane l works in
+// iterations j with (l + j) even, reading element j * threads + tid of `in` and storing it to
+// shared word 32 * j + l / 2 (and to `out`). On a GPU each iteration is one request of half
+// the lanes: consecutive floats (with gaps), shared words in distinct banks.
+DSCONV_KERNEL void alternate_idle_lanes(const float* in, float* out) {
+  float* s = pf::dynamic_shared<float>();
+  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+  const int lane = pf::lane_id();
+  int j = 0;
+  dsconv::detail::for_each_strided<2>(4 * threads, {threads}, tid, threads, [&](const auto& at) {
+    const int iteration = j++;
+    if ((lane + iteration) % 2) return;
+    const float v = pf::load(in + at.index());
+    pf::shared_store(s + 32 * iteration + lane / 2, v);
+    pf::store(out + at.index(), v);
+  });
+}
+
 }  // namespace
 
 TEST_CASE("threads that return before a barrier others wait at are reported, not a hang", "[emulator]") {
@@ -575,6 +593,26 @@ TEST_CASE("the bank model counts the wavefronts of each warp-wide shared-memory 
   REQUIRE(pf::launch(strided_shared_read<float>, config({1}, {threads}), out.data(), 1u) == status::success);
   CHECK(rec.total().shared_stores.requests == warps * 1024 / threads);
   CHECK(rec.total().shared_stores.conflict_factor() == 1.0);
+}
+
+TEST_CASE("lanes idle in some iterations of a marked loop join only the requests of the others", "[emulator][traffic]") {
+  // Matched by occurrence alone, the even lanes' k-th access (iteration 2k) and the odd lanes'
+  // (iteration 2k + 1) would be one request: half as many requests, each of two iterations'
+  // sectors, and shared words of two iterations meeting in each bank (factor 2).
+  const unsigned ws = static_cast<unsigned>(dsconv::host::warp_size()), threads = 128, warps = threads / ws;
+  const unsigned iterations = 4;
+  dsconv::device_buffer<float> in, out;
+  REQUIRE(in.allocate(iterations * threads) == status::success);
+  REQUIRE(out.allocate(iterations * threads) == status::success);
+  dsconv::host::traffic_recorder rec;
+  REQUIRE(pf::launch(alternate_idle_lanes, config({1}, {threads}, "idle_lanes", 32 * iterations * sizeof(float)),
+                     in.data(), out.data()) == status::success);
+  const dsconv::host::traffic_counters t = rec.total();
+  CHECK(t.load_requests == warps * iterations);
+  CHECK(t.load_sectors == warps * iterations * (ws * 4 / 32));  // a warp's span of floats, half its lanes
+  CHECK(t.store_requests == warps * iterations);
+  CHECK(t.shared_stores.requests == warps * iterations);
+  CHECK(t.shared_stores.conflict_factor() == 1.0);
 }
 
 TEST_CASE("the build uses the context switch it was configured for", "[emulator]") {

@@ -26,7 +26,7 @@ namespace platform {
 // 16-byte aligned) to `dst` (shared, 16-byte aligned) and zero-fills the rest; `src` must be
 // a valid global address even when src_bytes is 0 (cp.async takes it either way).
 template <class T>
-DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, int src_bytes DSCONV_SHARED_SITE) {
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, int src_bytes DSCONV_CALL_SITE) {
   static_assert(16 % sizeof(T) == 0, "async_copy_16 moves whole elements");
 #if defined(DSCONV_HAS_CP_ASYNC)
   const unsigned shared_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));

@@ -94,15 +94,17 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
 
 // Shared memory (dynamic_shared, DSCONV_SHARED_ARRAY): the same as load / store, recorded on
 // the host platform for the bank model (host/shared_banks.hpp), which groups the lanes'
-// accesses by the source line of the call: DSCONV_SHARED_SITE's default arguments there,
-// nothing on a GPU.
+// accesses by the source line of the call: DSCONV_CALL_SITE's default arguments there,
+// nothing on a GPU (DSCONV_CALL_SITE_ARGS passes them on).
 #if defined(DSCONV_PLATFORM_HOST)
-#define DSCONV_SHARED_SITE , const char *site_file = __builtin_FILE(), unsigned site_line = __builtin_LINE()
+#define DSCONV_CALL_SITE , const char *site_file = __builtin_FILE(), unsigned site_line = __builtin_LINE()
+#define DSCONV_CALL_SITE_ARGS , site_file, site_line
 #else
-#define DSCONV_SHARED_SITE
+#define DSCONV_CALL_SITE
+#define DSCONV_CALL_SITE_ARGS
 #endif
 template <class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T shared_load(const T* p DSCONV_SHARED_SITE) {
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T shared_load(const T* p DSCONV_CALL_SITE) {
 #if defined(DSCONV_PLATFORM_HOST)
   if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), false, site_file, site_line);
 #endif
@@ -110,7 +112,7 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE T shared_load(const T* p DSCONV_SHARED_SIT
 }
 
 template <class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v DSCONV_SHARED_SITE) {
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v DSCONV_CALL_SITE) {
 #if defined(DSCONV_PLATFORM_HOST)
   if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), true, site_file, site_line);
 #endif
@@ -121,7 +123,7 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v DSCONV_
 // fragment register. On a GPU one shared-memory load; on the host a memcpy, which C++'s
 // aliasing rules require there.
 template <class U, class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE U shared_load_as(const T* p DSCONV_SHARED_SITE) {
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE U shared_load_as(const T* p DSCONV_CALL_SITE) {
 #if defined(DSCONV_DEVICE_PASS)
   return *reinterpret_cast<const U*>(p);
 #else

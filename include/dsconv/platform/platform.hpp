@@ -8,7 +8,7 @@
 //             shfl / shfl_xor / shfl_down / shfl_up, ballot, dynamic_shared<T>,
 //             DSCONV_SHARED_ARRAY(T, name, extents) (a static shared array),
 //             load / store / load_vec / store_vec and shared_load / shared_load_as /
-//             shared_store (memory_access.hpp),
+//             shared_store (memory_access.hpp), DSCONV_LOOP_MARKS (loop_marks.hpp),
 //             async_copy_16 / async_copy_wait (async_copy.hpp),
 //             mma_16x8x16 / mma_16x8x8_tf32 / round_to_tf32 (warp_mma.hpp),
 //             mfma_16x16x16 (wave_mfma.hpp)
@@ -39,6 +39,7 @@
 #include "float16.hpp"
 #include "registered_kernel.hpp"
 #include "memory_access.hpp"
+#include "loop_marks.hpp"
 #include "async_copy.hpp"
 #include "warp_mma.hpp"
 #include "wave_mfma.hpp"

@@ -23,8 +23,9 @@ DSCONV_DEVICE DSCONV_FORCEINLINE index_t global_thread_count() {
 // The grid-stride loop over `count` elements, each given to body(at) with its coordinates
 // (index_walk: no division per element).
 template <int N, class Body>
-DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_grid_stride(index_t count, const index_t (&inner)[N - 1], Body body) {
-  for_each_strided<N>(count, inner, global_thread_index(), global_thread_count(), body);
+DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_grid_stride(index_t count, const index_t (&inner)[N - 1],
+                                                           Body body DSCONV_CALL_SITE) {
+  for_each_strided<N>(count, inner, global_thread_index(), global_thread_count(), body DSCONV_CALL_SITE_ARGS);
 }
 
 }  // namespace detail

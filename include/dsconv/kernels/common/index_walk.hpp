@@ -10,6 +10,7 @@
 #include <type_traits>
 
 #include "../../config.hpp"
+#include "../../platform/platform.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -83,11 +84,17 @@ class index_walk {
 
 // Calls body(at) for the flat indices first, first + stride, ... below count, with `at` the
 // index's coordinates (inner extents `inner`): the strided loops of kernels without a
-// division per element.
+// division per element. Its iterations are marked (platform/loop_marks.hpp): a body that
+// returns early for some elements idles those lanes in that iteration only.
 template <int N, class I, class Body>
-DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_strided(I count, const I (&inner)[N - 1], I first, I stride, Body body) {
+DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_strided(I count, const I (&inner)[N - 1], I first, I stride,
+                                                       Body body DSCONV_CALL_SITE) {
+  DSCONV_LOOP_MARKS(marks);
   if (first >= count) return;  // (also: no extent is zero below)
-  for (index_walk<N, I> at(inner, first, stride); at.index() < count; at.advance()) body(at);
+  for (index_walk<N, I> at(inner, first, stride); at.index() < count; at.advance()) {
+    marks.iteration();
+    body(at);
+  }
 }
 
 }  // namespace detail

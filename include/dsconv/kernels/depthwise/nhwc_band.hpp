@@ -58,10 +58,17 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nhwc_window(T* staged, const T* __re
   const index_t row_pitch = static_cast<index_t>(win.w) * channels;
   const int v = t.vector;  // channels per load: 1, or 16 bytes' worth when C and the pointers allow
   const int per_pixel = v == 1 ? cs : cs * static_cast<int>(sizeof(T)) / 16;  // (v: 1 or 16 bytes' worth)
-  // Coordinates (image, staged row, staged column, vector of channels).
-  detail::for_each_strided<4>(gr.i_count * win.rows * win.cols * per_pixel, {win.rows, win.cols, per_pixel}, tid, threads,
-                              [&](const auto& at) {
+  // Coordinates (image, staged row, staged column, vector of channels). With column phases, a
+  // row's columns in the loop's order are whole groups of 4 pixels (128 bytes: the 8 lanes of
+  // one wavefront of 16-byte stores; those past the window idle), so that a group starts at a
+  // phase-0 column and puts two pixels in each phase's run, 16 banks apart (the planner's phase
+  // pitch). From an odd column, or across a row's end, a group's pixels meet in 8 banks.
+  constexpr int group_pixels = 4;
+  const int loop_cols = Phases > 1 ? (win.cols + group_pixels - 1) / group_pixels * group_pixels : win.cols;
+  detail::for_each_strided<4>(gr.i_count * win.rows * loop_cols * per_pixel, {win.rows, loop_cols, per_pixel}, tid,
+                              threads, [&](const auto& at) {
     const int bi = at.outer(), r = at[0], xs = at[1], c = at[2] * v;
+    if (Phases > 1 && xs >= win.cols) return;
     const int iy = win.y0 + r, ix = win.x0 + xs;
     T* d = staged + bi * t.plane_stride + (r * pitch + detail::staged_column(xs, Phases, phase_pitch)) * cs + c;
     const bool inside = iy >= 0 && iy < win.h && ix >= 0 && ix < win.w;

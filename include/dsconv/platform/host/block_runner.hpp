@@ -77,7 +77,7 @@ struct fiber {
   fiber_state state = fiber_state::finished;
   source_line barrier_site;  // the block barrier it waits at
   unsigned exchange_parity = 0;
-  site_counters sites;
+  access_context accesses;                 // which request of the warp an access joins
   std::vector<shared_access> shared_log;  // since the last block barrier, while counting
   std::vector<pending_copy> pending_copies;  // issued, landing only when a wait requires it
   unsigned copy_groups = 0;                  // commit groups closed
@@ -131,7 +131,7 @@ class block_runner {
       f.state = fiber_state::runnable;
       f.barrier_site = source_line{};
       f.exchange_parity = 0;
-      f.sites.clear();
+      f.accesses.clear();
       f.shared_log.clear();
       f.pending_copies.clear();
       f.copy_groups = 0;
@@ -184,8 +184,9 @@ class block_runner {
   // Logs a shared-memory access of the calling thread for the bank model.
   void record_shared(const shared_site& site, const void* addr, std::size_t bytes, bool store) {
     check_shared(addr, bytes);
-    current_->shared_log.push_back(
-        shared_access{site, shared_.offset_of(addr), static_cast<std::uint16_t>(bytes), store});
+    shared_access a{site, shared_.offset_of(addr), static_cast<std::uint16_t>(bytes), store, current_->accesses.id(), 0};
+    a.occurrence = current_->accesses.next(a.site_key());
+    current_->shared_log.push_back(a);
   }
 
   // __syncthreads() at `site`: suspends the calling thread until every thread of the block

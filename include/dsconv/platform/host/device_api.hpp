@@ -85,7 +85,8 @@ DSCONV_NOINLINE inline void record_access(const void* addr, std::size_t bytes, b
   if (!runner) return;  // host code touching memory through the helpers is not kernel traffic
   const void* site = __builtin_return_address(0);
   fiber& f = runner->current();
-  runner->traffic().add(f.warp, site, f.sites.next(site), store, addr, bytes);
+  const std::uint64_t context = f.accesses.id();
+  runner->traffic().add(f.warp, context, site, f.accesses.next(reinterpret_cast<std::uintptr_t>(site)), store, addr, bytes);
 }
 
 // Logs one shared-memory access for the bank model; the call's source line groups lanes into
@@ -94,6 +95,19 @@ DSCONV_NOINLINE inline void record_shared(const void* addr, std::size_t bytes, b
                                           unsigned line) {
   if (!traffic_enabled()) return;
   if (block_runner* runner = current_runner()) runner->record_shared(shared_site{file, line}, addr, bytes, store);
+}
+
+// The calling thread enters an instance of the marked loop at a call site, starts its next
+// iteration, or leaves it (platform::loop_marks; access_context.hpp).
+inline void loop_begin(const char* file, unsigned line) {
+  if (block_runner* runner = current_runner())
+    runner->current().accesses.begin(mix_key(reinterpret_cast<std::uintptr_t>(file), line));
+}
+inline void loop_iteration() {
+  if (block_runner* runner = current_runner()) runner->current().accesses.iteration();
+}
+inline void loop_end() {
+  if (block_runner* runner = current_runner()) runner->current().accesses.end();
 }
 }  // namespace host_detail
 

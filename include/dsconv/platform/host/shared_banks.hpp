@@ -9,7 +9,8 @@
 //
 // Kernels read and write shared memory through platform::shared_load / shared_store; on the
 // host each lane's accesses are logged, and when the block next meets at a barrier (or ends)
-// the k-th access at one call site of every lane of a warp becomes one request. A call site is
+// the k-th access at one call site of every lane of a warp (within one iteration of a marked
+// loop: access_context.hpp) becomes one request. A call site is
 // the source line of the shared_load / shared_store call (a GPU executes one access of the
 // source as one instruction for the warp's lanes together). Not the code address: the host
 // compiler may duplicate the code of one access into several paths (at -O2 it did in the fused
@@ -22,8 +23,11 @@
 #include <cstddef>
 #include <cstdint>
 #include <map>
+#include <tuple>
 #include <utility>
 #include <vector>
+
+#include "access_context.hpp"
 
 namespace dsconv {
 namespace platform {
@@ -44,6 +48,15 @@ struct shared_access {
   std::uint32_t offset;  // shared-memory address
   std::uint16_t bytes;
   bool store;
+  std::uint64_t context;  // the lane's access context, and the access's occurrence at its
+  unsigned occurrence;    // site there (access_context.hpp): with the site, its request
+  // The key of a shared-memory call site (loads and stores apart) among a context's sites.
+  std::uint64_t site_key() const {
+    return mix_key(mix_key(reinterpret_cast<std::uintptr_t>(site.file), site.line), store);
+  }
+  bool same_request(const shared_access& o) const {
+    return site == o.site && store == o.store && context == o.context && occurrence == o.occurrence;
+  }
 };
 
 struct bank_counters {
@@ -130,9 +143,9 @@ inline bank_counters count_request(const std::vector<lane_access>& lanes) {
 }
 
 // Turns the logs of one warp's lanes (log[l] = lane l's accesses since the last barrier) into
-// requests, adding loads to `loads` and stores to `stores`, and both to `sites`. Lanes that ran the same code
-// have logs of the same sites in the same order, matched entry by entry; otherwise the k-th
-// access of each lane at each site is matched.
+// requests, adding loads to `loads` and stores to `stores`, and both to `sites`. Lanes that
+// ran the same code have logs of the same requests in the same order, matched entry by entry;
+// otherwise the accesses of one context, site and occurrence are matched.
 inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_count, bank_counters& loads,
                        bank_counters& stores, bank_sites& sites) {
   const auto count = [&](const shared_site& site, bool store, const std::vector<lane_access>& lanes) {
@@ -145,8 +158,7 @@ inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_co
   for (unsigned l = 1; l < lane_count && lockstep; ++l) {
     const std::vector<shared_access>& other = *logs[l];
     lockstep = other.size() == first.size();
-    for (std::size_t j = 0; lockstep && j < first.size(); ++j)
-      lockstep = other[j].site == first[j].site && other[j].store == first[j].store;
+    for (std::size_t j = 0; lockstep && j < first.size(); ++j) lockstep = other[j].same_request(first[j]);
   }
   std::vector<lane_access> request;
   if (lockstep) {
@@ -157,16 +169,16 @@ inline void count_warp(std::vector<shared_access>* const* logs, unsigned lane_co
     }
     return;
   }
-  std::map<std::pair<shared_site, std::size_t>, std::pair<bool, std::vector<lane_access>>> by_site;
-  for (unsigned l = 0; l < lane_count; ++l) {
-    std::map<shared_site, std::size_t> seen;
+  // (context, site key, occurrence) -> the access's site and the request's lanes
+  std::map<std::tuple<std::uint64_t, std::uint64_t, unsigned>, std::pair<const shared_access*, std::vector<lane_access>>>
+      by_request;
+  for (unsigned l = 0; l < lane_count; ++l)
     for (const shared_access& a : *logs[l]) {
-      auto& r = by_site[{a.site, seen[a.site]++}];
-      r.first = a.store;
+      auto& r = by_request[{a.context, a.site_key(), a.occurrence}];
+      r.first = &a;
       r.second.push_back({l, a.offset, a.bytes});
     }
-  }
-  for (auto& r : by_site) count(r.first.first, r.second.first, r.second.second);
+  for (auto& r : by_request) count(r.second.first->site, r.second.first->store, r.second.second);
 }
 
 }  // namespace host_detail

@@ -1,7 +1,8 @@
 #pragma once
 // Memory traffic counters of the host platform. Kernels read and write global memory through
-// platform::load / platform::store; here each warp's k-th access at one call site is grouped
-// into one request, as a GPU's load/store unit would coalesce it, and the distinct 32-byte
+// platform::load / platform::store; here each warp's k-th access at one call site (within one
+// iteration of a marked loop: access_context.hpp) is grouped into one request, as a GPU's
+// load/store unit would coalesce it, and the distinct 32-byte
 // sectors of each request are counted. Sectors per request (4 for a coalesced 32-lane float
 // load) and total sectors against the minimum a problem must move are the performance
 // evidence a machine without a GPU can produce; so are the shared-memory bank wavefronts
@@ -58,8 +59,10 @@ inline bool traffic_enabled() { return traffic_recorders_alive().load(std::memor
 // The requests of one block, flushed into totals when the block ends.
 class block_traffic {
  public:
-  void add(unsigned warp, const void* site, unsigned k, bool store, const void* addr, std::size_t bytes) {
-    const key id{warp, k, store, reinterpret_cast<std::uintptr_t>(site)};
+  // An access of a lane of `warp` at `site`, the k-th there in its access context `context`.
+  void add(unsigned warp, std::uint64_t context, const void* site, unsigned k, bool store, const void* addr,
+           std::size_t bytes) {
+    const key id{warp, k, store, reinterpret_cast<std::uintptr_t>(site), context};
     std::vector<std::uint64_t>& sectors = requests_[id];
     const auto first = reinterpret_cast<std::uintptr_t>(addr) / sector_bytes;
     const auto last = (reinterpret_cast<std::uintptr_t>(addr) + bytes - 1) / sector_bytes;
@@ -89,11 +92,14 @@ class block_traffic {
     unsigned warp, k;
     bool store;
     std::uintptr_t site;
-    bool operator==(const key& o) const { return warp == o.warp && k == o.k && store == o.store && site == o.site; }
+    std::uint64_t context;
+    bool operator==(const key& o) const {
+      return warp == o.warp && k == o.k && store == o.store && site == o.site && context == o.context;
+    }
   };
   struct key_hash {
     std::size_t operator()(const key& v) const {
-      std::uint64_t h = v.site * 0x9e3779b97f4a7c15ULL;
+      std::uint64_t h = v.site * 0x9e3779b97f4a7c15ULL ^ v.context;
       h ^= (static_cast<std::uint64_t>(v.warp) << 33) ^ (static_cast<std::uint64_t>(v.k) << 1) ^ (v.store ? 1u : 0u);
       return static_cast<std::size_t>(h * 0xff51afd7ed558ccdULL >> 17);
     }
@@ -106,27 +112,6 @@ class block_traffic {
   bank_counters& shared_loads() { return block_.shared_loads; }
   bank_counters& shared_stores() { return block_.shared_stores; }
   bank_sites& shared_sites() { return block_.shared_sites; }
-};
-
-// Per-thread numbering of accesses at each call site: the k-th access of every lane of a
-// warp at one site belongs to the same request. Kernels have few sites, so a short list
-// beats a hash map.
-class site_counters {
- public:
-  unsigned next(const void* site) {
-    for (auto& e : entries_)
-      if (e.site == site) return e.count++;
-    entries_.push_back({site, 1});
-    return 0;
-  }
-  void clear() { entries_.clear(); }
-
- private:
-  struct entry {
-    const void* site;
-    unsigned count;
-  };
-  std::vector<entry> entries_;
 };
 
 }  // namespace host_detail
