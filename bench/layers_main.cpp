@@ -97,31 +97,38 @@ bool report_backward_targets(const std::vector<row>& rows) {
   return met;
 }
 
-// The rows whose shared loads or stores take more than bank_target times their conflict-free
-// wavefronts, by the call site that adds the most (the site as layer_check names it).
+// Every shared-memory call site of the rows' kernels: how many rows reach it, how many of them
+// it takes more than bank_target times its conflict-free wavefronts in, its largest factor,
+// and the largest share of a row's shared-memory wavefronts that its conflicts add (what they
+// cost: a site of few requests may have a large factor and cost little).
 constexpr double bank_target = 1.1;
 void write_bank_summary(std::ostream& md, const std::vector<row>& rows) {
-  std::map<std::string, std::pair<int, double>> sites;  // site -> rows, largest factor there
-  int over = 0, counted = 0;
-  for (const auto& w : rows) {
-    if (w.traffic_ratio() < 0) continue;
-    ++counted;
-    bool any = false;
-    const auto add = [&](double factor, const std::string& kind, const std::string& site) {
-      if (factor <= bank_target) return;
-      any = true;
-      auto& s = sites[kind + " " + site.substr(0, site.find(' '))];
-      ++s.first;
-      s.second = std::max(s.second, factor);
-    };
-    add(w.r.shared_load_conflicts, "load", w.r.worst_load_site);
-    add(w.r.shared_store_conflicts, "store", w.r.worst_store_site);
-    over += any;
+  struct site_summary {
+    int rows = 0, over = 0;
+    double factor = 0, share = 0;
+  };
+  std::map<std::string, site_summary> sites;  // "load file:line" / "store file:line"
+  for (const auto& w : rows)
+    for (const auto& site : w.r.shared_sites) {
+      site_summary& s = sites[(site.store ? "store " : "load ") + site.name];
+      ++s.rows;
+      s.over += site.factor > bank_target;
+      s.factor = std::max(s.factor, site.factor);
+      s.share = std::max(s.share, site.excess_share);
+    }
+  md << "\n## Shared-memory call sites\n\nBank conflicts per call site over the rows above (the taps of the depthwise "
+        "kernels and the GEMMs' fragment loads are their hot loops; the stores stage a block's operands once): rows "
+        "reaching it, rows where it takes more than "
+     << bank_target << " times its conflict-free wavefronts, its largest factor, and the largest share of a row's "
+        "shared-memory wavefronts that its conflicts add.\n\n"
+     << "| site | rows | rows above " << bank_target << " | largest factor | largest share of a row's wavefronts |\n"
+     << "|---|---|---|---|---|\n";
+  for (const auto& s : sites) {
+    char text[96];
+    std::snprintf(text, sizeof text, " | %d | %d | %.3f | %.1f %% |\n", s.second.rows, s.second.over, s.second.factor,
+                  100 * s.second.share);
+    md << "| " << s.first << text;
   }
-  md << "\n## Bank conflicts above " << bank_target << "\n\n" << over << " of " << counted
-     << " rows (loads or stores); per call site that adds the most wavefronts over the ideal:\n\n"
-     << "| site | rows | largest factor of those rows |\n|---|---|---|\n";
-  for (const auto& s : sites) md << "| " << s.first << " | " << s.second.first << " | " << s.second.second << " |\n";
 }
 
 void write_reports(const std::string& dir, const std::vector<row>& rows, const std::string& device) {

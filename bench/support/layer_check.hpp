@@ -34,8 +34,15 @@ struct layer_result {
   double shared_load_conflicts = 0;
   double shared_store_conflicts = 0;
   // The load and store call sites with the most wavefronts over their ideal ("file:line
-  // factor"; empty where none has any).
+  // factor"; empty where none has any), and every call site's own counts.
   std::string worst_load_site, worst_store_site;
+  struct shared_site {
+    std::string name;  // "file:line" (the file without its folders)
+    bool store;
+    double factor;       // its wavefronts over its ideal
+    double excess_share;  // its wavefronts over its ideal, as a share of all the call's shared wavefronts
+  };
+  std::vector<shared_site> shared_sites;
   // Host platform, kernels with dynamic shared memory only (the depthwise tiled ones; the
   // GEMMs' is static): blocks of the launch that fit one multiprocessor of the emulated device
   // by its shared memory and threads (registers: results/kernel_resources.md), the warps they
@@ -85,13 +92,17 @@ void finish(layer_result& r, std::initializer_list<const dsconv::device_buffer<T
 }
 
 #if defined(DSCONV_PLATFORM_HOST)
-// "file:line factor" of a shared-memory call site's counters (the file without its folders).
+// "file:line" of a shared-memory call site (the file without its folders).
+inline std::string site_name(const dsconv::host::site_bank_counters& s) {
+  const std::string file = s.site.file ? s.site.file : "?";
+  return file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(s.site.line);
+}
+// "file:line factor" of a call site; empty for none.
 inline std::string site_text(const dsconv::host::site_bank_counters* s) {
   if (!s) return "";
-  const std::string file = s->site.file ? s->site.file : "?";
   char factor[32];
   std::snprintf(factor, sizeof factor, " %.2f", s->counts.conflict_factor());
-  return file.substr(file.find_last_of('/') + 1) + ":" + std::to_string(s->site.line) + factor;
+  return site_name(*s) + factor;
 }
 #endif
 
@@ -118,6 +129,10 @@ dsconv::status run_measured(layer_result& r, bool count_traffic, Call call) {
     r.shared_store_conflicts = t.shared_stores.conflict_factor();
     r.worst_load_site = site_text(t.shared_sites.worst(false));
     r.worst_store_site = site_text(t.shared_sites.worst(true));
+    const double wavefronts = static_cast<double>(t.shared_loads.wavefronts + t.shared_stores.wavefronts);
+    for (const auto& site : t.shared_sites.sites)
+      r.shared_sites.push_back({site_name(site), site.store, site.counts.conflict_factor(),
+                                static_cast<double>(site.counts.wavefronts - site.counts.ideal) / wavefronts});
     const dsconv::platform::device_properties dev = dsconv::host::device();
     for (const auto& launch : rec->launches()) {
       if (launch.shared_bytes == 0) continue;

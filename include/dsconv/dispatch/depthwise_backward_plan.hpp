@@ -92,7 +92,7 @@ bool plan_nchw_backward_data_within(const depthwise_params& p, const platform::d
   // worth of elements per staged word) then span a few rows at the plane's pitch.
   t.row_slots = static_cast<int>(t.rows == p.h && p.w < shared_banks ? p.w : round_up(p.w, shared_banks));
   t.channel_slots = 1;
-  t.vector = vector_width<T>(grad_output, p.out_w());
+  t.vector = nchw_vector_width<T>(grad_output, p.out_w());
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(p.h, t.rows),
                      t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }
@@ -157,7 +157,7 @@ bool plan_nchw_backward_data(const depthwise_params& p, const platform::device_p
   // (the staged rows of grad_output start at its transposed extent's first column)
   const transposed_extent cols(0, p.w - 1, p.pad_w, p.kernel_w, p.dilation_w, p.stride_w);
   out.tile.stage_slots =
-      nchw_stage_slots(out.tile, p.out_w(), -cols.first, 1, sizeof(T), static_cast<long long>(p.out_h()) * p.out_w());
+      nchw_stage_slots(out.tile, p.out_h(), p.out_w(), -cols.first, 1, sizeof(T));
   return true;
 }
 template <class T>
@@ -225,7 +225,7 @@ int group_small_planes(const depthwise_params& p, const platform::device_propert
   t.images = images > 1 ? static_cast<int>(images < t.images ? images : t.images) : 1;
   t.plane_stride = static_cast<int>(x_plane);
   t.row_slots = static_cast<int>(round_up(ow, bank_step));
-  t.stage_slots = nchw_stage_slots(t, p.w, p.pad_w, staged_phases(p), sizeof(T), static_cast<long long>(p.h) * p.w);
+  t.stage_slots = nchw_stage_slots(t, p.h, p.w, p.pad_w, staged_phases(p), sizeof(T));
   d.shared_bytes = static_cast<std::size_t>(g * t.images * (x_plane + dz_plane)) * sizeof(float);
   return static_cast<int>(dz_plane);
 }

@@ -73,6 +73,18 @@ int vector_width(const void* ptr, long long contiguous_elements) {
   return aligned && contiguous_elements % v == 0 ? v : 1;
 }
 
+// NCHW rows of `w` elements: 16 bytes of them per load where rows are whole vectors, else
+// pairs where rows are whole pairs (7x7 / 14x14 / 28x28 16-bit and 14x14 float rows): half the
+// load instructions, and a pair's two stores always go to one column phase each, in the same
+// phase for a warp's lanes at each step (nchw_band.hpp), where single elements of a strided
+// row split a request over both phases' runs.
+template <class T>
+int nchw_vector_width(const void* ptr, long long w) {
+  const int v = vector_width<T>(ptr, w);
+  const bool pairs = reinterpret_cast<std::uintptr_t>(ptr) % (2 * sizeof(T)) == 0 && w % 2 == 0;
+  return v > 1 ? v : pairs ? 2 : 1;
+}
+
 // Shared memory a block may fill when `resident` of its blocks are to share a multiprocessor
 // (less what the runtime reserves per block), never more than the per-block limit.
 inline std::size_t budget(const platform::device_properties& dev, int resident) {
@@ -168,12 +180,13 @@ inline long long stacked_row_pitch(const depthwise_params& p, long long pitch, i
 }
 
 // The cost of stage_nchw_band's element stores (nchw_band.hpp) for the block of tile `t`,
-// whose rows stage `w` elements (of `elem_bytes` each, planes of `plane_elems` in global
-// memory) from padded column `left` in `phases` column phases, with the threads in the order
+// whose planes of h rows of `w` elements (of `elem_bytes` each) stage their rows inside the
+// plane from padded column `left` in `phases` column phases, with the threads in the order
 // `slots` gives (tile.hpp: stage_slots): the kernel's mapping of threads to vectors and of a
-// vector's elements to its stores, counted warp by warp over the block's first warps (the
-// pattern repeats every few rows) as the host platform counts a request: its shared-memory
-// wavefronts (the most words any one bank takes) and the 32-byte sectors of its global load.
+// vector's elements to its stores, counted warp by warp over the block's first warps (enough
+// of them for the pattern to repeat over rows and planes) as the host platform counts a
+// request: its shared-memory wavefronts (the most words any one bank takes) and the 32-byte
+// sectors of its global load.
 struct staging_cost {
   long long wavefronts = 0, sectors = 0, vectors = 0;
   // Per vector staged: fewer wavefronts than `o` without more sectors (a group of threads
@@ -182,11 +195,13 @@ struct staging_cost {
     return sectors * o.vectors <= o.sectors * vectors && wavefronts * o.vectors < o.wavefronts * vectors;
   }
 };
-inline staging_cost nchw_staging_cost(const depthwise_tile& t, int w, int left, int phases, int slots, int elem_bytes,
-                                      long long plane_elems) {
-  constexpr long long sampled_warps = 8, sector = 32;
+inline staging_cost nchw_staging_cost(const depthwise_tile& t, int h, int w, int left, int phases, int slots,
+                                      int elem_bytes) {
+  constexpr long long sampled_warps = 32, sector = 32;
   const int v = t.vector, vectors = w / v, per_row = slots ? slots : vectors;
-  const long long items = static_cast<long long>(t.channels) * t.images * t.in_rows * per_row;
+  const int rows = t.in_rows < h ? t.in_rows : h;  // of a plane, inside the image
+  const long long plane_elems = static_cast<long long>(h) * w;
+  const long long items = static_cast<long long>(t.channels) * t.images * rows * per_row;
   const long long sampled = items < sampled_warps * shared_banks ? items : sampled_warps * shared_banks;
   staging_cost cost;
   for (long long w0 = 0; w0 < sampled; w0 += shared_banks) {
@@ -194,18 +209,18 @@ inline staging_cost nchw_staging_cost(const depthwise_tile& t, int w, int left, 
     for (int k = 0; k < v; ++k) {
       int per_bank[shared_banks] = {}, worst = 0;
       for (int lane = 0; lane < shared_banks && w0 + lane < sampled; ++lane) {
-        const long long i = w0 + lane, row = i / per_row, plane = row / t.in_rows;
+        const long long i = w0 + lane, row = i / per_row, plane = row / rows;
         const int col = static_cast<int>(i % per_row);
         if (col >= vectors) continue;
         const int j = v > 1 ? (k + staging_rotation(lane, v, phases)) % v : 0;
-        const long long word = plane * t.plane_stride + row % t.in_rows * t.row_stride +
+        const long long word = plane * t.plane_stride + row % rows * t.row_stride +
                                staged_column(left + col * v + j, phases, t.row_stride / phases);
         const int n = ++per_bank[word % shared_banks];
         worst = n > worst ? n : worst;
         if (k > 0) continue;
         // (the lanes' vectors lie in ascending order: a sector is new unless the last lane's)
         ++cost.vectors;
-        const long long first = (plane * plane_elems + row % t.in_rows * w + col * v) * elem_bytes;
+        const long long first = (plane * plane_elems + row % rows * w + col * v) * elem_bytes;
         cost.sectors += (first + v * elem_bytes - 1) / sector - first / sector + (first / sector != last_sector);
         last_sector = (first + v * elem_bytes - 1) / sector;
       }
@@ -218,14 +233,14 @@ inline staging_cost nchw_staging_cost(const depthwise_tile& t, int w, int left, 
 // The staging order (stage_slots) of the fewest wavefronts per vector without more sectors:
 // rows back to back, or each row from a slot boundary, slots of a power of two up to a group
 // of 32 threads (several rows to a group), or of whole groups for longer rows.
-inline int nchw_stage_slots(const depthwise_tile& t, int w, int left, int phases, int elem_bytes, long long plane_elems) {
+inline int nchw_stage_slots(const depthwise_tile& t, int h, int w, int left, int phases, int elem_bytes) {
   const int vectors = w / t.vector;
   int best = 0;
-  staging_cost best_cost = nchw_staging_cost(t, w, left, phases, 0, elem_bytes, plane_elems);
+  staging_cost best_cost = nchw_staging_cost(t, h, w, left, phases, 0, elem_bytes);
   const int first = vectors > shared_banks ? static_cast<int>(round_up(vectors, shared_banks)) : 2;
   for (int slots = first; slots <= (vectors > shared_banks ? first : shared_banks); slots *= 2) {
     if (slots <= vectors) continue;  // (slots == vectors: back to back)
-    const staging_cost c = nchw_staging_cost(t, w, left, phases, slots, elem_bytes, plane_elems);
+    const staging_cost c = nchw_staging_cost(t, h, w, left, phases, slots, elem_bytes);
     if (c.cheaper_than(best_cost)) best = slots, best_cost = c;
   }
   return best;
@@ -347,7 +362,7 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   t.in_rows = band_input_rows(p, t.rows);
   t.row_slots = static_cast<int>(slots);
   t.channel_slots = static_cast<int>(channel_slots);
-  t.vector = vector_width<T>(input, p.w);
+  t.vector = nchw_vector_width<T>(input, p.w);
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(oh, t.rows),
                      t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }
@@ -446,7 +461,7 @@ bool plan_nchw_tiled(const depthwise_params& p, const platform::device_propertie
           out))
     return false;
   out.tile.stage_slots =  // (of the plan chosen)
-      nchw_stage_slots(out.tile, p.w, p.pad_w, staged_phases(p), sizeof(T), static_cast<long long>(p.h) * p.w);
+      nchw_stage_slots(out.tile, p.h, p.w, p.pad_w, staged_phases(p), sizeof(T));
   return true;
 }
 template <class T>

@@ -116,12 +116,14 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
       for (int k = 0; k < V; ++k) pf::shared_store(place(at, (k + first) % V), f[k]);
     });
   };
-  // The planner checked that rows are a multiple of the vector and the source is 16-byte
-  // aligned, so no vector crosses a row or a plane. (Its vectors are 16 bytes of T or single
-  // elements: only that width is compiled, which keeps the kernels' registers down.)
+  // The planner checked that rows are a multiple of the vector and the source aligned to it,
+  // so no vector crosses a row or a plane. (Its vectors are 16 bytes of T, pairs or single
+  // elements: only those widths are compiled, which keeps the kernels' registers down.)
   constexpr int v16 = static_cast<int>(16 / sizeof(T));
   if (t.vector == v16) {
     stage_vector(std::integral_constant<int, v16>{});
+  } else if (t.vector == 2) {
+    stage_vector(std::integral_constant<int, 2>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads, [&](const auto& at) {
       if (at[2] >= band.w) return;

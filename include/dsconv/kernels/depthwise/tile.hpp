@@ -37,7 +37,8 @@ struct depthwise_tile {
                       // up so that no 32 consecutive threads straddle two rows (see below)
   int channel_slots;  // NCHW: channels side by side in 32 threads (rows of 16 or fewer outputs,
                       // whole sectors), else 1
-  int vector;         // elements per global load: 16 bytes' worth when alignment allows, else 1
+  int vector;         // elements per global load: 16 bytes' worth when alignment allows, else
+                      // (NCHW) 2 where rows are whole pairs, else 1
   int stage_slots;    // NCHW: vectors (or elements) per staged row in the staging loop's order:
                       // 0 puts the rows' vectors back to back; more start each row at a slot
                       // boundary, so that a group of 32 threads never straddles rows at a
