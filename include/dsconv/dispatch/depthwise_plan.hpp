@@ -279,7 +279,8 @@ inline long long power_of_two_below(long long x) {  // the largest power of two 
 // sectors, images next so weights are reused); else bands of full rows of one plane.
 // A block fills at most `floats` of shared memory.
 // one_channel: tiles of a single channel (the weight gradient's blocks keep each thread on one
-// channel: its sums are that channel's).
+// channel: its sums are that channel's), staged without pairs (its kernels compile no pair
+// path: nchw_band.hpp).
 template <class T>
 bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
                             long long floats, depthwise_plan& out, bool one_channel = false) {
@@ -362,7 +363,7 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   t.in_rows = band_input_rows(p, t.rows);
   t.row_slots = static_cast<int>(slots);
   t.channel_slots = static_cast<int>(channel_slots);
-  t.vector = nchw_vector_width<T>(input, p.w);
+  t.vector = one_channel ? vector_width<T>(input, p.w) : nchw_vector_width<T>(input, p.w);
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(oh, t.rows),
                      t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }

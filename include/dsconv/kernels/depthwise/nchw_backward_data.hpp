@@ -75,12 +75,9 @@ void depthwise_nchw_backward_data(detail::depthwise_shape s, detail::depthwise_t
     if constexpr (K != 0) {
       const detail::transposed_taps_fixed<K, S> ty(py), tx(px);
       const float* top = plane + (ty.top - band.y0) * pitch + tx.top + band.left;
-      DSCONV_UNROLL
-      for (int jy = 0; jy < ty.most; ++jy)
-        DSCONV_UNROLL
-        for (int jx = 0; jx < tx.most; ++jx)
-          if (ty.has(jy) && tx.has(jx))
-            acc += pf::shared_load(top - jy * pitch - jx) * pf::shared_load(w_g + (ty.first + jy * S) * K + tx.first + jx * S);
+      detail::for_each_fixed_tap(ty, tx, [&](int jy, int jx) {
+        acc += pf::shared_load(top - jy * pitch - jx) * pf::shared_load(w_g + (ty.first + jy * S) * K + tx.first + jx * S);
+      });
     } else {
       detail::for_each_transposed_tap(py, kh, win.dh, lift_h, div_h, [&](int ky, int oy) {
         const float* row = plane + (oy - band.y0) * pitch + band.left;

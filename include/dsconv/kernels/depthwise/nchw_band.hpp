@@ -48,8 +48,10 @@ struct nchw_band {
 // `staged` ([plane][row][pitch] floats, plane_stride apart), columns by phase (Phases > 1: the
 // strided forward's column phases, tile.hpp). `gate`, where set, is the tensor the forward
 // saved, laid out as `src` (grad_output of a layer with a fused activation): what is staged is
-// then src * act'(gate).
-template <int Phases, class T>
+// then src * act'(gate). Pairs: whether the pair path is compiled (the weight gradient's kernels,
+// whose per-tap sums stay live across the staging, leave it out: on gfx906 it took them from
+// 75 to 87 VGPRs, and their plans never choose pairs).
+template <int Phases, bool Pairs = true, class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __restrict__ src, const T* __restrict__ gate,
                                                       activation act, int channels, const nchw_planes& pl,
                                                       const nchw_band& band, const detail::depthwise_tile& t, int tid,
@@ -122,7 +124,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
   constexpr int v16 = static_cast<int>(16 / sizeof(T));
   if (t.vector == v16) {
     stage_vector(std::integral_constant<int, v16>{});
-  } else if (t.vector == 2) {
+  } else if (Pairs && t.vector == 2) {
     stage_vector(std::integral_constant<int, 2>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads, [&](const auto& at) {

@@ -61,13 +61,10 @@ void depthwise_nhwc_backward_data(detail::depthwise_shape s, detail::depthwise_t
     if constexpr (K != 0) {
       const detail::transposed_taps_fixed<K, S> ty(py), tx(px);
       const T* top = image + ((ty.top - window.y0) * pitch + tx.top - window.x0) * cs;
-      DSCONV_UNROLL
-      for (int jy = 0; jy < ty.most; ++jy)
-        DSCONV_UNROLL
-        for (int jx = 0; jx < tx.most; ++jx)
-          if (ty.has(jy) && tx.has(jx))
-            acc += to_float(pf::shared_load(top - (jy * pitch + jx) * cs)) *
-                   pf::shared_load(w_c + ((ty.first + jy * S) * K + tx.first + jx * S) * w_pitch);
+      detail::for_each_fixed_tap(ty, tx, [&](int jy, int jx) {
+        acc += to_float(pf::shared_load(top - (jy * pitch + jx) * cs)) *
+               pf::shared_load(w_c + ((ty.first + jy * S) * K + tx.first + jx * S) * w_pitch);
+      });
     } else {
       detail::for_each_transposed_tap(py, kh, win.dh, lift_h, div_h, [&](int ky, int oy) {
         const T* row = image + (oy - window.y0) * pitch * cs;
