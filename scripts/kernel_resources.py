@@ -165,7 +165,10 @@ def cuda_rows(arch):
             ptx = ptx_counts(f.read())
         _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
         hmma = hmma_counts(cubin)
-    rows, current = [], None
+    # ptxas reports, per entry function: "Compiling entry function", "Function properties for"
+    # it (stack frame and spills), "Used N registers"; and "Function properties" of device
+    # functions it compiled apart, whose spills belong to those functions, between entries.
+    rows, current, properties_of = [], None, None
     for line in report.splitlines():
         m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
         if m:
@@ -174,8 +177,12 @@ def cuda_rows(arch):
             continue
         if current is None:
             continue
-        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        m = re.search(r"Function properties for (\w+)", line)
         if m:
+            properties_of = m.group(1)
+            continue
+        m = re.search(r"(\d+) bytes spill stores, (\d+) bytes spill loads", line)
+        if m and properties_of == current["mangled"]:
             current["spill"] = int(m.group(1)) + int(m.group(2))
         m = re.search(r"Used (\d+) registers", line)
         if m:

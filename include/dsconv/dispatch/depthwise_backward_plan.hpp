@@ -225,7 +225,6 @@ int group_small_planes(const depthwise_params& p, const platform::device_propert
   t.images = images > 1 ? static_cast<int>(images < t.images ? images : t.images) : 1;
   t.plane_stride = static_cast<int>(x_plane);
   t.row_slots = static_cast<int>(round_up(ow, bank_step));
-  t.stage_slots = nchw_stage_slots(t, p.h, p.w, p.pad_w, staged_phases(p), sizeof(T));
   d.shared_bytes = static_cast<std::size_t>(g * t.images * (x_plane + dz_plane)) * sizeof(float);
   return static_cast<int>(dz_plane);
 }

@@ -279,8 +279,8 @@ inline long long power_of_two_below(long long x) {  // the largest power of two 
 // sectors, images next so weights are reused); else bands of full rows of one plane.
 // A block fills at most `floats` of shared memory.
 // one_channel: tiles of a single channel (the weight gradient's blocks keep each thread on one
-// channel: its sums are that channel's), staged without pairs (its kernels compile no pair
-// path: nchw_band.hpp).
+// channel: its sums are that channel's), staged compactly (no pairs, rows back to back: its
+// kernels compile only that: nchw_band.hpp).
 template <class T>
 bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
                             long long floats, depthwise_plan& out, bool one_channel = false) {
@@ -461,8 +461,8 @@ bool plan_nchw_tiled(const depthwise_params& p, const platform::device_propertie
           dev, [&](long long floats, depthwise_plan& o) { return plan_nchw_tiled_within(p, dev, input, floats, o, one_channel); },
           out))
     return false;
-  out.tile.stage_slots =  // (of the plan chosen)
-      nchw_stage_slots(out.tile, p.h, p.w, p.pad_w, staged_phases(p), sizeof(T));
+  out.tile.stage_slots =  // (of the plan chosen; the weight gradient stages rows back to back)
+      one_channel ? 0 : nchw_stage_slots(out.tile, p.h, p.w, p.pad_w, staged_phases(p), sizeof(T));
   return true;
 }
 template <class T>

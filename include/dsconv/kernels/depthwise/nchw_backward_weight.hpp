@@ -83,8 +83,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
     const nchw_planes pl(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
     const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
-    stage_nchw_band<phases, false>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t, tid,
-                                   threads);
+    stage_nchw_band<phases, true>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t, tid,
+                                  threads);
     if constexpr (Grouped) {
       // The channels' whole dz planes (one band per map here), [plane][out_h * out_w] at
       // dz_plane apart: per image one contiguous range, read in order.
@@ -139,7 +139,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
 }
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<K, S>()))
 void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                     const T* __restrict__ input, const T* __restrict__ grad_output,
                                     detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
@@ -147,7 +147,7 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
 }
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<K, S>()))
 void depthwise_nchw_grouped_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                    const T* __restrict__ input, const T* __restrict__ grad_output,
                                    detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {

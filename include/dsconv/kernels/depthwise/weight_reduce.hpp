@@ -6,6 +6,7 @@
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../common/grid_stride.hpp"
+#include "tile.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -19,6 +20,16 @@ DSCONV_HOST_DEVICE constexpr int weight_chunk_of(int k) { return k == 0 ? 16 : k
 template <int K>
 DSCONV_HOST_DEVICE constexpr int weight_chunk() {
   return weight_chunk_of(K);
+}
+
+// Blocks of the weight-gradient kernels a multiprocessor is to hold at once: their launch
+// bounds on CUDA, which cap registers at 64 for 4 blocks of 256 threads. A thread keeps a sum
+// per tap of its pass (9 for 3x3, 25 for 5x5) live across the staging of each item: 3x3 at
+// stride 1 fits 64 registers; at stride 2 it needs up to 80 (3 blocks), larger and run-time
+// filters 96 to 122 (2 blocks). Fewer registers there spilled 4 to 160 bytes (sm_75/80/90).
+template <int K, int S>
+DSCONV_HOST_DEVICE constexpr int weight_resident_blocks() {
+  return K == 3 && S == 1 ? depthwise_resident_blocks : K == 3 ? 3 : 2;
 }
 
 // The taps of a block's pass (first .. first + C - 1) as offsets from a window's first staged
