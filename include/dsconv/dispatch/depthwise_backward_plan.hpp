@@ -92,7 +92,7 @@ bool plan_nchw_backward_data_within(const depthwise_params& p, const platform::d
   // worth of elements per staged word) then span a few rows at the plane's pitch.
   t.row_slots = static_cast<int>(t.rows == p.h && p.w < shared_banks ? p.w : round_up(p.w, shared_banks));
   t.channel_slots = 1;
-  t.vector = nchw_vector_width<T>(grad_output, p.out_w());
+  t.vector = vector_width<T>(grad_output, p.out_w());  // (its kernel stages no pairs: nchw_band.hpp)
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(p.h, t.rows),
                      t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }

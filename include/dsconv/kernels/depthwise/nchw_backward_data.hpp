@@ -35,8 +35,10 @@ struct transposed_extent {
 
 namespace kernels {
 
+// (The run-time filter's kernel keeps its taps' divisors and lifts besides: 3 blocks, whose
+// registers hold it without the spills 4 blocks' 64 made on sm_90.)
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, detail::depthwise_resident_blocks)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (K != 0 ? detail::depthwise_resident_blocks : 3))
 void depthwise_nchw_backward_data(detail::depthwise_shape s, detail::depthwise_tile t, const T* __restrict__ grad_output,
                                   detail::gate_tensor<T> gate, const T* __restrict__ weight, T* __restrict__ grad_input) {
   namespace pf = platform;
@@ -54,7 +56,7 @@ void depthwise_nchw_backward_data(detail::depthwise_shape s, detail::depthwise_t
   float* staged = pf::dynamic_shared<float>();
   float* w_s = staged + t.channels * t.images * plane_stage;
   stage_nchw_weights(w_s, w_s + t.channels * taps, weight, static_cast<const T*>(nullptr), pl, taps, false, tid, threads);
-  stage_nchw_band<1>(staged, grad_output, gate.saved, gate.act, s.c * s.multiplier, pl, band, t, tid, threads);
+  stage_nchw_band<1, false>(staged, grad_output, gate.saved, gate.act, s.c * s.multiplier, pl, band, t, tid, threads);
   pf::sync_threads();
 
   // The generic kernel divides by the strides with multiplies (no division in the loop).

@@ -83,8 +83,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
     const nchw_planes pl(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
     const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
-    stage_nchw_band<phases, true>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t, tid,
-                                  threads);
+    stage_nchw_band<phases, false, false>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t,
+                                          tid, threads);
     if constexpr (Grouped) {
       // The channels' whole dz planes (one band per map here), [plane][out_h * out_w] at
       // dz_plane apart: per image one contiguous range, read in order.

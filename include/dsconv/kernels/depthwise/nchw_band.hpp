@@ -48,11 +48,12 @@ struct nchw_band {
 // `staged` ([plane][row][pitch] floats, plane_stride apart), columns by phase (Phases > 1: the
 // strided forward's column phases, tile.hpp). `gate`, where set, is the tensor the forward
 // saved, laid out as `src` (grad_output of a layer with a fused activation): what is staged is
-// then src * act'(gate). Compact: the weight gradient's staging, 16-byte vectors or single
-// elements with rows back to back (no pairs, no stage_slots; its plans choose neither): its
-// kernels keep their per-tap sums live across the staging, and each of those paths costs them
-// registers (gfx906, 3x3 float: 71 VGPRs, 75 with the slots, 87 with pairs too; sm_80 spilled).
-template <int Phases, bool Compact = false, class T>
+// then src * act'(gate). Pairs, Slots: whether the kernel compiles the pair path and the
+// staging order of stage_slots (its plans choose neither where it does not). Each costs
+// registers: the weight gradient's kernels, whose per-tap sums stay live across the staging,
+// have neither (gfx906, 3x3 float: 71 VGPRs, 75 with the slots, 87 with pairs too; sm_80
+// spilled), the strided data gradient no pairs (sm_90 spilled its 16-bit kernels).
+template <int Phases, bool Pairs = true, bool Slots = true, class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __restrict__ src, const T* __restrict__ gate,
                                                       activation act, int channels, const nchw_planes& pl,
                                                       const nchw_band& band, const detail::depthwise_tile& t, int tid,
@@ -85,7 +86,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
   // those past the row's end idle.
   const int ry0 = band.y0 + top, staged_rows = band.rows - below - top;
   const index_t plane_elems = static_cast<index_t>(band.h) * band.w;
-  const int row_span = !Compact && t.stage_slots ? t.stage_slots * t.vector : band.w;
+  const int row_span = Slots && t.stage_slots ? t.stage_slots * t.vector : band.w;
   const int count = planes * staged_rows * row_span;
   const int ranges[3] = {pl.g_count, staged_rows, row_span};
   auto offset = [&](const auto& at) {
@@ -102,7 +103,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
     constexpr int V = decltype(vector_size)::value;
     const int first = detail::staging_rotation(tid, V, Phases);
     detail::for_each_strided<4>(count, ranges, tid * V, threads * V, [&](const auto& at) {
-      if (!Compact && at[2] >= band.w) return;
+      if (Slots && at[2] >= band.w) return;
       const index_t off = offset(at);
       float f[V];
       if (gate) {
@@ -125,11 +126,11 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
   constexpr int v16 = static_cast<int>(16 / sizeof(T));
   if (t.vector == v16) {
     stage_vector(std::integral_constant<int, v16>{});
-  } else if (!Compact && t.vector == 2) {
+  } else if (Pairs && t.vector == 2) {
     stage_vector(std::integral_constant<int, 2>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads, [&](const auto& at) {
-      if (!Compact && at[2] >= band.w) return;
+      if (Slots && at[2] >= band.w) return;
       const index_t off = offset(at);
       const float v = gate ? detail::gate_run<1>(pf::load_vec<1>(src + off), pf::load_vec<1>(gate + off), act)[0]
                            : to_float(pf::load(src + off));
