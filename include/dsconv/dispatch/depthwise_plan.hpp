@@ -73,6 +73,14 @@ int vector_width(const void* ptr, long long contiguous_elements) {
   return aligned && contiguous_elements % v == 0 ? v : 1;
 }
 
+// The NCHW weight gradient's loads, as its kernels stage them (nchw_backward_weight.hpp:
+// weight_staging_paths): 16-byte vectors where rows are whole vectors, on AMD (waves of 64)
+// single elements.
+template <class T>
+int nchw_weight_vector_width(const platform::device_properties& dev, const void* ptr, long long w) {
+  return dev.warp_size == 64 ? 1 : vector_width<T>(ptr, w);
+}
+
 // NCHW rows of `w` elements: 16 bytes of them per load where rows are whole vectors, else
 // pairs where rows are whole pairs (7x7 / 14x14 / 28x28 16-bit and 14x14 float rows): half the
 // load instructions, and a pair's two stores always go to one column phase each, in the same
@@ -279,8 +287,8 @@ inline long long power_of_two_below(long long x) {  // the largest power of two 
 // sectors, images next so weights are reused); else bands of full rows of one plane.
 // A block fills at most `floats` of shared memory.
 // one_channel: tiles of a single channel (the weight gradient's blocks keep each thread on one
-// channel: its sums are that channel's), staged compactly (no pairs, rows back to back: its
-// kernels compile only that: nchw_band.hpp).
+// channel: its sums are that channel's), staged as its kernels compile (no pairs, no staging
+// order: nchw_weight_vector_width).
 template <class T>
 bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
                             long long floats, depthwise_plan& out, bool one_channel = false) {
@@ -363,7 +371,7 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   t.in_rows = band_input_rows(p, t.rows);
   t.row_slots = static_cast<int>(slots);
   t.channel_slots = static_cast<int>(channel_slots);
-  t.vector = one_channel ? vector_width<T>(input, p.w) : nchw_vector_width<T>(input, p.w);
+  t.vector = one_channel ? nchw_weight_vector_width<T>(dev, input, p.w) : nchw_vector_width<T>(input, p.w);
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(oh, t.rows),
                      t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
 }

@@ -56,7 +56,9 @@ void depthwise_nchw_backward_data(detail::depthwise_shape s, detail::depthwise_t
   float* staged = pf::dynamic_shared<float>();
   float* w_s = staged + t.channels * t.images * plane_stage;
   stage_nchw_weights(w_s, w_s + t.channels * taps, weight, static_cast<const T*>(nullptr), pl, taps, false, tid, threads);
-  stage_nchw_band<1, false>(staged, grad_output, gate.saved, gate.act, s.c * s.multiplier, pl, band, t, tid, threads);
+  // (No pairs: with them sm_90 spilled its 16-bit kernels.)
+  stage_nchw_band<1, staging_vectors | staging_order>(staged, grad_output, gate.saved, gate.act, s.c * s.multiplier, pl,
+                                                      band, t, tid, threads);
   pf::sync_threads();
 
   // The generic kernel divides by the strides with multiplies (no division in the loop).

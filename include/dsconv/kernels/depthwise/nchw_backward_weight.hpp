@@ -28,6 +28,18 @@
 
 namespace dsconv {
 namespace detail {
+// The weight gradient's staging paths (nchw_band.hpp): its per-tap sums stay live across the
+// staging, so it compiles no pairs and no staging order (gfx906, 3x3 float: 71 VGPRs, 75 with
+// the order, 87 with pairs too; sm_80 spilled), and on AMD no 16-byte vectors either: 4 waves
+// per SIMD (4 blocks of 256 threads a CU) leave 64 VGPRs, which its 3x3 kernels fit only
+// staging element by element (51 to 61 VGPRs on gfx906, against 63 to 81). Its plans match
+// (depthwise_plan.hpp: nchw_weight_vector_width).
+#if defined(DSCONV_PLATFORM_HIP)
+inline constexpr int weight_staging_paths = 0;
+#else
+inline constexpr int weight_staging_paths = kernels::staging_vectors;
+#endif
+
 // How a weight-gradient launch spreads its items (bands of images) over blocks.
 struct weight_items {
   int per_block;     // items a block takes, in order
@@ -83,8 +95,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
     const nchw_planes pl(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
     const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
-    stage_nchw_band<phases, false, false>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, pl, b, t,
-                                          tid, threads);
+    stage_nchw_band<phases, detail::weight_staging_paths>(staged, input, static_cast<const T*>(nullptr), activation::none,
+                                                          s.c, pl, b, t, tid, threads);
     if constexpr (Grouped) {
       // The channels' whole dz planes (one band per map here), [plane][out_h * out_w] at
       // dz_plane apart: per image one contiguous range, read in order.

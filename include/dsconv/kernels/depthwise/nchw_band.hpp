@@ -44,16 +44,18 @@ struct nchw_band {
   int y0, rows, left, right, h, w;
 };
 
+// The staging paths a kernel compiles (stage_nchw_band's Paths): 16-byte vectors, pairs, and
+// the staging order of stage_slots. Each costs registers, so a kernel compiles those it can
+// afford and its plans choose no other (a vector width a kernel lacks would stage element by
+// element: correct, only slower).
+enum nchw_staging_path : int { staging_vectors = 1, staging_pairs = 2, staging_order = 4, staging_all = 7 };
+
 // Stages the band of every plane of `planes` from `src` (channels per image: `channels`) into
 // `staged` ([plane][row][pitch] floats, plane_stride apart), columns by phase (Phases > 1: the
 // strided forward's column phases, tile.hpp). `gate`, where set, is the tensor the forward
 // saved, laid out as `src` (grad_output of a layer with a fused activation): what is staged is
-// then src * act'(gate). Pairs, Slots: whether the kernel compiles the pair path and the
-// staging order of stage_slots (its plans choose neither where it does not). Each costs
-// registers: the weight gradient's kernels, whose per-tap sums stay live across the staging,
-// have neither (gfx906, 3x3 float: 71 VGPRs, 75 with the slots, 87 with pairs too; sm_80
-// spilled), the strided data gradient no pairs (sm_90 spilled its 16-bit kernels).
-template <int Phases, bool Pairs = true, bool Slots = true, class T>
+// then src * act'(gate). Paths: the staging paths compiled (nchw_staging_path).
+template <int Phases, int Paths = staging_all, class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __restrict__ src, const T* __restrict__ gate,
                                                       activation act, int channels, const nchw_planes& pl,
                                                       const nchw_band& band, const detail::depthwise_tile& t, int tid,
@@ -86,7 +88,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
   // those past the row's end idle.
   const int ry0 = band.y0 + top, staged_rows = band.rows - below - top;
   const index_t plane_elems = static_cast<index_t>(band.h) * band.w;
-  const int row_span = Slots && t.stage_slots ? t.stage_slots * t.vector : band.w;
+  constexpr bool vectors = Paths & staging_vectors, pairs = Paths & staging_pairs, order = Paths & staging_order;
+  const int row_span = order && t.stage_slots ? t.stage_slots * t.vector : band.w;
   const int count = planes * staged_rows * row_span;
   const int ranges[3] = {pl.g_count, staged_rows, row_span};
   auto offset = [&](const auto& at) {
@@ -103,7 +106,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
     constexpr int V = decltype(vector_size)::value;
     const int first = detail::staging_rotation(tid, V, Phases);
     detail::for_each_strided<4>(count, ranges, tid * V, threads * V, [&](const auto& at) {
-      if (Slots && at[2] >= band.w) return;
+      if (order && at[2] >= band.w) return;
       const index_t off = offset(at);
       float f[V];
       if (gate) {
@@ -124,13 +127,13 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_nchw_band(float* staged, const T* __
   // so no vector crosses a row or a plane. (Its vectors are 16 bytes of T, pairs or single
   // elements: only those widths are compiled, which keeps the kernels' registers down.)
   constexpr int v16 = static_cast<int>(16 / sizeof(T));
-  if (t.vector == v16) {
+  if (vectors && t.vector == v16) {
     stage_vector(std::integral_constant<int, v16>{});
-  } else if (Pairs && t.vector == 2) {
+  } else if (pairs && t.vector == 2) {
     stage_vector(std::integral_constant<int, 2>{});
   } else {
     detail::for_each_strided<4>(count, ranges, tid, threads, [&](const auto& at) {
-      if (Slots && at[2] >= band.w) return;
+      if (order && at[2] >= band.w) return;
       const index_t off = offset(at);
       const float v = gate ? detail::gate_run<1>(pf::load_vec<1>(src + off), pf::load_vec<1>(gate + off), act)[0]
                            : to_float(pf::load(src + off));
