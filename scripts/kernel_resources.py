@@ -153,21 +153,12 @@ def hmma_counts(cubin_path):
     return counts
 
 
-def cuda_rows(arch):
-    """The kernels' rows for a CUDA target: nvcc compiles the source to PTX once (read for
-    mma.sync, divisions and 128-bit loads), ptxas that PTX to a cubin (registers, shared
-    memory and spills from its report, HMMA from the cubin), as nvcc itself would."""
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(tmp, "kernels.cubin")
-        compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
-                         SOURCE, "-o", ptx_path])
-        with open(ptx_path) as f:
-            ptx = ptx_counts(f.read())
-        _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
-        hmma = hmma_counts(cubin)
-    # ptxas reports, per entry function: "Compiling entry function", "Function properties for"
-    # it (stack frame and spills), "Used N registers"; and "Function properties" of device
-    # functions it compiled apart, whose spills belong to those functions, between entries.
+def ptxas_rows(report):
+    """Per entry function in a ptxas -v report: {mangled, target, spill (bytes stored and
+    loaded), registers, smem}. ptxas reports, per entry function: "Compiling entry function",
+    "Function properties for" it (stack frame and spills), "Used N registers"; and between
+    entries the "Function properties" of device functions it compiled apart, whose spills
+    belong to those functions (read as the kernel's, they hid its spills)."""
     rows, current, properties_of = [], None, None
     for line in report.splitlines():
         m = re.search(r"Compiling entry function '(\w+)' for '(\w+)'", line)
@@ -189,6 +180,22 @@ def cuda_rows(arch):
             current["registers"] = m.group(1)
             s = re.search(r"(\d+) bytes smem", line)
             current["smem"] = int(s.group(1)) if s else 0
+    return rows
+
+
+def cuda_rows(arch):
+    """The kernels' rows for a CUDA target: nvcc compiles the source to PTX once (read for
+    mma.sync, divisions and 128-bit loads), ptxas that PTX to a cubin (registers, shared
+    memory and spills from its report, HMMA from the cubin), as nvcc itself would."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(tmp, "kernels.cubin")
+        compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
+                         SOURCE, "-o", ptx_path])
+        with open(ptx_path) as f:
+            ptx = ptx_counts(f.read())
+        _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
+        hmma = hmma_counts(cubin)
+    rows = ptxas_rows(report)
     for r in rows:
         r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0}))
         r["hmma"] = hmma.get(r["mangled"], 0)
