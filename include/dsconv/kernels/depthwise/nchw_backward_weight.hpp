@@ -151,7 +151,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
 }
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<K, S>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
 void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                     const T* __restrict__ input, const T* __restrict__ grad_output,
                                     detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
@@ -159,7 +159,7 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
 }
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<K, S>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
 void depthwise_nchw_grouped_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                    const T* __restrict__ input, const T* __restrict__ grad_output,
                                    detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {

@@ -23,7 +23,7 @@ namespace dsconv {
 namespace kernels {
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<K, S>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
 void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                     const T* __restrict__ input, const T* __restrict__ grad_output,
                                     detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {

@@ -23,13 +23,16 @@ DSCONV_HOST_DEVICE constexpr int weight_chunk() {
 }
 
 // Blocks of the weight-gradient kernels a multiprocessor is to hold at once: their launch
-// bounds on CUDA, which cap registers at 64 for 4 blocks of 256 threads. A thread keeps a sum
-// per tap of its pass (9 for 3x3, 25 for 5x5) live across the staging of each item: 3x3 at
-// stride 1 fits 64 registers; at stride 2 it needs up to 80 (3 blocks), larger and run-time
-// filters 96 to 122 (2 blocks). Fewer registers there spilled 4 to 160 bytes (sm_75/80/90).
-template <int K, int S>
+// bounds on CUDA, which cap registers at 64 for 4 blocks of 256 threads, 80 for 3, 128 for 2.
+// A thread keeps a sum per tap of its pass (9 for 3x3, 25 for 5x5, 28 for 7x7's passes) live
+// across the staging of each item: 3x3 at stride 1 fits 64 registers; 3x3 at stride 2 and
+// 5x5 fit 80, but for 5x5 at stride 2 staging 16-bit vectors; 7x7 and run-time filters need
+// 96 to 122. Fewer registers than these spilled 4 to 160 bytes (sm_75/80/90).
+template <class T, int K, int S>
 DSCONV_HOST_DEVICE constexpr int weight_resident_blocks() {
-  return K == 3 && S == 1 ? depthwise_resident_blocks : K == 3 ? 3 : 2;
+  if (K == 3 && S == 1) return depthwise_resident_blocks;
+  if (K == 3 || (K == 5 && (S == 1 || sizeof(T) == 4))) return 3;
+  return 2;
 }
 
 // The taps of a block's pass (first .. first + C - 1) as offsets from a window's first staged
