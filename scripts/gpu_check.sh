@@ -41,6 +41,16 @@
 #             scripts/model_check.py: the converted networks against PyTorch on the GPU, and
 #             their forward and training-step times against plain PyTorch (OUT/models.md)
 #   all       build, test, sanitize, bench (until every chunk is done), sweep, report
+#   lease     the GPU checks of one short lease (a task may be lent 15 minutes of a device, a
+#             command at most 10), in priority order while --budget lasts (default 540 s):
+#             unpack the carried programs where the build is missing, env, test (at most a
+#             third of the budget), then the benchmarks no GPU has run yet, each in a folder of
+#             its own under OUT (so that their lists do not replace one another): blocks/ (every
+#             block, batch 1/8/32/128, float and half, NHWC), backward/ (both passes of every
+#             layer at batch 1/8/128), forward/ (every layer at batch 1/8, float and half);
+#             their reports; and OUT/lease.tar.gz, every result in one file (a lease brings
+#             back few files). The torch step is a lease command of its own (its pip build
+#             takes minutes).
 #   sweep     every variant of each operation forced in turn (dsconv_bench --variant) on every
 #             case of --batch/--type/--layout/--pass, dsconv alone (no baseline: fast), each
 #             variant's JSON gzipped in OUT/sweep/; the report step then sets them beside
@@ -82,9 +92,9 @@ script_args=("$@")
 
 step=${1:-}
 case "$step" in
-  env|build|test|sanitize|bench|sweep|report|torch|all|pack|unpack) shift ;;
+  env|build|test|sanitize|bench|sweep|report|torch|all|lease|pack|unpack) shift ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|torch|all|pack|unpack [options] (--help)" >&2
+  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|torch|all|lease|pack|unpack [options] (--help)" >&2
      exit 2 ;;
 esac
 
@@ -902,6 +912,39 @@ step_all() {
     fi
   done
   exit "$status"
+}
+
+step_lease() {
+  local deadline=$(($(now) + budget)) left rc status=0 sub dir
+  # A step of this lease with the time that is left (less a reserve for the reports and the
+  # bundle), at most `cap` seconds; skipped when under a minute is left.
+  run_within() {  # cap step args...
+    local cap=$1 s
+    shift
+    left=$((deadline - $(now) - 45))
+    [ "$left" -gt "$cap" ] && left=$cap
+    if [ "$left" -lt 60 ]; then say "skipped for the budget: $*"; return 0; fi
+    rc=0
+    "$root/scripts/gpu_check.sh" "$@" --budget "$left" || rc=$?
+    # (bench exits 3 where the budget left chunks out: reported, not a failure)
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || { say "$1 exited with $rc"; status=1; }
+  }
+  require_gpu
+  if [ ! -x "$build/bench/dsconv_bench" ] && [ -f "$pack" ]; then "$root/scripts/gpu_check.sh" unpack --build "$build" --pack "$pack"; fi
+  require_built bench/dsconv_bench
+  "$root/scripts/gpu_check.sh" env --out "$out" --build "$build" > /dev/null || true
+  run_within $((budget / 3)) test --out "$out" --build "$build" --jobs "$jobs"
+  run_within 240 bench --out "$out/blocks" --build "$build" --kind block --batch 1,8,32,128 --type float,half --layout nhwc \
+    --pass forward
+  run_within 240 bench --out "$out/backward" --build "$build" --batch 1,8,128 --type float,half --layout nchw,nhwc \
+    --pass backward
+  run_within 240 bench --out "$out/forward" --build "$build" --batch 1,8 --type float,half --layout nchw,nhwc --pass forward
+  for dir in blocks backward forward; do
+    ls "$out/$dir/bench/"*.json.gz > /dev/null 2>&1 && { "$root/scripts/gpu_check.sh" report --out "$out/$dir" > /dev/null || status=1; }
+  done
+  tar czf "$logs/lease.tar.gz" -C "$out" --exclude=lease.tar.gz . && mv "$logs/lease.tar.gz" "$out/lease.tar.gz"
+  say "every result in $out/lease.tar.gz ($(du -h "$out/lease.tar.gz" | cut -f1))"
+  return "$status"
 }
 
 "step_$step"
