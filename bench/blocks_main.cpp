@@ -45,7 +45,7 @@ bool correct(const layer_result& r, const std::string& type) {
 template <class T>
 row run(const network_block& b, int batch, const std::string& type, dsconv::layout lay, bool traffic, std::mt19937& gen) {
   const dsconv::inverted_residual_params p = b.at(batch, lay);
-  const dsconv_bench::block_data<T> d(p, gen);
+  const dsconv_bench::block_tensors<T> d = dsconv_bench::random_block<T>(p, gen);
   const std::vector<double> ref = dsconv_bench::block_reference(p, d);
   row w{&b, batch, type, dsconv::to_string(lay), {}, {}, {}};
   w.unfused = dsconv_bench::check_block<T>(p, dsconv::block_variant::unfused, d, ref, traffic);

@@ -12,6 +12,7 @@
 
 #include <dsconv/dsconv.hpp>
 
+#include "block_tensors.hpp"
 #include "blocks.hpp"
 #include "support/accuracy.hpp"
 #include "support/shapes.hpp"
@@ -26,28 +27,14 @@ using dsconv::layout;
 using dsconv::status;
 using namespace dsconv_test;
 
-// Host values of a block's tensors (empty: the block has no such tensor, or no bias).
-template <class T>
-struct block_tensors {
-  std::vector<T> input, we, be, wd, bd, rw, rb, xw, xb, wp, bp;
+using dsconv_bench::block_tensors;
 
-  dsconv::inverted_residual_weights<T> weights() const {
-    auto at = [](const std::vector<T>& v) { return v.empty() ? nullptr : v.data(); };
-    return {at(we), at(be), at(wd), at(bd), at(rw), at(rb), at(xw), at(xb), at(wp), at(bp)};
-  }
-};
-
+// A block's tensors, random (support/test_data.hpp), without biases where `bias` is false.
 template <class T>
 block_tensors<T> random_block(const inverted_residual_params& p, bool bias = true) {
-  const std::size_t x = p.expanded, se = p.se_channels;
-  block_tensors<T> t;
-  t.input = random_tensor<T>(static_cast<std::size_t>(p.n) * p.c_in * p.h * p.w);
-  auto maybe = [&](std::size_t count, bool present) { return present ? random_tensor<T>(count) : std::vector<T>(); };
-  t.we = maybe(x * p.c_in, p.has_expand()), t.be = maybe(x, p.has_expand() && bias);
-  t.wd = random_tensor<T>(x * p.kernel * p.kernel), t.bd = maybe(x, bias);
-  t.rw = maybe(se * x, se > 0), t.rb = maybe(se, se > 0 && bias), t.xw = maybe(x * se, se > 0), t.xb = maybe(x, se > 0 && bias);
-  t.wp = random_tensor<T>(static_cast<std::size_t>(p.c_out) * x), t.bp = maybe(p.c_out, bias);
-  return t;
+  return block_tensors<T>(p, [&](std::size_t count, int, bool is_bias) {
+    return is_bias && !bias ? std::vector<T>() : random_tensor<T>(count);
+  });
 }
 
 // The tensors on the device (between NaN guard zones).
@@ -64,7 +51,7 @@ struct device_block {
       return held.back()->data();
     };
     input = up(t.input);
-    w = {up(t.we), up(t.be), up(t.wd), up(t.bd), up(t.rw), up(t.rb), up(t.xw), up(t.xb), up(t.wp), up(t.bp)};
+    w = t.weights(up);
   }
 };
 
