@@ -11,6 +11,7 @@
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "launch_shape.hpp"
+#include "remembered.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -241,7 +242,7 @@ inline staging_cost nchw_staging_cost(const depthwise_tile& t, int h, int w, int
 // The staging order (stage_slots) of the fewest wavefronts per vector without more sectors:
 // rows back to back, or each row from a slot boundary, slots of a power of two up to a group
 // of 32 threads (several rows to a group), or of whole groups for longer rows.
-inline int nchw_stage_slots(const depthwise_tile& t, int h, int w, int left, int phases, int elem_bytes) {
+inline int nchw_stage_slots_modelled(const depthwise_tile& t, int h, int w, int left, int phases, int elem_bytes) {
   const int vectors = w / t.vector;
   int best = 0;
   staging_cost best_cost = nchw_staging_cost(t, h, w, left, phases, 0, elem_bytes);
@@ -252,6 +253,13 @@ inline int nchw_stage_slots(const depthwise_tile& t, int h, int w, int left, int
     if (c.cheaper_than(best_cost)) best = slots, best_cost = c;
   }
   return best;
+}
+
+// The same, remembered (remembered.hpp: the model takes tens to hundreds of microseconds).
+inline int nchw_stage_slots(const depthwise_tile& t, int h, int w, int left, int phases, int elem_bytes) {
+  return remembered(plan_key<11>{t.vector, t.channels, t.images, t.in_rows, t.row_stride, t.plane_stride, h, w, left, phases,
+                                 elem_bytes},
+                    [&] { return nchw_stage_slots_modelled(t, h, w, left, phases, elem_bytes); });
 }
 
 // Stores a plan whose grid the device can launch; false otherwise.

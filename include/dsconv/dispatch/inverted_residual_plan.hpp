@@ -5,6 +5,7 @@
 // once per layer or once per tile).
 
 #include <string>
+#include <utility>
 
 #include "../block_params.hpp"
 #include "../kernels/block/fused_tile.hpp"
@@ -13,6 +14,7 @@
 #include "depthwise_plan.hpp"
 #include "launch_shape.hpp"
 #include "pointwise_plan.hpp"
+#include "remembered.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -245,10 +247,8 @@ inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int sta
 // multiprocessor's share of shared memory, the one the cost model charges the fewest bytes
 // (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers
 // where the kernel projects; without projecting only shared memory bounds them).
-inline bool plan_fused_block(const inverted_residual_params& p, const platform::device_properties& dev,
-                             std::size_t element_bytes, fused_block_plan& out) {
-  if (!fused_block_limits(p).empty()) return false;
-  const block_shape s = make_shape(p);
+inline bool search_fused_block(const block_shape& s, const platform::device_properties& dev, std::size_t element_bytes,
+                               fused_block_plan& out) {
   // Outputs per tile: the projecting kernel's registers; else a bound past any tile's shared
   // memory (its mask, input and expanded halo alone: at least fused_block_slice + 1 floats a
   // pixel with an expand layer, 2 without).
@@ -277,6 +277,26 @@ inline bool plan_fused_block(const inverted_residual_params& p, const platform::
     }
   }
   return false;
+}
+
+// The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by
+// the block and what the search reads of the device.
+inline bool plan_fused_block(const inverted_residual_params& p, const platform::device_properties& dev,
+                             std::size_t element_bytes, fused_block_plan& out) {
+  if (!fused_block_limits(p).empty()) return false;
+  const block_shape s = make_shape(p);
+  const plan_key<18> key{s.n, s.c_in, s.h, s.w, s.expanded, s.kernel, s.stride, s.se_channels, s.c_out,
+                         static_cast<long long>(s.data_layout), static_cast<long long>(s.act), s.residual, s.has_expand,
+                         static_cast<long long>(element_bytes), static_cast<long long>(dev.shared_memory_per_block),
+                         static_cast<long long>(dev.shared_memory_per_multiprocessor),
+                         static_cast<long long>(dev.shared_memory_reserved_per_block), dev.max_grid_x};
+  const auto planned = remembered(key, [&] {
+    fused_block_plan plan;
+    const bool found = search_fused_block(s, dev, element_bytes, plan);
+    return std::make_pair(found, plan);
+  });
+  if (planned.first) out = planned.second;
+  return planned.first;
 }
 
 }  // namespace detail
