@@ -401,12 +401,13 @@ def main():
     # Kernels whose vector form moves 16-byte runs must load them as 128-bit accesses: the
     # depthwise tiled kernels, the 128x128 matrix-unit tiles, and the 128x128 SIMT tile for
     # float (in the 64x64 tiles and the 16-bit SIMT ones a thread's runs are 8 bytes).
-    # (On AMD the NCHW weight gradient stages element by element, to fit 4 waves per SIMD:
-    # kernels/depthwise/nchw_backward_weight.hpp, weight_staging_paths.)
+    # (The NCHW weight gradient stages element by element on AMD, to fit 4 waves per SIMD,
+    # and for 5x5 filters, to fit 4 blocks: kernels/depthwise/weight_reduce.hpp,
+    # weight_stages_elements.)
     expects_128 = lambda k: (k.startswith("depthwise_n") or re.search(r"mma_tile<128, 128, .*, true>", k) or
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", k))
-    staged_by_element = lambda r: (r["target"].startswith("gfx") and
-                                   re.match(r"depthwise_nchw_(backward|grouped)_weight<", r["kernel"]))
+    staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
+                                   (r["target"].startswith("gfx") or re.match(r"[^<]*<[^,]+, 5,", r["kernel"])))
     narrow = [r for r in rows if expects_128(r["kernel"]) and not staged_by_element(r) and not r["load128"]]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "

@@ -10,6 +10,7 @@
 #include <limits>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -345,5 +346,41 @@ TEMPLATE_TEST_CASE("depthwise NCHW: vector loads are staged in distinct banks", 
     REQUIRE(recorder.launches().size() == 1);
     CHECK(recorder.launches().front().traffic.shared_stores.conflict_factor() <= 1.1);
   }
+}
+#endif
+
+TEST_CASE("planning: a remembered plan is computed once per key and host thread", "[plan]") {
+  int calls = 0;
+  auto doubled = [&](long long v) {
+    return dsconv::detail::remembered(dsconv::detail::plan_key<2>{7, v}, [&] { return ++calls, 2 * v; });
+  };
+  REQUIRE(doubled(1) == 2);
+  REQUIRE(doubled(1) == 2);
+  CHECK(calls == 1);
+  REQUIRE(doubled(2) == 4);
+  CHECK(calls == 2);
+  std::thread other([&] { doubled(1); });  // (its own table)
+  other.join();
+  CHECK(calls == 3);
+}
+
+#if defined(DSCONV_PLATFORM_HOST)
+TEMPLATE_TEST_CASE("planning: the remembered NCHW staging order is the model's on every layer and device profile",
+                   "[depthwise][plan]", float, dsconv::half) {
+  // (a key missing a value the model reads would hand one layer another's order)
+  for (const dsconv::platform::device_properties& dev : dsconv::host::device_profiles())
+    for (const int batch : {1, 8, 128})
+      for (const layer_row& r : network_layers) {
+        if (r.kind != layer_kind::dw || r.cout != r.cin) continue;
+        const dsconv::depthwise_params p =
+            make_params(batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad, r.pad, 1, 1, 1);
+        dsconv::detail::depthwise_plan plan;
+        const TestType* x = nullptr;
+        REQUIRE(dsconv::detail::plan_nchw_tiled(p, dev, x, plan));
+        INFO(describe(p) << ", device " << dev.name);
+        CHECK(plan.tile.stage_slots == dsconv::detail::nchw_stage_slots_modelled(plan.tile, p.h, p.w, p.pad_w,
+                                                                                 dsconv::detail::staged_phases(p),
+                                                                                 sizeof(TestType)));
+      }
 }
 #endif

@@ -170,17 +170,13 @@ status depthwise_backward_weight(const depthwise_params& p, const depthwise_back
     if (!detail::plan_backward_weight(p, nchw, dev, input, options.workspace ? options.workspace_bytes : 0, plan))
       return detail::invalid(status::unsupported_variant, "depthwise backward weight", "no launch plan for the chosen variant");
     if (plan.items.groups > 1) plan.items.partial = static_cast<float*>(options.workspace);
-    const bool grouped = plan.items.dz_plane > 0;  // NCHW blocks of several channels of small planes
-    const platform::launch_config cfg = plan.tile.launch(
-        grouped ? "depthwise_nchw_grouped_weight" : nchw ? "depthwise_nchw_backward_weight" : "depthwise_nhwc_backward_weight",
-        stream);
+    const platform::launch_config cfg =
+        plan.tile.launch(nchw ? "depthwise_nchw_backward_weight" : "depthwise_nhwc_backward_weight", stream);
     const status launched =
-        grouped ? platform::launch(detail::tiled_kernel<detail::nchw_grouped_weight_family, T>(p), cfg, shape,
-                                   plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias)
-        : nchw  ? platform::launch(detail::tiled_kernel<detail::nchw_backward_weight_family, T>(p), cfg, shape,
-                                   plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias)
-                : platform::launch(detail::tiled_kernel<detail::nhwc_backward_weight_family, T>(p), cfg, shape,
-                                   plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias);
+        nchw ? platform::launch(detail::tiled_kernel<detail::nchw_backward_weight_family, T>(p), cfg, shape,
+                                plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias)
+             : platform::launch(detail::tiled_kernel<detail::nhwc_backward_weight_family, T>(p), cfg, shape,
+                                plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias);
     if (launched != status::success || !plan.items.partial) return launched;
     const int taps = p.kernel_h * p.kernel_w;
     return platform::launch(platform::registered<kernels::depthwise_weight_reduce<T>>(),

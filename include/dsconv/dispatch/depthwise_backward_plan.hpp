@@ -192,7 +192,8 @@ bool plan_backward_data(const depthwise_params& p, bool nchw, const platform::de
 // one). Both kinds of staged plane are spaced 32 / G floats apart modulo the 32 banks, and a
 // row's outputs take row_slots threads of their channel, a multiple of 32 / G, so that a
 // warp's threads of each channel read consecutive words of one row and the G channels' threads
-// (t % G) distinct banks. Returns the dz plane stride (0: `d` keeps one channel per block).
+// (t % G) distinct banks. Returns the dz plane stride (0: `d` keeps one channel per block, its
+// dz rows dense after its input planes).
 template <class T>
 int group_small_planes(const depthwise_params& p, const platform::device_properties& dev, depthwise_plan& d) {
   depthwise_tile& t = d.tile;
@@ -249,7 +250,8 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
   const long long passes = ceil_div(taps, chunk);  // grid.y: a block's taps (weight_reduce.hpp)
-  out.items.dz_plane = nchw ? group_small_planes<T>(p, dev, d) : 0;
+  const int grouped_dz_plane = nchw ? group_small_planes<T>(p, dev, d) : 0;
+  out.items.dz_plane = grouped_dz_plane ? grouped_dz_plane : nchw ? d.tile.rows * p.out_w() : 0;
   out.channel_blocks = ceil_div(p.c, d.tile.channels);
   out.item_count = static_cast<long long>(d.grid.y) * ceil_div(p.n, d.tile.images);
   // Spread: as many blocks per channel and pass as give every multiprocessor two blocks.
@@ -284,10 +286,6 @@ struct nhwc_backward_data_family {
 template <class T, int K, int S>
 struct nchw_backward_weight_family {
   static constexpr auto kernel = &kernels::depthwise_nchw_backward_weight<T, K, S>;
-};
-template <class T, int K, int S>
-struct nchw_grouped_weight_family {
-  static constexpr auto kernel = &kernels::depthwise_nchw_grouped_weight<T, K, S>;
 };
 template <class T, int K, int S>
 struct nhwc_backward_weight_family {

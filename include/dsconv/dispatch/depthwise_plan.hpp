@@ -8,6 +8,7 @@
 #include "../kernels/depthwise/nchw_tiled.hpp"
 #include "../kernels/depthwise/nhwc_tiled.hpp"
 #include "../kernels/depthwise/tile.hpp"
+#include "../kernels/depthwise/weight_reduce.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "launch_shape.hpp"
@@ -47,12 +48,16 @@ inline int band_input_rows(const depthwise_params& p, int rows) {
   return (rows - 1) * p.stride_h + (p.kernel_h - 1) * p.dilation_h + 1;
 }
 
-// The most output rows whose staged band fits `floats` after `fixed` floats, or 0.
-inline int rows_fitting(const depthwise_params& p, long long floats_per_row, long long fixed, long long floats) {
-  const long long in_rows = (floats - fixed) / floats_per_row;
+// The most output rows whose staged band fits `floats` after `fixed` floats, or 0: its input
+// rows of `floats_per_row` each, and `per_output_row` more floats per output row (the weight
+// gradient's dz rows).
+inline int rows_fitting(const depthwise_params& p, long long floats_per_row, long long fixed, long long floats,
+                        long long per_output_row = 0) {
+  // r output rows stage (r - 1) * stride + extent input rows.
   const long long extent = static_cast<long long>(p.kernel_h - 1) * p.dilation_h + 1;
-  if (in_rows < extent) return 0;
-  const long long rows = (in_rows - extent) / p.stride_h + 1;
+  const long long room = floats - fixed - (extent - p.stride_h) * floats_per_row;
+  const long long rows = room / (p.stride_h * floats_per_row + per_output_row);
+  if (room < 0 || rows < 1) return 0;
   return static_cast<int>(rows < p.out_h() ? rows : p.out_h());
 }
 
@@ -74,12 +79,13 @@ int vector_width(const void* ptr, long long contiguous_elements) {
   return aligned && contiguous_elements % v == 0 ? v : 1;
 }
 
-// The NCHW weight gradient's loads, as its kernels stage them (nchw_backward_weight.hpp:
-// weight_staging_paths): 16-byte vectors where rows are whole vectors, on AMD (waves of 64)
-// single elements.
+// The NCHW weight gradient's loads, as its kernels stage them (weight_stages_elements): 16-byte
+// vectors where rows are whole vectors, but single elements on AMD (waves of 64) and for 5x5
+// filters.
 template <class T>
-int nchw_weight_vector_width(const platform::device_properties& dev, const void* ptr, long long w) {
-  return dev.warp_size == 64 ? 1 : vector_width<T>(ptr, w);
+int nchw_weight_vector_width(const depthwise_params& p, const platform::device_properties& dev, const void* ptr) {
+  const int k = specialised_filter(p) ? p.kernel_h : 0;
+  return weight_stages_elements(k, dev.warp_size == 64) ? 1 : vector_width<T>(ptr, p.w);
 }
 
 // NCHW rows of `w` elements: 16 bytes of them per load where rows are whole vectors, else
@@ -296,7 +302,8 @@ inline long long power_of_two_below(long long x) {  // the largest power of two 
 // A block fills at most `floats` of shared memory.
 // one_channel: tiles of a single channel (the weight gradient's blocks keep each thread on one
 // channel: its sums are that channel's), staged as its kernels compile (no pairs, no staging
-// order: nchw_weight_vector_width).
+// order: nchw_weight_vector_width), with room for their dz rows after the inputs (a plane's
+// rows of the tile, dense).
 template <class T>
 bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_properties& dev, const T* input,
                             long long floats, depthwise_plan& out, bool one_channel = false) {
@@ -337,8 +344,9 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   // plane and the first of the next.
   long long whole = band_input_rows(p, oh) * pitch;
   if (slots % shared_banks != 0) whole = padded(whole, channel_slots > 1 ? slots : oh * p.stride_h * pitch);
-  if (whole + taps + 1 <= floats) {
-    const long long fit = floats / (whole + taps + 1);
+  const long long dz_row = one_channel ? ow : 0;  // staged dz floats per output row
+  if (whole + oh * dz_row + taps + 1 <= floats) {
+    const long long fit = floats / (whole + oh * dz_row + taps + 1);
     long long planes = ceil_div(depthwise_outputs_per_block, out_plane);
     planes = planes < fit ? planes : fit;
     // Channels whose input and output planes fill whole 32-byte sectors, so blocks never share
@@ -370,7 +378,7 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   } else {
     if (channel_slots > 1) slots = round_up(ow, shared_banks), channel_slots = 1;  // one plane per block
     t.channels = t.images = 1;
-    t.rows = rows_fitting(p, pitch, taps + 1, floats);
+    t.rows = rows_fitting(p, pitch, taps + 1, floats, dz_row);
     if (t.rows < 1) return false;
     t.rows = rows_for_parallelism(t.rows, oh, static_cast<long long>(p.n) * p.c, dev);
     t.plane_stride = static_cast<int>(band_input_rows(p, t.rows) * pitch);
@@ -379,9 +387,9 @@ bool plan_nchw_tiled_within(const depthwise_params& p, const platform::device_pr
   t.in_rows = band_input_rows(p, t.rows);
   t.row_slots = static_cast<int>(slots);
   t.channel_slots = static_cast<int>(channel_slots);
-  t.vector = one_channel ? nchw_weight_vector_width<T>(dev, input, p.w) : nchw_vector_width<T>(input, p.w);
+  t.vector = one_channel ? nchw_weight_vector_width<T>(p, dev, input) : nchw_vector_width<T>(input, p.w);
   return finish_plan(t, ceil_div(p.c, t.channels) * ceil_div(p.n, t.images), ceil_div(oh, t.rows),
-                     t.channels * (t.images * static_cast<long long>(t.plane_stride) + taps + 1), dev, out);
+                     t.channels * (t.images * (static_cast<long long>(t.plane_stride) + t.rows * dz_row) + taps + 1), dev, out);
 }
 
 // Input columns `cols` output columns need.

@@ -1,18 +1,21 @@
 #pragma once
 // Depthwise NCHW weight gradient, shared-memory tiled: grad_weight[c][tap] = the sum over every
 // image and output of dz * x (dz = grad_output, times act'() where the layer fused an
-// activation) and grad_bias[c] = the sum of dz, deterministic (no atomics). A block takes one
-// channel and a run of items, each a band (or whole planes of a group of images) of the
-// forward's tiling: it stages the item's input band as the forward does (nchw_band.hpp), reads
-// each dz of the item once (coalesced, threads in the forward's order) and adds dz times every
-// tap's staged input into per-thread sums; after its items it adds the sums over its threads
-// in a fixed order (weight_reduce.hpp) and stores the channel's gradient, or, where the items
-// are spread over several blocks (with the caller's workspace, so that batch 1 fills the
-// device too), its partial sums for depthwise_weight_reduce.
-// Small planes that do not fill whole 32-byte sectors (7x7, 14x14) would have neighbouring
-// channels' blocks read the sectors they share: there a block takes G = tile.channels
-// consecutive channels (a power of two), whose planes are contiguous, stages their dz planes
-// too (coalesced across the channels), and thread t sums channel t % G from shared memory.
+// activation) and grad_bias[c] = the sum of dz, deterministic (no atomics). A block takes G =
+// tile.channels consecutive channels and a run of items, each a band (or whole planes of a
+// group of images) of the forward's tiling: it stages the item's input band as the forward
+// does (nchw_band.hpp) and the item's dz rows after it (read once, coalesced), and thread t
+// adds, for the outputs of channel t % G it takes in the forward's order, dz times every tap's
+// staged input into per-thread sums; after its items it adds the sums over its threads in a
+// fixed order (weight_reduce.hpp) and stores the gradient, or, where the items are spread
+// over several blocks (with the caller's workspace, so that batch 1 fills the device too), its
+// partial sums for depthwise_weight_reduce.
+// G is 1 but for small planes that do not fill whole 32-byte sectors (7x7, 14x14), where
+// neighbouring channels' blocks would read the sectors they share (dispatch/
+// depthwise_backward_plan.hpp: group_small_planes). dz is staged even for one channel: read
+// from global memory inside the tap loop, its 64-bit address and load took the registers that
+// keep a 5x5 filter's 25 sums at 4 resident blocks (64 registers: sm_80 spilled 8 to 12
+// bytes), and staged it costs one shared store and load against the taps' 25.
 // Filters up to 5x5 keep every tap's sum in registers; the taps of larger ones are split into
 // passes (weight_chunk), one per block row of the grid (grid.y), each over all of the items.
 // Multiplier 1.
@@ -30,36 +33,38 @@ namespace dsconv {
 namespace detail {
 // The weight gradient's staging paths (nchw_band.hpp): its per-tap sums stay live across the
 // staging, so it compiles no pairs and no staging order (gfx906, 3x3 float: 71 VGPRs, 75 with
-// the order, 87 with pairs too; sm_80 spilled), and on AMD no 16-byte vectors either: 4 waves
-// per SIMD (4 blocks of 256 threads a CU) leave 64 VGPRs, which its 3x3 kernels fit only
-// staging element by element (51 to 61 VGPRs on gfx906, against 63 to 81). Its plans match
-// (depthwise_plan.hpp: nchw_weight_vector_width).
+// the order, 87 with pairs too; sm_80 spilled), and no 16-byte vectors where registers are
+// short: on AMD, where 4 waves per SIMD (4 blocks of 256 threads a CU) leave 64 VGPRs, which
+// its 3x3 kernels fit only staging element by element (51 to 61 VGPRs on gfx906, against 63
+// to 81), and for 5x5 filters, whose 25 sums fit 64 registers (4 blocks) only so (sm_80 spilled
+// 20 to 40 bytes). Its plans match (weight_reduce.hpp: weight_stages_elements).
+template <int K>
+DSCONV_HOST_DEVICE constexpr int weight_staging_paths() {
 #if defined(DSCONV_PLATFORM_HIP)
-inline constexpr int weight_staging_paths = 0;
+  constexpr bool amd = true;
 #else
-inline constexpr int weight_staging_paths = kernels::staging_vectors;
+  constexpr bool amd = false;
 #endif
+  return weight_stages_elements(K, amd) ? 0 : kernels::staging_vectors;
+}
 
 // How a weight-gradient launch spreads its items (bands of images) over blocks.
 struct weight_items {
   int per_block;     // items a block takes, in order
   int groups;        // blocks per channel (group): grid.x = channel groups * groups
   float* partial;    // [groups][channels][taps + 1] where groups > 1, else nullptr
-  int dz_plane;      // NCHW blocks of several channels (tile.channels > 1): the staged stride of
-                     // a dz plane (floats); 0 otherwise
+  int dz_plane;      // NCHW: the staged stride of a dz plane (floats), the item's rows of one
+                     // channel of one image; 0 for NHWC
 };
 }  // namespace detail
 
 namespace kernels {
 
-// The body of both kernels below: Grouped, the blocks of G = t.channels channels of small
-// planes (dz staged); else one channel per block (dz read from global memory). Two kernels,
-// so that each compiles only its own path (both in one left gfx9 short of scalar registers).
-template <class T, int K, int S, bool Grouped>
-DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_shape s, detail::depthwise_tile t,
-                                                           detail::weight_items items, const T* __restrict__ input,
-                                                           const T* __restrict__ grad_output, detail::gate_tensor<T> gate,
-                                                           T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
+template <class T, int K, int S>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
+void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
+                                    const T* __restrict__ input, const T* __restrict__ grad_output,
+                                    detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
   namespace pf = platform;
   constexpr int C = detail::weight_chunk<K>();
   const detail::window_geometry<K, S> win(s);
@@ -74,8 +79,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
   // image group i / bands, walked without dividing.
   const int channel_group = static_cast<int>(pf::block_idx().x) / items.groups;  // (once per block)
   const int group = static_cast<int>(pf::block_idx().x) - channel_group * items.groups;
-  const int G = Grouped ? t.channels : 1, c0 = channel_group * G;
-  const int g = tid & (G - 1), channel = c0 + g;  // the channel whose sums this thread keeps
+  const int G = t.channels, c0 = channel_group * G;
+  const int g = tid & (G - 1);  // this thread keeps the sums of channel c0 + g
   const int bands = (s.out_h + t.rows - 1) / t.rows, image_groups = (s.n + t.images - 1) / t.images;
   const int first = group * items.per_block;
   const int last = first + items.per_block < bands * image_groups ? first + items.per_block : bands * image_groups;
@@ -89,43 +94,35 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
   DSCONV_UNROLL
   for (int i = 0; i < C; ++i) sums[i] = 0.f;
   int band = first_band, image_group = first_image_group;
-  float* dz_staged = staged + G * t.images * plane_stage;  // (Grouped) the channels' dz planes after their inputs
+  float* dz_staged = staged + G * t.images * plane_stage;  // the channels' dz rows after their inputs
   const int slot0 = tid / G, slot_step = threads / G;       // (once per block)
   for (int item = first; item < last; ++item) {
     const nchw_planes pl(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
     const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
-    stage_nchw_band<phases, detail::weight_staging_paths>(staged, input, static_cast<const T*>(nullptr), activation::none,
+    stage_nchw_band<phases, detail::weight_staging_paths<K>()>(staged, input, static_cast<const T*>(nullptr), activation::none,
                                                           s.c, pl, b, t, tid, threads);
-    if constexpr (Grouped) {
-      // The channels' whole dz planes (one band per map here), [plane][out_h * out_w] at
-      // dz_plane apart: per image one contiguous range, read in order.
-      detail::for_each_strided<3>(pl.i_count * pl.g_count * static_cast<int>(out_plane), {pl.g_count, static_cast<int>(out_plane)},
-                                  tid, threads, [&](const auto& at) {
-        const index_t off = (static_cast<index_t>(pl.b0 + at.outer()) * s.c + c0 + at[0]) * out_plane + at[1];
-        const float dz = detail::gated_load(grad_output, gate, off);
-        pf::shared_store(dz_staged + (at.outer() * pl.g_count + at[0]) * items.dz_plane + at[1], dz);
-      });
-    }
+    // The band's dz rows of each plane: one contiguous range per image and channel, [plane][rows
+    // * out_w] at dz_plane apart, read in order.
+    const int band_elements = rows * s.out_w;
+    detail::for_each_strided<3>(pl.i_count * pl.g_count * band_elements, {pl.g_count, band_elements}, tid, threads,
+                                [&](const auto& at) {
+      const index_t off = (static_cast<index_t>(pl.b0 + at.outer()) * s.c + c0 + at[0]) * out_plane +
+                          static_cast<index_t>(oy0) * s.out_w + at[1];
+      const float dz = detail::gated_load(grad_output, gate, off);
+      pf::shared_store(dz_staged + (at.outer() * pl.g_count + at[0]) * items.dz_plane + at[1], dz);
+    });
     pf::sync_threads();
     // This thread's channel's outputs, threads in the forward's order (rows in row slots; with
     // G channels a G-th of the threads each, row slots a multiple of 32 / G so that a warp's
-    // threads of one channel share a row); dz from the staged planes, or read once from global
-    // memory (coalesced) for one channel.
+    // threads of one channel share a row).
     if (g < pl.g_count)
       detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, slot0, slot_step,
                                   [&](const auto& at) {
         const int bi = at.outer(), plane = bi * pl.g_count + g, oy = at[0], ox = at[1];
         if (ox >= s.out_w) return;
-        float dz;
-        if constexpr (Grouped) {
-          dz = pf::shared_load(dz_staged + plane * items.dz_plane + oy * s.out_w + ox);
-        } else {
-          const index_t off = (static_cast<index_t>(pl.b0 + bi) * s.c + channel) * out_plane +
-                              static_cast<index_t>(oy0 + oy) * s.out_w + ox;
-          dz = detail::gated_load(grad_output, gate, off);
-        }
-        if (first_tap == 0) bias += dz;
+        const float dz = pf::shared_load(dz_staged + plane * items.dz_plane + oy * s.out_w + ox);
+        if (pass.sums_bias()) bias += dz;
         const float* window = staged + plane * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
         DSCONV_UNROLL
         for (int i = 0; i < C; ++i) sums[i] += dz * pf::shared_load(window + pass.at(i));
@@ -137,7 +134,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
   detail::reduce_chunk<C>(sums, bias, staged, G, wp, tid, threads);
   for (int j = tid; j < G * (C + 1); j += threads) {
     const int jg = j / (C + 1), i = j - jg * (C + 1), c = c0 + jg, tap = first_tap + i;  // (once per value)
-    if (c >= s.c || (i < C && tap >= taps) || (i == C && first_tap != 0)) continue;
+    if (c >= s.c || (i < C && tap >= taps) || (i == C && !pass.sums_bias())) continue;
     const float v = pf::shared_load(staged + j);
     const bool is_bias = i == C;
     if (items.partial) {
@@ -148,22 +145,6 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_weight_gradient(detail::depthwise_sha
       pf::store(grad_weight + static_cast<index_t>(c) * taps + tap, from_float<T>(v));
     }
   }
-}
-
-template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
-void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
-                                    const T* __restrict__ input, const T* __restrict__ grad_output,
-                                    detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
-  nchw_weight_gradient<T, K, S, false>(s, t, items, input, grad_output, gate, grad_weight, grad_bias);
-}
-
-template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
-void depthwise_nchw_grouped_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
-                                   const T* __restrict__ input, const T* __restrict__ grad_output,
-                                   detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
-  nchw_weight_gradient<T, K, S, true>(s, t, items, input, grad_output, gate, grad_weight, grad_bias);
 }
 
 }  // namespace kernels

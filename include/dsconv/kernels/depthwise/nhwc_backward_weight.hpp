@@ -57,6 +57,10 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
   DSCONV_UNROLL
   for (int i = 0; i < C; ++i) sums[i] = 0.f;
   int row_tile = first_row_tile, col_tile = first_col_tile, image_group = first_image_group;
+  // This thread's channel (c0 + c) and its first pixel of an item, in the forward's order
+  // (channel-fastest: thread t takes pixels t / cs, t / cs + threads / cs, ...).
+  const int c = tid % cs, pixel0 = tid / cs, pixel_step = threads / cs;
+  const T* staged_c = staged + c;
   for (int item = first; item < last; ++item) {
     const nhwc_group gr(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = row_tile * t.rows, ox0 = col_tile * t.cols;
@@ -66,17 +70,18 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
     stage_nhwc_window<phases>(staged, input, static_cast<const T*>(nullptr), activation::none, s.c, gr, window, t, tid,
                               threads);
     pf::sync_threads();
-    detail::for_each_strided<4>(gr.i_count * rows * t.row_slots * cs, {rows, t.row_slots, cs}, tid, threads,
-                                [&](const auto& at) {
-      const int bi = at.outer(), oy = at[0], ox = at[1], c = at[2];
-      if (c >= gr.cc_count || ox >= cols) return;
-      const index_t off = ((static_cast<index_t>(gr.b0 + bi) * s.out_h + oy0 + oy) * s.out_w + ox0 + ox) * s.c + c0 + c;
-      const float dz = detail::gated_load(grad_output, gate, off);
-      if (first_tap == 0) bias += dz;
-      const T* in = staged + bi * t.plane_stride + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
-      DSCONV_UNROLL
-      for (int i = 0; i < C; ++i) sums[i] += dz * to_float(pf::shared_load(in + pass.at(i)));
-    });
+    if (c < gr.cc_count)
+      detail::for_each_strided<3>(gr.i_count * rows * t.row_slots, {rows, t.row_slots}, pixel0, pixel_step,
+                                  [&](const auto& at) {
+        const int bi = at.outer(), oy = at[0], ox = at[1];
+        if (ox >= cols) return;
+        const index_t off = ((static_cast<index_t>(gr.b0 + bi) * s.out_h + oy0 + oy) * s.out_w + ox0 + ox) * s.c + c0 + c;
+        const float dz = detail::gated_load(grad_output, gate, off);
+        if (pass.sums_bias()) bias += dz;
+        const T* in = staged_c + bi * t.plane_stride + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs;
+        DSCONV_UNROLL
+        for (int i = 0; i < C; ++i) sums[i] += dz * to_float(pf::shared_load(in + pass.at(i)));
+      });
     pf::sync_threads();  // before the next item's staging
     if (++col_tile == col_tiles) {
       col_tile = 0;
@@ -90,7 +95,7 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
   for (int j = tid; j < cc_count * (C + 1); j += threads) {
     const int channel = j / (C + 1), i = j - channel * (C + 1);  // (a pass's stores, after its reduction)
     const int tap = first_tap + i;
-    if ((i < C && tap >= taps) || (i == C && first_tap != 0)) continue;
+    if ((i < C && tap >= taps) || (i == C && !pass.sums_bias())) continue;
     const float v = pf::shared_load(scratch + j);
     const bool is_bias = i == C;
     if (items.partial) {

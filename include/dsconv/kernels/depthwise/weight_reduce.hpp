@@ -25,15 +25,19 @@ DSCONV_HOST_DEVICE constexpr int weight_chunk() {
 // Blocks of the weight-gradient kernels a multiprocessor is to hold at once: their launch
 // bounds on CUDA, which cap registers at 64 for 4 blocks of 256 threads, 80 for 3, 128 for 2.
 // A thread keeps a sum per tap of its pass (9 for 3x3, 25 for 5x5, 28 for 7x7's passes) live
-// across the staging of each item: 3x3 at stride 1 fits 64 registers; 3x3 at stride 2 and
-// 5x5 fit 80, but for 5x5 at stride 2 staging 16-bit vectors; 7x7 and run-time filters need
-// 96 to 122. Fewer registers than these spilled 4 to 160 bytes (sm_75/80/90).
+// across the staging of each item: 3x3 and 5x5 fit 64 (with reduce_chunk's order, and the
+// 5x5 NCHW kernels staging single elements), 7x7 80; run-time filters need 108 to 123. Fewer
+// registers than these spilled 4 to 56 bytes (sm_75/80/90).
 template <class T, int K, int S>
 DSCONV_HOST_DEVICE constexpr int weight_resident_blocks() {
-  if (K == 3 && S == 1) return depthwise_resident_blocks;
-  if (K == 3 || (K == 5 && (S == 1 || sizeof(T) == 4))) return 3;
-  return 2;
+  return K == 3 || K == 5 ? depthwise_resident_blocks : K == 7 ? 3 : 2;
 }
+
+// Whether the NCHW weight gradient stages its input element by element (K: the specialised
+// filter's size, 0 for run-time filters; amd: a HIP build, or its plan for waves of 64), where
+// 16-byte vectors would cost registers its sums need (nchw_backward_weight.hpp:
+// weight_staging_paths).
+DSCONV_HOST_DEVICE constexpr bool weight_stages_elements(int k, bool amd) { return amd || k == 5; }
 
 // The taps of a block's pass (first .. first + C - 1) as offsets from a window's first staged
 // element: `row` per filter row (times the dilation), `col` per staged column, `phase` per
@@ -68,6 +72,8 @@ struct pass_taps {
       }
     }
   }
+  // Whether this pass sums the bias too (the first pass; known at compile time for one pass).
+  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_bias() const { return (K != 0 && K * K <= C) || first == 0; }
   DSCONV_DEVICE DSCONV_FORCEINLINE int at(int i) const {
     if constexpr (K != 0)
       return offset[i / K] + i % K / Phases * col + i % K % Phases * phase;  // (constants once unrolled)
@@ -95,11 +101,18 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias,
                                                    const warp_position& wp, int tid, int threads) {
   namespace pf = platform;
   constexpr int values = C + 1;
-  DSCONV_UNROLL
-  for (int i = 0; i < values; ++i) {
-    float v = i < C ? sums[i] : bias;
-    for (int offset = wp.width >> 1; offset >= group; offset >>= 1) v += pf::shfl_xor(v, offset);
-    if (wp.lane < group) pf::shared_store(scratch + (wp.warp * group + wp.lane) * values + i, v);
+  // (each step over all values in place: a value at a time, sm_80 spilled a 5x5 filter's
+  // sums at 64 registers)
+  for (int offset = wp.width >> 1; offset >= group; offset >>= 1) {
+    DSCONV_UNROLL
+    for (int i = 0; i < C; ++i) sums[i] += pf::shfl_xor(sums[i], offset);
+    bias += pf::shfl_xor(bias, offset);
+  }
+  if (wp.lane < group) {
+    float* own = scratch + (wp.warp * group + wp.lane) * values;
+    DSCONV_UNROLL
+    for (int i = 0; i < C; ++i) pf::shared_store(own + i, sums[i]);
+    pf::shared_store(own + C, bias);
   }
   pf::sync_threads();
   // Entry j (< group * values: value j % values of group member j / values) added over the
