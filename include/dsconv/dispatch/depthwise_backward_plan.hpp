@@ -192,19 +192,19 @@ bool plan_backward_data(const depthwise_params& p, bool nchw, const platform::de
 // one). Both kinds of staged plane are spaced 32 / G floats apart modulo the 32 banks, and a
 // row's outputs take row_slots threads of their channel, a multiple of 32 / G, so that a
 // warp's threads of each channel read consecutive words of one row and the G channels' threads
-// (t % G) distinct banks. Returns the dz plane stride (0: `d` keeps one channel per block, its
-// dz rows dense after its input planes).
+// (t % G) distinct banks. Returns the staged dz plane stride (where `d` keeps one channel per
+// block: its band's dz rows, dense after its input planes).
 template <class T>
 int group_small_planes(const depthwise_params& p, const platform::device_properties& dev, depthwise_plan& d) {
   depthwise_tile& t = d.tile;
   const int oh = p.out_h(), ow = p.out_w();
-  if (t.rows != oh) return 0;  // bands of a large map: its planes are many sectors
+  if (t.rows != oh) return t.rows * ow;  // bands of a large map: its planes are many sectors
   const long long in_group = 32 / gcd(32, static_cast<long long>(p.h) * p.w * static_cast<long long>(sizeof(T)));
   const long long out_group = 32 / gcd(32, static_cast<long long>(oh) * ow * static_cast<long long>(sizeof(T)));
   long long g = in_group > out_group ? in_group : out_group;
   g = g < 8 ? g : 8;
   g = g < p.c ? g : power_of_two_below(p.c);
-  if (g <= 1) return 0;
+  if (g <= 1) return t.rows * ow;
   long long bank_step = 0, x_plane = 0, dz_plane = 0;
   // The next stride at or above `floats` that is bank_step modulo the banks.
   auto spaced = [&](long long floats) { return floats + (bank_step - floats % shared_banks + shared_banks) % shared_banks; };
@@ -250,8 +250,7 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
   const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
   const long long passes = ceil_div(taps, chunk);  // grid.y: a block's taps (weight_reduce.hpp)
-  const int grouped_dz_plane = nchw ? group_small_planes<T>(p, dev, d) : 0;
-  out.items.dz_plane = grouped_dz_plane ? grouped_dz_plane : nchw ? d.tile.rows * p.out_w() : 0;
+  out.items.dz_plane = nchw ? group_small_planes<T>(p, dev, d) : 0;
   out.channel_blocks = ceil_div(p.c, d.tile.channels);
   out.item_count = static_cast<long long>(d.grid.y) * ceil_div(p.n, d.tile.images);
   // Spread: as many blocks per channel and pass as give every multiprocessor two blocks.
