@@ -12,11 +12,11 @@
 // and weight gradients, the layer's activation gradient applied from its saved tensor),
 // --out DIR (DSCONV_RESULTS, default results).
 #include <cstdio>
+#include <filesystem>
 #include <fstream>
 #include <map>
 #include <tuple>
 #include <random>
-#include <sys/stat.h>
 
 #include "support/backward_check.hpp"
 #include "support/device_setup.hpp"
@@ -132,7 +132,7 @@ void write_bank_summary(std::ostream& md, const std::vector<row>& rows) {
 }
 
 void write_reports(const std::string& dir, const std::vector<row>& rows, const std::string& device) {
-  mkdir(dir.c_str(), 0755);
+  std::filesystem::create_directories(dir);  // (throws where it cannot)
   std::ofstream csv(dir + "/layers.csv");
   csv << "layer,shape,pass,batch,type,layout,variant,status,relative_error,max_abs_error,bad_elements,wall_ms,minimum_bytes,"
          "traffic_bytes,traffic_ratio,load_sectors_per_request,store_sectors_per_request,shared_load_conflicts,"
@@ -178,6 +178,7 @@ void write_reports(const std::string& dir, const std::vector<row>& rows, const s
        << (w.pass() ? "pass" : "FAIL") << " |\n";
   }
   write_bank_summary(md, rows);
+  if (!md.flush() || !csv.flush()) throw std::runtime_error("cannot write the reports in " + dir);
 }
 
 }  // namespace

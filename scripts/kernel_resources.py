@@ -17,8 +17,7 @@ and from its registers, static and dynamic shared memory and threads the blocks 
 that stay resident per multiprocessor (theoretical occupancy): a summary per kernel and
 device in kernel_resources.md, every launch in occupancy.csv. The depthwise kernels' target
 is 50 % occupancy or 4 resident blocks, where the grid has that many blocks per
-multiprocessor (fused block launches below it, and backward ones on gfx906, are reported, not yet
-failed). Exits 1 when a depthwise tiled launch, forward or backward, is below that target, when
+multiprocessor (fused block launches below it are reported, not yet failed). Exits 1 when a depthwise tiled launch, forward or backward, is below that target, when
 a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma) has no HMMA instruction in its
 SASS for a CUDA target (on sm_75: its half kernels; bf16 and tf32 need sm_80) or no MFMA
 instruction for gfx90a, when another kernel has MFMA, when
@@ -331,18 +330,12 @@ def occupancy_tables(rows, plan_tool, out_dir):
         lines.append(f"| {name} | {target} | {s['launches']} | {s['min_blocks']} | {100 * s['min_occ']:.0f} % | {limits} | "
                      f"{s['below'] + s['below_backward'] if tiled(name) or fused(name) else '-'} |")
     below = sum(s["below"] for (name, _), s in summary.items() if tiled(name))
-    # Backward launches fail the target too, but on gfx906, whose 5x5 NCHW weight gradient
-    # needs 74 VGPRs (3 waves per SIMD; 64 spill): reported there.
-    below_backward = sum(s["below_backward"] for (name, target), s in summary.items()
-                         if tiled(name) and target != "gfx906")
-    below_backward_gfx906 = sum(s["below_backward"] for (name, target), s in summary.items()
-                                if tiled(name) and target == "gfx906")
+    below_backward = sum(s["below_backward"] for (name, _), s in summary.items() if tiled(name))
     below_fused = sum(s["below"] for (name, _), s in summary.items() if fused(name))
     launches = sum(s["launches"] for s in summary.values())
     note = (f"{launches} launches of {len(summary)} kernel builds as planned for every layer; "
             f"{below} depthwise tiled forward launches below 50 % occupancy and 4 resident blocks (where the grid has "
-            f"them); {below_backward} backward ones, and {below_backward_gfx906} on gfx906 (reported, not yet a "
-            f"failure); {below_fused} fused block launches below it (reported, not yet a failure); "
+            f"them); {below_backward} backward ones; {below_fused} fused block launches below it (reported, not yet a failure); "
             f"{len(unknown)} launched kernels missing from the resource table")
     return lines, note, bool(unknown), below + below_backward
 

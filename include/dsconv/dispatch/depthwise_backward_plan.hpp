@@ -248,8 +248,9 @@ bool plan_backward_weight(const depthwise_params& p, bool nchw, const platform::
   depthwise_plan& d = out.tile;
   if (!(nchw ? plan_nchw_tiled(p, dev, input, d, true) : plan_nhwc_tiled(p, dev, input, d))) return false;
   const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
-  const long long chunk = weight_chunk_of(p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0);
-  const long long passes = ceil_div(taps, chunk);  // grid.y: a block's taps (weight_reduce.hpp)
+  const int k = p.kernel_h == p.kernel_w && specialised_filter(p) ? p.kernel_h : 0;
+  const long long chunk = weight_chunk_of(k, nchw);  // a thread's taps, of its tap group's (weight_reduce.hpp)
+  const long long passes = ceil_div(taps, chunk * weight_tap_groups_of(k, nchw));  // grid.y
   out.items.dz_plane = nchw ? group_small_planes<T>(p, dev, d) : 0;
   out.channel_blocks = ceil_div(p.c, d.tile.channels);
   out.item_count = static_cast<long long>(d.grid.y) * ceil_div(p.n, d.tile.images);

@@ -80,12 +80,12 @@ int vector_width(const void* ptr, long long contiguous_elements) {
 }
 
 // The NCHW weight gradient's loads, as its kernels stage them (weight_stages_elements): 16-byte
-// vectors where rows are whole vectors, but single elements on AMD (waves of 64) and for 5x5
-// filters.
+// vectors where rows are whole vectors, but single elements on AMD (waves of 64) and for 16-bit
+// elements of 5x5 and 7x7 filters.
 template <class T>
 int nchw_weight_vector_width(const depthwise_params& p, const platform::device_properties& dev, const void* ptr) {
   const int k = specialised_filter(p) ? p.kernel_h : 0;
-  return weight_stages_elements(k, dev.warp_size == 64) ? 1 : vector_width<T>(ptr, p.w);
+  return weight_stages_elements(k, static_cast<int>(sizeof(T)), dev.warp_size == 64) ? 1 : vector_width<T>(ptr, p.w);
 }
 
 // NCHW rows of `w` elements: 16 bytes of them per load where rows are whole vectors, else

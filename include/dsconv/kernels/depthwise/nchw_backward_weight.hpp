@@ -16,9 +16,12 @@
 // from global memory inside the tap loop, its 64-bit address and load took the registers that
 // keep a 5x5 filter's 25 sums at 4 resident blocks (64 registers: sm_80 spilled 8 to 12
 // bytes), and staged it costs one shared store and load against the taps' 25.
-// Filters up to 5x5 keep every tap's sum in registers; the taps of larger ones are split into
-// passes (weight_chunk), one per block row of the grid (grid.y), each over all of the items.
-// Multiplier 1.
+// With dz staged, the block's threads can walk its outputs in several tap groups (sets of
+// whole warps, weight_reduce.hpp: weight_tap_groups_of), each summing its share of the taps:
+// 3x3 filters take one group, 5x5 two (13 sums a thread: 4 waves a SIMD on gfx906, where
+// 25 took 74 VGPRs), 7x7 four; every group reads each staged dz, one shared load more per
+// output and group than one group's. Run-time filters keep 16 taps' sums and take passes,
+// one per block row of the grid (grid.y), each over all of the items. Multiplier 1.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -36,16 +39,17 @@ namespace detail {
 // the order, 87 with pairs too; sm_80 spilled), and no 16-byte vectors where registers are
 // short: on AMD, where 4 waves per SIMD (4 blocks of 256 threads a CU) leave 64 VGPRs, which
 // its 3x3 kernels fit only staging element by element (51 to 61 VGPRs on gfx906, against 63
-// to 81), and for 5x5 filters, whose 25 sums fit 64 registers (4 blocks) only so (sm_80 spilled
-// 20 to 40 bytes). Its plans match (weight_reduce.hpp: weight_stages_elements).
-template <int K>
+// to 81), and for 16-bit elements of 5x5 and 7x7 filters (sm_90 spilled 4 bytes at 64
+// registers with vectors; float spilled 4 with elements). Its plans match (weight_reduce.hpp:
+// weight_stages_elements).
+template <class T, int K>
 DSCONV_HOST_DEVICE constexpr int weight_staging_paths() {
 #if defined(DSCONV_PLATFORM_HIP)
   constexpr bool amd = true;
 #else
   constexpr bool amd = false;
 #endif
-  return weight_stages_elements(K, amd) ? 0 : kernels::staging_vectors;
+  return weight_stages_elements(K, static_cast<int>(sizeof(T)), amd) ? 0 : kernels::staging_vectors;
 }
 
 // How a weight-gradient launch spreads its items (bands of images) over blocks.
@@ -61,12 +65,12 @@ struct weight_items {
 namespace kernels {
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S, true>()))
 void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                     const T* __restrict__ input, const T* __restrict__ grad_output,
                                     detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
   namespace pf = platform;
-  constexpr int C = detail::weight_chunk<K>();
+  constexpr int C = detail::weight_chunk_of(K, true), groups = detail::weight_tap_groups_of(K, true);
   const detail::window_geometry<K, S> win(s);
   const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
@@ -87,20 +91,22 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
   const int first_band = first % bands, first_image_group = first / bands;
   const index_t out_plane = static_cast<index_t>(s.out_h) * s.out_w;
 
-  // This block's taps (the bias with the first pass's).
-  const detail::pass_taps<K, phases, C> pass(static_cast<int>(pf::block_idx().y), taps, kw, dw, dh * pitch, 1, phase_pitch);
-  const int first_tap = pass.first;
+  // This thread's tap group (sets of threads / groups threads, whole warps) and its taps (the
+  // bias with the first tap's).
+  const int set_threads = threads / groups, tap_group = tid / set_threads, set_tid = tid - tap_group * set_threads;
+  const int pass = detail::weight_pass<K, true>();
+  const detail::thread_taps<K, phases, C, groups> own_taps(tap_group, pass, taps, kw, dw, dh * pitch, 1, phase_pitch);
   float sums[C], bias = 0.f;
   DSCONV_UNROLL
   for (int i = 0; i < C; ++i) sums[i] = 0.f;
   int band = first_band, image_group = first_image_group;
   float* dz_staged = staged + G * t.images * plane_stage;  // the channels' dz rows after their inputs
-  const int slot0 = tid / G, slot_step = threads / G;       // (once per block)
+  const int slot0 = set_tid / G, slot_step = set_threads / G;  // (once per block)
   for (int item = first; item < last; ++item) {
     const nchw_planes pl(t, s.c, s.n, c0, image_group * t.images);
     const int oy0 = band * t.rows, rows = s.out_h - oy0 < t.rows ? s.out_h - oy0 : t.rows;  // (full-width bands)
     const nchw_band b{oy0 * sh - s.pad_h, (rows - 1) * sh + (kh - 1) * dh + 1, s.pad_w, s.pad_w, s.h, s.w};
-    stage_nchw_band<phases, detail::weight_staging_paths<K>()>(staged, input, static_cast<const T*>(nullptr), activation::none,
+    stage_nchw_band<phases, detail::weight_staging_paths<T, K>()>(staged, input, static_cast<const T*>(nullptr), activation::none,
                                                           s.c, pl, b, t, tid, threads);
     // The band's dz rows of each plane: one contiguous range per image and channel, [plane][rows
     // * out_w] at dz_plane apart, read in order.
@@ -113,36 +119,42 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
       pf::shared_store(dz_staged + (at.outer() * pl.g_count + at[0]) * items.dz_plane + at[1], dz);
     });
     pf::sync_threads();
-    // This thread's channel's outputs, threads in the forward's order (rows in row slots; with
-    // G channels a G-th of the threads each, row slots a multiple of 32 / G so that a warp's
-    // threads of one channel share a row).
+    // This thread's channel's outputs, each tap group's threads in the forward's order (rows in
+    // row slots; with G channels a G-th of the threads each, row slots a multiple of 32 / G so
+    // that a warp's threads of one channel share a row).
     if (g < pl.g_count)
-      detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, slot0, slot_step,
-                                  [&](const auto& at) {
-        const int bi = at.outer(), plane = bi * pl.g_count + g, oy = at[0], ox = at[1];
-        if (ox >= s.out_w) return;
-        const float dz = pf::shared_load(dz_staged + plane * items.dz_plane + oy * s.out_w + ox);
-        if (pass.sums_bias()) bias += dz;
-        const float* window = staged + plane * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
-        DSCONV_UNROLL
-        for (int i = 0; i < C; ++i) sums[i] += dz * pf::shared_load(window + pass.at(i));
+      own_taps.visit([&](const auto& own) {
+        detail::for_each_strided<3>(pl.i_count * rows * t.row_slots, {rows, t.row_slots}, slot0, slot_step,
+                                    [&](const auto& at) {
+          const int bi = at.outer(), plane = bi * pl.g_count + g, oy = at[0], ox = at[1];
+          if (ox >= s.out_w) return;
+          const float dz = pf::shared_load(dz_staged + plane * items.dz_plane + oy * s.out_w + ox);
+          if (own.sums_bias()) bias += dz;
+          const float* window = staged + plane * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
+          DSCONV_UNROLL
+          for (int i = 0; i < C; ++i) sums[i] += dz * pf::shared_load(window + own.at(i));
+        });
       });
     pf::sync_threads();  // before the next item's staging
     if (++band == bands) band = 0, ++image_group;
   }
-  // Each channel's sums (threads with ids equal modulo G) at staged[g][i].
-  detail::reduce_chunk<C>(sums, bias, staged, G, wp, tid, threads);
-  for (int j = tid; j < G * (C + 1); j += threads) {
-    const int jg = j / (C + 1), i = j - jg * (C + 1), c = c0 + jg, tap = first_tap + i;  // (once per value)
-    if (c >= s.c || (i < C && tap >= taps) || (i == C && !pass.sums_bias())) continue;
-    const float v = pf::shared_load(staged + j);
-    const bool is_bias = i == C;
+  // Each channel's and tap group's sums (threads with ids equal modulo G in a set) in staged.
+  detail::reduce_chunk<C, groups>(sums, bias, staged, G, wp, tid, threads);
+  // Stored in the gradient's order (channel, then tap, the bias last), the tap groups' values
+  // side by side: value v < groups * C of a channel is tap group v / C's sum i = v % C.
+  constexpr int values = groups * C + 1;
+  for (int j = tid; j < G * values; j += threads) {
+    const int jg = j / values, v = j - jg * values, c = c0 + jg;  // (once per value)
+    const bool is_bias = v == groups * C;
+    const int set = is_bias ? 0 : v / C, i = is_bias ? C : v - set * C, tap = pass * groups * C + v;
+    if (c >= s.c || (!is_bias && tap >= taps) || (is_bias && pass != 0)) continue;  // (the bias: the first pass's)
+    const float val = pf::shared_load(staged + detail::reduced_at<C, groups>(set, jg, G, wp) + i);
     if (items.partial) {
-      pf::store(items.partial + (static_cast<index_t>(group) * s.c + c) * (taps + 1) + (is_bias ? taps : tap), v);
+      pf::store(items.partial + (static_cast<index_t>(group) * s.c + c) * (taps + 1) + (is_bias ? taps : tap), val);
     } else if (is_bias) {
-      if (grad_bias) pf::store(grad_bias + c, from_float<T>(v));
+      if (grad_bias) pf::store(grad_bias + c, from_float<T>(val));
     } else {
-      pf::store(grad_weight + static_cast<index_t>(c) * taps + tap, from_float<T>(v));
+      pf::store(grad_weight + static_cast<index_t>(c) * taps + tap, from_float<T>(val));
     }
   }
 }

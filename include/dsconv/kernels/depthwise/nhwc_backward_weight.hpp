@@ -7,7 +7,8 @@
 // forward's order: channel-fastest) and adds dz times every
 // tap's staged input into per-thread sums; after its items it adds the sums of the threads of
 // each channel in a fixed order (weight_reduce.hpp). Filters larger than 5x5 take passes of
-// their taps, one per block row of the grid, as in nchw_backward_weight.hpp. Multiplier 1.
+// their taps, one per block row of the grid: dz comes from global memory here, so tap groups
+// walking the same outputs (nchw_backward_weight.hpp) would read it once per group. Multiplier 1.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -23,12 +24,12 @@ namespace dsconv {
 namespace kernels {
 
 template <class T, int K, int S>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::depthwise_block_threads, (detail::weight_resident_blocks<T, K, S, false>()))
 void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise_tile t, detail::weight_items items,
                                     const T* __restrict__ input, const T* __restrict__ grad_output,
                                     detail::gate_tensor<T> gate, T* __restrict__ grad_weight, T* __restrict__ grad_bias) {
   namespace pf = platform;
-  constexpr int C = detail::weight_chunk<K>();
+  constexpr int C = detail::weight_chunk_of(K, false);
   const detail::window_geometry<K, S> win(s);
   const int kh = win.kh, kw = win.kw, sh = win.sh, sw = win.sw, dh = win.dh, dw = win.dw, taps = win.taps;
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
@@ -50,7 +51,7 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
   const int first_row_tile = first % tiles / col_tiles, first_col_tile = first % tiles % col_tiles, first_image_group = first / tiles;
 
   // This block's taps (the bias with the first pass's).
-  const detail::pass_taps<K, phases, C> pass(static_cast<int>(pf::block_idx().y), taps, kw, dw, dh * pitch * cs, cs,
+  const detail::pass_taps<K, phases, C> pass(detail::weight_pass<K, false>(), taps, kw, dw, dh * pitch * cs, cs,
                                              phase_pitch * cs);
   const int first_tap = pass.first;
   float sums[C], bias = 0.f;

@@ -11,56 +11,74 @@
 namespace dsconv {
 namespace detail {
 
-// Taps whose sums a thread keeps in registers (K: the specialised square filter's size, 0 for
-// run-time filters): the whole filter up to 5x5; larger specialised filters whole filter rows,
-// 28 taps at most; run-time filters 16 taps. A block takes one pass of that many taps over its
-// work (grid.y: the passes). (The planner sizes the launch and the block's reduction scratch
-// from the same count.)
-DSCONV_HOST_DEVICE constexpr int weight_chunk_of(int k) { return k == 0 ? 16 : k * k <= 25 ? k * k : 28 / k * k; }
-template <int K>
-DSCONV_HOST_DEVICE constexpr int weight_chunk() {
-  return weight_chunk_of(K);
+// The NCHW kernel's threads stage dz (nchw_backward_weight.hpp), so several sets of its threads
+// can walk the same staged outputs, each summing its own taps: a specialised filter's taps are
+// split over as many tap groups (sets of whole warps) as keep at most weight_group_sums sums a
+// thread. 13 is what a 5x5 filter's half needs: gfx906 held its 25 sums in 74 to 75 VGPRs (3
+// waves per SIMD; at 64, 6 to 10 spilled), 15 of them in 64. A 7x7 filter then takes 4 groups
+// in one pass over its input, where whole-row passes of 28 taps read it twice.
+inline constexpr int weight_group_sums = 13;
+DSCONV_HOST_DEVICE constexpr int weight_tap_groups_of(int k, bool nchw) {
+  return nchw && k != 0 ? (k * k + weight_group_sums - 1) / weight_group_sums : 1;
+}
+// Taps whose sums a thread keeps in registers (k: the specialised square filter's size, 0 for
+// run-time filters): run-time filters 16 taps; NCHW specialised filters their tap group's
+// (the filter's taps over weight_tap_groups_of, rounded up: the last group's spare sums read
+// inside the window and are never stored); NHWC the whole filter up to 5x5, larger filters
+// whole filter rows, 28 taps at most. A block takes one pass of that many taps per tap group
+// over its work (grid.y: the passes). (The planner sizes the launch and the block's reduction
+// scratch from the same counts.)
+DSCONV_HOST_DEVICE constexpr int weight_chunk_of(int k, bool nchw) {
+  return k == 0 ? 16
+         : nchw  ? (k * k + weight_tap_groups_of(k, nchw) - 1) / weight_tap_groups_of(k, nchw)
+         : k * k <= 25 ? k * k
+                       : 28 / k * k;
 }
 
 // Blocks of the weight-gradient kernels a multiprocessor is to hold at once: their launch
 // bounds on CUDA, which cap registers at 64 for 4 blocks of 256 threads, 80 for 3, 128 for 2.
-// A thread keeps a sum per tap of its pass (9 for 3x3, 25 for 5x5, 28 for 7x7's passes) live
-// across the staging of each item: 3x3 and 5x5 fit 64 (with reduce_chunk's order, and the
-// 5x5 NCHW kernels staging single elements), 7x7 80; run-time filters need 108 to 123. Fewer
-// registers than these spilled 4 to 56 bytes (sm_75/80/90).
-template <class T, int K, int S>
+// A thread keeps a sum per tap of its pass (weight_chunk_of) live across the staging of each
+// item: 9 for 3x3 and 13 for NCHW tap groups fit 64, as do NHWC 5x5's 25 (with reduce_chunk's
+// order); NHWC 7x7's 28 fit 80; run-time filters need 108 to 123. Fewer registers than these
+// spilled 4 to 56 bytes (sm_75/80/90).
+template <class T, int K, int S, bool Nchw>
 DSCONV_HOST_DEVICE constexpr int weight_resident_blocks() {
-  return K == 3 || K == 5 ? depthwise_resident_blocks : K == 7 ? 3 : 2;
+  return K == 3 || K == 5 || (K == 7 && Nchw) ? depthwise_resident_blocks : K == 7 ? 3 : 2;
 }
 
-// Whether the NCHW weight gradient stages its input element by element (K: the specialised
-// filter's size, 0 for run-time filters; amd: a HIP build, or its plan for waves of 64), where
-// 16-byte vectors would cost registers its sums need (nchw_backward_weight.hpp:
-// weight_staging_paths).
-DSCONV_HOST_DEVICE constexpr bool weight_stages_elements(int k, bool amd) { return amd || k == 5; }
+// Whether the NCHW weight gradient stages its input element by element (k: the specialised
+// filter's size, 0 for run-time filters; element_bytes: sizeof(T); amd: a HIP build, or its
+// plan for waves of 64), where 16-byte vectors would cost registers its sums need
+// (nchw_backward_weight.hpp: weight_staging_paths).
+DSCONV_HOST_DEVICE constexpr bool weight_stages_elements(int k, int element_bytes, bool amd) {
+  return amd || (k >= 5 && element_bytes == 2);
+}
 
-// The taps of a block's pass (first .. first + C - 1) as offsets from a window's first staged
-// element: `row` per filter row (times the dilation), `col` per staged column, `phase` per
-// column phase (K and Phases as in window_sum). A specialised filter's passes are whole filter
-// rows: each tap's offset is its row's (a pass's rows past the filter read the last one) plus a
-// compile-time multiple of the steps; a run-time filter's offsets are computed once per
+// The taps a thread sums, first .. first + C - 1 with first = First + pass * C, as offsets
+// from a window's first staged element: `row` per filter row (times the dilation), `col` per
+// staged column, `phase` per column phase (K and Phases as in window_sum). A specialised
+// filter's taps are First (a tap group's first, at compile time) on in one pass, or passes of
+// whole filter rows: each tap's offset is its row's (rows past the filter read the last one)
+// plus a compile-time multiple of the steps; a run-time filter's offsets are computed once per
 // block. Taps past the filter read inside the window and their sums are never stored: the loop
 // over a pass's taps then has no per-tap condition (on AMD each would hold a 64-bit lane mask
 // in scalar registers, more than the kernel has).
-template <int K, int Phases, int C>
+template <int K, int Phases, int C, int First = 0>
 struct pass_taps {
-  static constexpr int rows = K != 0 ? C / K : 1;  // filter rows of a specialised filter's pass
+  static constexpr int lead = K != 0 ? First % K : 0;                  // the first tap's column
+  static constexpr int rows = K != 0 ? (lead + C - 1) / K + 1 : 1;     // filter rows the taps touch
   // (K != 0 ? K : 1): nvcc warns of a % 0 even where K == 0 has already decided the assertion.
-  static_assert(K == 0 || C % (K != 0 ? K : 1) == 0, "a specialised filter's pass is whole filter rows");
-  static_assert(K != 0 || Phases == 1, "run-time filters stage unphased rows");
-  int first;  // the pass's first tap
+  static_assert(K == 0 || First == 0 || C * (First / C) == First, "a tap group's first tap is a multiple of C");
+  static_assert(K != 0 || (Phases == 1 && First == 0), "run-time filters stage unphased rows, in passes");
+  int first;  // the first tap
   int col, phase;
-  int offset[K != 0 ? rows : C];  // per row of the pass (specialised filters) or per tap
+  int offset[K != 0 ? rows : C];  // per row the taps touch (specialised filters) or per tap
 
+  // `pass`: 0 where one pass covers the filter (the compiler then sees the constants).
   DSCONV_DEVICE pass_taps(int pass, int taps, int kw, int dw, int row, int col_step, int phase_step)
-      : first(pass * C), col(col_step), phase(phase_step) {
+      : first(First + pass * C), col(col_step), phase(phase_step) {
     if constexpr (K != 0) {
-      const int first_row = K * K == C ? 0 : pass * rows;  // (one pass: the compiler sees the constants)
+      const int first_row = first / K;  // (passes > 0: whole rows, C a multiple of K)
       DSCONV_UNROLL
       for (int r = 0; r < rows; ++r) offset[r] = (first_row + r < K ? first_row + r : K - 1) * row;
     } else {
@@ -72,14 +90,56 @@ struct pass_taps {
       }
     }
   }
-  // Whether this pass sums the bias too (the first pass; known at compile time for one pass).
-  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_bias() const { return (K != 0 && K * K <= C) || first == 0; }
+  // Whether these taps' thread sums the bias too (the first tap's; known at compile time for one pass).
+  DSCONV_DEVICE DSCONV_FORCEINLINE bool sums_bias() const { return first == 0; }
   DSCONV_DEVICE DSCONV_FORCEINLINE int at(int i) const {
     if constexpr (K != 0)
-      return offset[i / K] + i % K / Phases * col + i % K % Phases * phase;  // (constants once unrolled)
+      return offset[(lead + i) / K] + (lead + i) % K / Phases * col + (lead + i) % K % Phases * phase;  // (constants once unrolled)
     else
       return offset[i];
   }
+};
+
+// A thread's taps: its tap group's pass_taps (Groups sets of whole warps, group = the thread's).
+// One group keeps its pass_taps, built once per block; several build their group's where
+// f uses it (a few multiplications by constants, no division): a switch over compile-time
+// firsts, so that each group's offsets fold to constants.
+template <int K, int Phases, int C, int Groups>
+class thread_taps {
+  static_assert(K != 0, "run-time filters take one tap group");
+
+ public:
+  DSCONV_DEVICE thread_taps(int group, int pass, int taps, int kw, int dw, int row, int col_step, int phase_step)
+      : group_(group), row_(row), col_(col_step), phase_(phase_step) {
+    (void)pass, (void)taps, (void)kw, (void)dw;  // (one pass: weight_pass is 0)
+  }
+  template <class F>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void visit(F&& f) const {
+    visit_from<0>(f);
+  }
+
+ private:
+  template <int G, class F>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void visit_from(F& f) const {
+    if (G == Groups - 1 || group_ == G)
+      f(pass_taps<K, Phases, C, G * C>(0, 0, 0, 0, row_, col_, phase_));
+    else if constexpr (G + 1 < Groups)
+      visit_from<G + 1>(f);
+  }
+  int group_, row_, col_, phase_;
+};
+template <int K, int Phases, int C>
+class thread_taps<K, Phases, C, 1> {
+ public:
+  DSCONV_DEVICE thread_taps(int, int pass, int taps, int kw, int dw, int row, int col_step, int phase_step)
+      : taps_(pass, taps, kw, dw, row, col_step, phase_step) {}
+  template <class F>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void visit(F&& f) const {
+    f(taps_);
+  }
+
+ private:
+  pass_taps<K, Phases, C> taps_;
 };
 
 // Where a thread sits in its block's warps (computed once per block: the warp width is a
@@ -91,12 +151,14 @@ struct warp_position {
 };
 
 // Adds the per-thread sums of a chunk of taps (`sums[i]`, tap first + i for i < valid; and the
-// bias gradient where first is 0) over the threads of the block that share a channel: those
-// whose ids are equal modulo `group` (1: all of them; a power of two up to the warp width).
-// Each value is summed over a warp by a butterfly (fixed order), then over the warps in warp
-// order through `scratch` (warps * group * (C + 1) floats). Ends with the sums in
-// scratch[group index][i] (tap i, the bias at C) for the caller to store after a barrier.
-template <int C>
+// bias gradient where first is 0) over the threads of the block that share a channel and a set:
+// those whose ids are equal modulo `group` (1: all of them; a power of two up to the warp
+// width) among Sets consecutive sets of whole warps (tap groups, each summing its own taps).
+// Each value is summed over a warp by a butterfly (fixed order), then over the set's warps in
+// warp order through `scratch` (warps * group * (C + 1) floats). Ends with the sums in
+// scratch[reduced_at(set, group index, group) + i] (tap i, the bias at C) for the caller to
+// store after a barrier.
+template <int C, int Sets = 1>
 DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias, float* scratch, int group,
                                                    const warp_position& wp, int tid, int threads) {
   namespace pf = platform;
@@ -115,14 +177,32 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias,
     pf::shared_store(own + C, bias);
   }
   pf::sync_threads();
-  // Entry j (< group * values: value j % values of group member j / values) added over the
-  // warps into warp 0's copy, which is entry j itself: no other thread reads or writes it.
-  for (int j = tid; j < group * values; j += threads) {
-    float total = 0.f;
-    for (int w = 0; w < wp.warps; ++w) total += pf::shared_load(scratch + w * group * values + j);
-    pf::shared_store(scratch + j, total);
+  // Entry j of a set (< group * values: value j % values of group member j / values) added over
+  // the set's warps into its first warp's copy, which is that entry itself: no other thread
+  // reads or writes it.
+  const int set_warps = wp.warps / Sets, entries = group * values;
+  for (int set = 0; set < Sets; ++set) {
+    float* first = scratch + set * set_warps * entries;
+    for (int j = tid; j < entries; j += threads) {
+      float total = 0.f;
+      for (int w = 0; w < set_warps; ++w) total += pf::shared_load(first + w * entries + j);
+      pf::shared_store(first + j, total);
+    }
   }
   pf::sync_threads();
+}
+// Where reduce_chunk<C, Sets> leaves the sums of group member `member` of set `set`.
+template <int C, int Sets>
+DSCONV_DEVICE DSCONV_FORCEINLINE int reduced_at(int set, int member, int group, const warp_position& wp) {
+  return ((set * (wp.warps / Sets)) * group + member) * (C + 1);
+}
+
+// The block's pass of a weight-gradient kernel's taps: grid.y where its tap groups take
+// several passes, else 0 at compile time (pass_taps then folds its offsets to constants).
+template <int K, bool Nchw>
+DSCONV_DEVICE DSCONV_FORCEINLINE int weight_pass() {
+  constexpr bool one = K != 0 && weight_chunk_of(K, Nchw) * weight_tap_groups_of(K, Nchw) >= K * K;
+  return one ? 0 : static_cast<int>(platform::block_idx().y);
 }
 
 }  // namespace detail
