@@ -400,12 +400,12 @@ def main():
     # depthwise tiled kernels, the 128x128 matrix-unit tiles, and the 128x128 SIMT tile for
     # float (in the 64x64 tiles and the 16-bit SIMT ones a thread's runs are 8 bytes).
     # (The NCHW weight gradient stages element by element on AMD, to fit 4 waves per SIMD,
-    # and for 5x5 filters, to fit 4 blocks: kernels/depthwise/weight_reduce.hpp,
-    # weight_stages_elements.)
+    # and for 16-bit elements of 5x5 and 7x7 filters, to fit 4 blocks without spilling:
+    # kernels/depthwise/weight_reduce.hpp, weight_stages_elements.)
     expects_128 = lambda k: (k.startswith("depthwise_n") or re.search(r"mma_tile<128, 128, .*, true>", k) or
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", k))
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
-                                   (r["target"].startswith("gfx") or re.match(r"[^<]*<[^,]+, 5,", r["kernel"])))
+                                   (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
     narrow = [r for r in rows if expects_128(r["kernel"]) and not staged_by_element(r) and not r["load128"]]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
