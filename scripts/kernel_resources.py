@@ -18,7 +18,8 @@ that stay resident per multiprocessor (theoretical occupancy): a summary per ker
 device in kernel_resources.md, every launch in occupancy.csv. The depthwise kernels' target
 is 50 % occupancy or 4 resident blocks, where the grid has that many blocks per
 multiprocessor (fused block launches below it are reported, not yet failed). Exits 1 when a depthwise tiled launch, forward or backward, is below that target, when
-a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma) has no HMMA instruction in its
+a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma, and the fused block kernel
+with a unit) has no HMMA instruction in its
 SASS for a CUDA target (on sm_75: its half kernels; bf16 and tf32 need sm_80) or no MFMA
 instruction for gfx90a, when another kernel has MFMA, when
 a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then be
@@ -385,8 +386,10 @@ def main():
     # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (on sm_75
     # only for half: Turing has no bf16 or tf32 mma.sync, and those kernels only trap there),
     # matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
-    matrix_kernel = lambda r: r["kernel"].startswith("pointwise_gemm_mma")
-    traps_on_turing = lambda r: r["target"] == "sm_75" and not r["kernel"].startswith("pointwise_gemm_mma<half,")
+    # (the matrix-unit GEMM, and the fused block whose project step runs on a unit)
+    matrix_kernel = lambda r: (r["kernel"].startswith("pointwise_gemm_mma") or
+                               re.match(r"inverted_residual_fused_nhwc<.*(mma_sync_unit|mfma_unit)>", r["kernel"]))
+    traps_on_turing = lambda r: r["target"] == "sm_75" and not re.match(r"\w+<half,", r["kernel"])
     no_hmma = [r for r in rows if matrix_kernel(r) and r.get("hmma") == 0 and not traps_on_turing(r)]
     no_mfma = [r for r in rows if matrix_kernel(r) and r["target"] == "gfx90a" and r.get("mfma") == 0]
     stray_mfma = [r for r in rows if not matrix_kernel(r) and r.get("mfma")]

@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdio>
 #include <memory>
 #include <type_traits>
 #include <vector>
@@ -220,6 +221,26 @@ TEMPLATE_TEST_CASE("inverted_residual: odd shapes, partial slices and tiles, eve
   }
 }
 
+// The SIMT project of 16-bit blocks at warp 32: on a device of that width without a matrix
+// unit (every profile of width 32 has one, which takes those blocks), as before Turing.
+TEMPLATE_TEST_CASE("inverted_residual: 16-bit blocks on a warp-32 device without a matrix unit", "[block][shapes]",
+                   dsconv::half, dsconv::bfloat16) {
+  const dsconv::platform::device_properties before = dsconv::host::device();
+  if (before.warp_size != 32) return;  // (the profiles of width 64 include one without a unit: gfx906)
+  dsconv::platform::device_properties plain = before;
+  plain.matrix = dsconv::platform::matrix_unit::none;
+  std::snprintf(plain.name, sizeof plain.name, "%s", "warp32-no-matrix-unit");
+  REQUIRE(dsconv::host::set_device(plain) == status::success);
+  struct restore {
+    dsconv::platform::device_properties device;
+    ~restore() { dsconv::host::set_device(device); }
+  } const restored{before};
+  for (const layout l : all_layouts) {
+    check_block<TestType>(block(2, 5, 9, 7, 13, 3, 2, 0, 7, activation::relu6, false, l));
+    check_block<TestType>(block(1, 8, 11, 13, 40, 5, 1, 0, 8, activation::silu, true, l), false);
+  }
+}
+
 TEST_CASE("inverted_residual: two runs give the same bits", "[block]") {
   for (const block_variant v : dsconv::all_block_variants)
     for (const int se : {0, 4}) {
@@ -245,6 +266,48 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
       // With a workspace of the size the library asks for, either variant can run.
       CHECK(dsconv::inverted_residual_workspace_size<float>(p) > 0);
     }
+  }
+}
+
+// The fused kernel's project step runs on the device's matrix unit exactly where the unit
+// multiplies the type (half on every unit, bfloat16 on sm_80's and AMD's, never float), and
+// such a plan's output tiles cover the tile within the unit's limits.
+template <class T>
+void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
+  namespace d = dsconv::detail;
+  using dsconv::platform::matrix_unit;
+  const bool multiplies = std::is_same<T, dsconv::half>::value ? dev.matrix != matrix_unit::none
+                          : std::is_same<T, dsconv::bfloat16>::value
+                              ? dev.matrix == matrix_unit::mma_sync || dev.matrix == matrix_unit::mfma
+                              : false;
+  for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
+    const inverted_residual_params p = b.at(8, layout::nhwc);
+    INFO(b.name() << " on " << dev.name);
+    CHECK(d::fused_projects_on_matrix_unit<T>(p, dev) == (multiplies && p.se_channels == 0));
+    d::fused_block_plan plan;
+    if (!d::plan_fused_block<T>(p, dev, plan)) continue;
+    const d::fused_block_tile& t = plan.tile;
+    if (!(multiplies && p.se_channels == 0)) {
+      CHECK(t.q_tiles == 0);
+      continue;
+    }
+    CHECK(t.q_tiles * d::fused_mma_tile >= t.rows * t.cols);
+    CHECK(t.o_tiles * d::fused_mma_tile >= p.c_out);
+    CHECK(t.q_tiles * t.o_tiles <= d::fused_mma_block_tiles);
+    CHECK(t.scratch_warps >= 1);
+    CHECK(t.scratch_warps <= static_cast<int>(d::fused_block_threads) / dev.warp_size);
+    CHECK(d::fused_mma_scratch_at(t) + t.scratch_warps * d::fused_mma_scratch_largest <= t.floats);
+    CHECK(t.d % 4 == 0);  // (16-byte aligned operand rows)
+    CHECK(t.wp % 4 == 0);
+    CHECK(plan.shared_bytes <= dev.shared_memory_per_block);
+  }
+}
+
+TEST_CASE("inverted_residual: the fused kernel projects on the matrix unit wherever the unit multiplies the type", "[block]") {
+  for (const dsconv::platform::device_properties& dev : dsconv::host::device_profiles()) {
+    check_matrix_unit_plans<float>(dev);
+    check_matrix_unit_plans<dsconv::half>(dev);
+    check_matrix_unit_plans<dsconv::bfloat16>(dev);
   }
 }
 

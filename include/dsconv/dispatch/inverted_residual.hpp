@@ -40,7 +40,7 @@ status can_implement(block_variant variant, const inverted_residual_params& p) {
   platform::device_properties dev;
   if ((s = platform::get_device_properties(dev)) != status::success) return s;
   detail::fused_block_plan plan;
-  if (!detail::plan_fused_block(p, dev, sizeof(T), plan))
+  if (!detail::plan_fused_block<T>(p, dev, plan))
     return detail::invalid(status::unsupported_variant, op, "fused: no tile fits the device's shared memory and grid");
   return status::success;
 }
@@ -53,7 +53,7 @@ template <class T>
 bool plan_fused(const inverted_residual_params& p, const platform::device_properties& dev, fused_block_plan& plan,
                 index_t& workspace) {
   workspace = 0;
-  if (!plan_fused_block(p, dev, sizeof(T), plan)) return false;
+  if (!plan_fused_block<T>(p, dev, plan)) return false;
   if (p.se_channels > 0)
     workspace =
         fused_squeeze_excitation_layout(p, sizeof(T), static_cast<index_t>(plan.tile.tiles_x) * plan.tile.tiles_y).bytes;
@@ -213,9 +213,19 @@ status run_fused_block(const inverted_residual_params& p, const fused_block_plan
   const block_weight_ptrs<T> weights{w.expand_weight,  w.expand_bias,    w.depthwise_weight,
                                      w.depthwise_bias, w.project_weight, w.project_bias};
   const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
-  if (p.se_channels == 0)
+  if (p.se_channels == 0) {
+    // (step 4 on the matrix unit where the plan has its tiles: fused_projects_on_matrix_unit)
+    if constexpr (sizeof(T) == 2)
+      if (plan.tile.q_tiles > 0)
+        return with_matrix_unit(dev, [&](auto unit) {
+          using Unit = decltype(unit);
+          return platform::launch(
+              platform::registered<kernels::inverted_residual_fused_nhwc<T, true, Unit>, Unit::template needs<T>>(), config,
+              make_shape(p), plan.tile, weights, input, output, static_cast<float*>(nullptr));
+        });
     return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, true>>(), config, make_shape(p),
                             plan.tile, weights, input, output, static_cast<float*>(nullptr));
+  }
   const int tiles = plan.tile.tiles_x * plan.tile.tiles_y;
   const block_workspace at = fused_squeeze_excitation_layout(p, sizeof(T), tiles);
   char* ws = static_cast<char*>(workspace);

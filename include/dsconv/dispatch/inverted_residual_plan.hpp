@@ -144,22 +144,31 @@ inline int round_up_to(int v, int modulus, int remainder) { return v + ((remaind
 inline bool fused_projects(const block_shape& s) { return s.se_channels == 0; }
 
 // The tile of rows x cols outputs: its shared-memory regions (false where they exceed
-// `floats`) and the cost model's bytes for the whole grid.
-inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes,
+// `floats`) and the cost model's bytes for the whole grid. `mma`: step 4 on the device's matrix
+// unit (16-bit elements, blocks that project): its operands as T in 32-byte rows, 16-byte
+// aligned, and the outputs in whole 16x16 tiles, at most fused_mma_block_tiles.
+inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes, bool mma,
                           const platform::device_properties& dev, fused_block_plan& out) {
-  constexpr int EC = fused_block_slice, R = fused_block_outputs;
+  constexpr int EC = fused_block_slice, R = fused_block_outputs, MT = fused_mma_tile;
   const bool projects = fused_projects(s);
   fused_block_tile& t = out.tile;
   t.rows = rows, t.cols = cols;
   t.in_rows = (rows - 1) * s.stride + s.kernel, t.in_cols = (cols - 1) * s.stride + s.kernel;
   t.tiles_x = static_cast<int>(ceil_div(s.out_w, cols)), t.tiles_y = static_cast<int>(ceil_div(s.out_h, rows));
-  // A thread's outputs: q_step pixels apart, as many threads per channel as fit (no more than
-  // the tile has pixels), each taking at most R pixels (only where the kernel projects).
   const long long q = static_cast<long long>(rows) * cols, per_channel = fused_block_threads / s.c_out;
-  t.q_step = projects ? static_cast<int>(per_channel < q ? per_channel : q) : 1;
-  t.q_count = projects ? static_cast<int>(ceil_div(q, t.q_step)) : 0;
-  if (t.q_count > R) return false;
-  t.q_rows = t.q_step * t.q_count;
+  if (mma) {
+    t.q_tiles = static_cast<int>(ceil_div(q, MT)), t.o_tiles = static_cast<int>(ceil_div(s.c_out, MT));
+    if (static_cast<long long>(t.q_tiles) * t.o_tiles > fused_mma_block_tiles) return false;
+    t.q_step = 0, t.q_count = 0, t.q_rows = t.q_tiles * MT;
+  } else {
+    // A thread's outputs: q_step pixels apart, as many threads per channel as fit (no more than
+    // the tile has pixels), each taking at most R pixels (only where the kernel projects).
+    t.q_tiles = t.o_tiles = 0;
+    t.q_step = projects ? static_cast<int>(per_channel < q ? per_channel : q) : 1;
+    t.q_count = projects ? static_cast<int>(ceil_div(q, t.q_step)) : 0;
+    if (t.q_count > R) return false;
+    t.q_rows = t.q_step * t.q_count;
+  }
   const long long halo = static_cast<long long>(t.in_rows) * t.in_cols;
   // The pitches of fused_tile.hpp's bank rules.
   const bool stride_2_mod_4 = s.stride % 4 == 2, odd_stride = s.stride % 2 == 1;
@@ -183,19 +192,34 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
     at += n;
     return static_cast<int>(start);
   };
+  const long long mma_row = static_cast<long long>(EC * element_bytes / sizeof(float));  // floats of a 32-byte row
+  auto aligned = [&] { at = (at + 3) / 4 * 4; };  // (16 bytes: the unit's fragment loads)
   t.mask = take(halo), t.x = take(s.has_expand ? halo * t.slice_pitch : 0);
   t.wd = take(static_cast<long long>(EC) * s.taps());
   // d: the depthwise outputs, or (without projecting) the groups' pool sums.
-  t.d = take(projects ? static_cast<long long>(t.q_rows) * fused_depthwise_pitch
-                      : static_cast<long long>(fused_block_threads / EC) * EC);
+  if (mma) aligned();
+  t.d = take(mma ? t.q_rows * mma_row
+                 : projects ? static_cast<long long>(t.q_rows) * fused_depthwise_pitch
+                            : static_cast<long long>(fused_block_threads / EC) * EC);
   const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch : 0;
-  const long long project_weights = projects ? static_cast<long long>(EC) * t.out_pitch : 0;
+  const long long project_weights = mma ? t.o_tiles * MT * mma_row : projects ? static_cast<long long>(EC) * t.out_pitch : 0;
+  if (mma) aligned();
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
   // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
   // regions after d, or in floats allocated for them.
   const long long reach = t.d + static_cast<long long>(t.q_step) *
                                     (ceil_div(t.q_count, fused_block_output_group) * fused_block_output_group) * fused_depthwise_pitch;
-  if (reach > at) at = reach;
+  if (!mma && reach > at) at = reach;
+  // The matrix unit's outputs leave through the warps' scratch tiles, from the mask on: as many
+  // at once as the regions hold (at least one).
+  t.scratch_warps = 0;
+  if (mma) {
+    const long long per_warp = fused_mma_scratch_largest, warps = fused_block_threads / dev.warp_size;
+    const long long first = fused_mma_scratch_at(t);
+    if (at < first + per_warp) at = first + per_warp;
+    const long long fit = (at - first) / per_warp;
+    t.scratch_warps = static_cast<int>(fit < warps ? fit : warps);
+  }
   if (at > floats) return false;
   t.floats = static_cast<int>(at);
   const long long tiles = static_cast<long long>(s.n) * t.tiles_x * t.tiles_y;
@@ -248,12 +272,13 @@ inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int sta
 // (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers
 // where the kernel projects; without projecting only shared memory bounds them).
 inline bool search_fused_block(const block_shape& s, const platform::device_properties& dev, std::size_t element_bytes,
-                               fused_block_plan& out) {
-  // Outputs per tile: the projecting kernel's registers; else a bound past any tile's shared
-  // memory (its mask, input and expanded halo alone: at least fused_block_slice + 1 floats a
-  // pixel with an expand layer, 2 without).
-  const long long most = fused_projects(s) ? static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs
-                                           : 4096;
+                               bool mma, fused_block_plan& out) {
+  // Outputs per tile: the projecting kernel's registers (on a matrix unit, whole 16x16 tiles);
+  // else a bound past any tile's shared memory (its mask, input and expanded halo alone: at
+  // least fused_block_slice + 1 floats a pixel with an expand layer, 2 without).
+  const long long most = mma ? fused_mma_block_tiles / ceil_div(s.c_out, fused_mma_tile) * fused_mma_tile
+                         : fused_projects(s) ? static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs
+                                             : 4096;
   // Within a multiprocessor's share for fused_resident_blocks; where not even the smallest
   // tile fits that (many channels, little shared memory), within a block's whole limit.
   const long long per_halo_pixel = s.has_expand ? fused_block_slice + 1 : 2;
@@ -265,7 +290,7 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
         const long long halo = static_cast<long long>((rows - 1) * s.stride + s.kernel) * ((cols - 1) * s.stride + s.kernel);
         if (halo * per_halo_pixel > floats) break;  // (wider tiles neither)
         fused_block_plan candidate;
-        if (fused_tile_of(s, rows, cols, floats, element_bytes, dev, candidate) &&
+        if (fused_tile_of(s, rows, cols, floats, element_bytes, mma, dev, candidate) &&
             (!found || candidate.traffic < out.traffic))
           out = candidate, found = true;
       }
@@ -279,20 +304,35 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
   return false;
 }
 
+// Whether the fused kernel of `p` projects on the device's matrix unit: 16-bit types where the
+// unit multiplies T and this build has kernels for it (as the pointwise GEMM's with_matrix_unit).
+template <class T>
+bool fused_projects_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
+  if (sizeof(T) != 2 || p.se_channels != 0) return false;
+  bool runs = false;
+  if constexpr (platform::compiles_mma_sync)
+    runs = runs || ((dev.matrix == platform::matrix_unit::mma_sync || dev.matrix == platform::matrix_unit::mma_sync_f16) &&
+                    platform::provides(dev.matrix, kernels::mma_sync_unit::needs<T>));
+  if constexpr (platform::compiles_mfma) runs = runs || dev.matrix == platform::matrix_unit::mfma;
+  return runs;
+}
+
 // The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by
 // the block and what the search reads of the device.
-inline bool plan_fused_block(const inverted_residual_params& p, const platform::device_properties& dev,
-                             std::size_t element_bytes, fused_block_plan& out) {
+template <class T>
+bool plan_fused_block(const inverted_residual_params& p, const platform::device_properties& dev, fused_block_plan& out) {
   if (!fused_block_limits(p).empty()) return false;
   const block_shape s = make_shape(p);
-  const plan_key<18> key{s.n, s.c_in, s.h, s.w, s.expanded, s.kernel, s.stride, s.se_channels, s.c_out,
+  const std::size_t element_bytes = sizeof(T);
+  const bool mma = fused_projects_on_matrix_unit<T>(p, dev);
+  const plan_key<19> key{s.n, s.c_in, s.h, s.w, s.expanded, s.kernel, s.stride, s.se_channels, s.c_out,
                          static_cast<long long>(s.data_layout), static_cast<long long>(s.act), s.residual, s.has_expand,
-                         static_cast<long long>(element_bytes), static_cast<long long>(dev.shared_memory_per_block),
+                         mma, static_cast<long long>(element_bytes), static_cast<long long>(dev.shared_memory_per_block),
                          static_cast<long long>(dev.shared_memory_per_multiprocessor),
                          static_cast<long long>(dev.shared_memory_reserved_per_block), dev.max_grid_x};
   const auto planned = remembered(key, [&] {
     fused_block_plan plan;
-    const bool found = search_fused_block(s, dev, element_bytes, plan);
+    const bool found = search_fused_block(s, dev, element_bytes, mma, plan);
     return std::make_pair(found, plan);
   });
   if (planned.first) out = planned.second;

@@ -20,13 +20,19 @@
 // half-warps two pixels whose rows fused_tile.hpp's pitches put 16 banks apart (the pixel's
 // input values are one word for a half-warp); in step 4 a warp's lanes take consecutive
 // output channels of a pixel (consecutive weights), each thread at most fused_block_outputs
-// pixels q_step apart.
+// pixels q_step apart. With a matrix Unit (16-bit types, blocks that project), step 4 is the
+// unit's product instead: step 3 stores its outputs as T in the matrix-unit GEMM's operand
+// layout, and each warp multiplies its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by
+// one K stage, the slice, keeping their sums in the unit's accumulators; the depthwise output
+// is rounded to T before the product, as the unfused sequence stores it.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/index_walk.hpp"
+#include "../pointwise/matrix_units.hpp"
+#include "../pointwise/mma_shared_tiles.hpp"
 #include "fused_tile.hpp"
 
 namespace dsconv {
@@ -36,14 +42,111 @@ template <class T>
 struct block_weight_ptrs {
   const T *expand_weight, *expand_bias, *depthwise_weight, *depthwise_bias, *project_weight, *project_bias;
 };
+
+// Step 4 on a matrix unit: a warp's output tiles (fused_tile.hpp: tiles w, w + warps, ... of
+// q_tiles x o_tiles, pixel tile fastest) and their sums in the unit's accumulators.
+template <class T, class Unit>
+struct fused_mma_project {
+  using op = typename Unit::template op<T>;
+  using operand = kernels::k_rows<T, 1, Unit>;  // (rows as the plan sizes them)
+  static constexpr int warps = static_cast<int>(fused_block_threads) / Unit::lanes;
+  static constexpr int F = fused_mma_warp_tiles(Unit::lanes), NI = fused_mma_tile / Unit::tile_n;
+  // Tile f of the warp: its first pixel << 16 | its first output channel, -1 past the block's
+  // tiles (one register a tile: the kernel has 64 a thread on CUDA, and with three, 36 bytes
+  // spilled on sm_80).
+  int tile_at[F];
+  float acc[F][NI][Unit::accumulators];
+
+  DSCONV_DEVICE fused_mma_project(int tid, int q_tiles, int o_tiles) {
+    const int warp = tid / Unit::lanes;
+    DSCONV_UNROLL
+    for (int f = 0; f < F; ++f) {
+      const int tile = warp + f * warps;
+      int o_tile, q_tile;
+      small_divmod(tile, q_tiles, o_tile, q_tile);  // (once per block)
+      tile_at[f] = tile < q_tiles * o_tiles ? (q_tile * fused_mma_tile) << 16 | o_tile * fused_mma_tile : -1;
+      DSCONV_UNROLL
+      for (int j = 0; j < NI; ++j)
+        DSCONV_UNROLL
+        for (int r = 0; r < Unit::accumulators; ++r) acc[f][j][r] = 0.f;
+    }
+  }
+  // The slice's share: d [pixels][slice] times the project weights w [output channels][slice].
+  DSCONV_DEVICE DSCONV_FORCEINLINE void add_slice(const operand& d, const operand& w, int tid) {
+    const int lane = tid % Unit::lanes;
+    DSCONV_UNROLL
+    for (int f = 0; f < F; ++f) {
+      if (tile_at[f] < 0) continue;  // (the same for a whole warp)
+      unsigned a[1][op::a_regs], b[NI][op::b_regs];
+      op::template load_a<1>(a, d, tile_at[f] >> 16, lane);
+      op::template load_b<NI>(b, w, tile_at[f] & 0xffff, lane);
+      DSCONV_UNROLL
+      for (int j = 0; j < NI; ++j) op::mma(acc[f][j], a[0], b[j]);
+    }
+  }
+  // store(pixel, output channel, sum + bias(output channel)) for each of the warp's sums (a
+  // lane's bias read once a tile: its column is the same in each of its rows), a tile at a
+  // time through a scratch tile ([16][fused_mma_scratch_pitch] floats from `scratch`, one per
+  // warp of `scratch_warps` at once; every thread of the block calls this, for its barriers):
+  // a lane's accumulators are a few columns of a few rows, so that stored from them a warp's
+  // store would touch 8 or 16 rows (sectors) for 16 or 8 bytes of each; from the scratch, 16
+  // lanes store 16 consecutive channels of one pixel.
+  template <class Bias, class Store>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_sum(int tid, float* scratch, int scratch_warps, Bias&& bias,
+                                                     Store&& store) const {
+    const int lane = tid % Unit::lanes, warp = tid / Unit::lanes;
+    for (int first = 0; first < warps; first += scratch_warps) {
+      const bool turn = warp >= first && warp < first + scratch_warps;
+      store_tiles(turn ? lane : -1, scratch + (turn ? warp - first : 0) * fused_mma_scratch_largest, bias, store);
+    }
+  }
+
+ private:
+  // The warp's tiles through its scratch tile (lane < 0: a warp whose turn it is not, which
+  // only meets the barriers).
+  template <class Bias, class Store>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_tiles(int lane, float* scratch, Bias& bias, Store& store) const {
+    constexpr int pitch = fused_mma_scratch_pitch(Unit::run), run = Unit::run;
+    DSCONV_UNROLL
+    for (int f = 0; f < F; ++f) {
+      const bool has = lane >= 0 && tile_at[f] >= 0;  // (the same for a whole warp)
+      if (has)
+        DSCONV_UNROLL
+        for (int j = 0; j < NI; ++j)
+          DSCONV_UNROLL
+          for (int r = 0; r < Unit::accumulators; r += run) {
+            platform::vec<float, run> v;
+            DSCONV_UNROLL
+            for (int e = 0; e < run; ++e) v[e] = acc[f][j][r + e];
+            platform::shared_store(reinterpret_cast<platform::vec<float, run>*>(
+                                       scratch + Unit::row(lane, r) * pitch + j * Unit::tile_n + Unit::col(lane, r)),
+                                   v);
+          }
+      platform::sync_threads();
+      static_assert(Unit::lanes % fused_mma_tile == 0, "a lane keeps its column");
+      if (has) {
+        const int col = lane % fused_mma_tile, oc = (tile_at[f] & 0xffff) + col;
+        const float b = bias(oc);
+        for (int row = lane / fused_mma_tile; row < fused_mma_tile; row += Unit::lanes / fused_mma_tile)
+          store((tile_at[f] >> 16) + row, oc, platform::shared_load(scratch + row * pitch + col) + b);
+      }
+      platform::sync_threads();  // (before the next tile's sums replace these)
+    }
+  }
+};
+template <class T>
+struct fused_mma_project<T, void> {
+  DSCONV_DEVICE fused_mma_project(int, int, int) {}
+};
 }  // namespace detail
 
 namespace kernels {
 
 // output: [n][out_h][out_w][c_out] (Project), or the depthwise output
 // [n][out_h][out_w][expanded] and pool_partial[n][tiles_y * tiles_x][expanded], each tile's
-// sums of its pixels' depthwise outputs per channel (!Project; null with Project).
-template <class T, bool Project>
+// sums of its pixels' depthwise outputs per channel (!Project; null with Project). Unit: the
+// matrix unit of step 4 (matrix_units.hpp), void for the SIMT one.
+template <class T, bool Project, class Unit = void>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, detail::fused_resident_blocks)
 void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_tile t, detail::block_weight_ptrs<T> wts,
                                   const T* __restrict__ input, T* __restrict__ output, float* __restrict__ pool_partial) {
@@ -52,6 +155,8 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
   constexpr int G = detail::fused_block_output_group;
   static_assert(groups % 4 == 0, "step 2's slots of a thread keep their pixel's shift (slot_pixel)");
+  constexpr bool mma = !std::is_void<Unit>::value;
+  static_assert(!mma || (Project && EC * sizeof(T) == 32), "the unit's product takes the slice as one 32-byte K stage");
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
   float *be_s = sh, *bd_s = sh + EC, *in_s = sh + detail::fused_block_input, *mask_s = sh + t.mask, *x_s = sh + t.x;
@@ -95,7 +200,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   });
   // The depthwise outputs' rows past the tile, which step 4 reads for outputs it never stores:
   // zero, so that they stay finite.
-  if (Project)
+  T* const d_t = reinterpret_cast<T*>(d_s);  // (mma: [q_rows][EC] as T, whole rows past Q)
+  if constexpr (mma)
+    for (int i = Q * EC + tid; i < t.q_rows * EC; i += threads) pf::shared_store(d_t + i, from_float<T>(0.f));
+  else if (Project)
     for (int i = Q * dp + tid; i < t.q_rows * dp; i += threads) pf::shared_store(d_s + i, 0.f);
 
   // Step 4's outputs of this thread: channel o of pixels q0, q0 + q_step, ...
@@ -105,6 +213,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   float acc[R];
   DSCONV_UNROLL
   for (int k = 0; k < R; ++k) acc[k] = 0.f;
+  detail::fused_mma_project<T, Unit> unit_sums(tid, t.q_tiles, t.o_tiles);  // (with a Unit)
 
   const int lane = tid % EC, group = tid / EC;
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
@@ -170,11 +279,19 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
 
     // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
     // and the depthwise filter over the slice at the tile's pixels.
-    if (Project)
+    if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out)
+      const typename detail::fused_mma_project<T, Unit>::operand w_tile{reinterpret_cast<T*>(wp_s)};
+      for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
+        const bool inside = lane < ec && oc < s.c_out;
+        pf::shared_store(w_tile.at(oc, lane), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
+                                                     : from_float<T>(0.f));
+      }
+    } else if (Project) {
       for (int oc = group; oc < s.c_out; oc += groups) {
         const float v = lane < ec ? to_float(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)) : 0.f;
         pf::shared_store(wp_s + lane * op + oc, v);
       }
+    }
     // (Without an expand layer, lanes past the slice's last channel read that channel: their
     // depthwise weights and project weights are zero.)
     const float* slice = s.has_expand ? x_s + lane : in_s + e0 + (lane < ec ? lane : ec - 1);
@@ -187,7 +304,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
         for (int kx = 0; kx < s.kernel; ++kx)
           v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
       v = detail::activate(v, s.act);
-      if (Project) {
+      if constexpr (mma) {
+        pf::shared_store(typename detail::fused_mma_project<T, Unit>::operand{d_t}.at(at.index(), lane), from_float<T>(v));
+      } else if (Project) {
         pf::shared_store(d_s + at.index() * dp + lane, v);
       } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
         const T z = from_float<T>(v);  // (the pool sums what the project will read)
@@ -207,7 +326,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
                     e0 + tid,
                 sum);
     }
-    if (projects) {
+    if constexpr (mma) {
+      using operand = typename detail::fused_mma_project<T, Unit>::operand;
+      unit_sums.add_slice(operand{d_t}, operand{reinterpret_cast<T*>(wp_s)}, tid);
+    } else if (projects) {
       for (int e = 0; e < EC; ++e) {
         const float w = pf::shared_load(wp_s + e * op + o);
         DSCONV_UNROLL
@@ -219,6 +341,21 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   }
 
   // The tile's outputs: bias, and the residual (stride 1, c_out == c_in) from the staged input.
+  if constexpr (mma) {
+    // (after the last slice's barrier: the regions from the mask on are free, and hold the
+    // warps' scratch)
+    const auto bias = [&](int oc) { return wts.project_bias && oc < s.c_out ? to_float(pf::load(wts.project_bias + oc)) : 0.f; };
+    unit_sums.for_each_sum(tid, sh + detail::fused_mma_scratch_at(t), t.scratch_warps, bias, [&](int q, int oc, float v) {
+      if (q >= Q || oc >= s.c_out) return;
+      int qy, qx;
+      detail::small_divmod(q, t.cols, qy, qx);
+      const int oy = oy0 + qy, ox = ox0 + qx;
+      if (oy >= s.out_h || ox >= s.out_w) return;
+      if (s.residual) v += pf::shared_load(in_s + ((qy + s.pad) * t.in_cols + qx + s.pad) * ip + oc);
+      pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy) * s.out_w + ox) * s.c_out + oc, from_float<T>(v));
+    });
+    return;
+  }
   if (!projects) return;
   const float bias = wts.project_bias ? to_float(pf::load(wts.project_bias + o)) : 0.f;
   int qy = 0, qx = 0;

@@ -28,6 +28,27 @@ inline constexpr int fused_expand_pixels = 4;   // expanded values per thread an
 // scalar registers on AMD. Past q_count inside the last group a thread sums rows past q_rows
 // (whatever the next regions hold) into outputs it never stores.
 inline constexpr int fused_block_output_group = 4;
+// The project step on a matrix unit (fused_nhwc.hpp with a Unit; 16-bit types): the tile's
+// outputs as fused_mma_tile x fused_mma_tile tiles (pixels x output channels), warp w taking
+// tiles w, w + warps, ...: as many outputs a thread as fused_block_outputs, so at most
+// fused_mma_block_tiles a block and fused_mma_warp_tiles(lanes) a warp (2 of 32 lanes, 4 of 64).
+// The depthwise outputs and the project weights are staged as T, one K stage of the unit (the
+// slice's 16 channels, 32 bytes) a row: [q_tiles * 16][16] and [o_tiles * 16][16], in the
+// matrix-unit GEMM's k_rows layout (pointwise/mma_shared_tiles.hpp).
+inline constexpr int fused_mma_tile = 16;
+inline constexpr int fused_mma_block_tiles =
+    static_cast<int>(fused_block_threads) * fused_block_outputs / (fused_mma_tile * fused_mma_tile);
+DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
+  return lanes * fused_block_outputs / (fused_mma_tile * fused_mma_tile);
+}
+// The outputs leave through a scratch tile per warp, [16][pitch] floats, in the regions from
+// the mask on (free after the last slice; the input stays for the residual): scratch_warps of
+// them at once, so that the scratch costs no tile size. The pitch of a unit whose lanes keep
+// runs of `run` columns (matrix_units.hpp), each stored as one vector: 24 for mma.sync's 8-byte
+// runs (a half-warp's 16 stores: rows g = 0..3 at 24g mod 32 = 0, 24, 16, 8 banks, plus 2t:
+// every bank once), 20 for MFMA's 16-byte ones (8 rows at 20r mod 32: distinct multiples of 4).
+DSCONV_HOST_DEVICE constexpr int fused_mma_scratch_pitch(int run) { return fused_mma_tile + fused_mma_tile / run; }
+inline constexpr int fused_mma_scratch_largest = fused_mma_tile * fused_mma_scratch_pitch(2);  // floats a warp
 
 // Shared memory, in floats: the slice's expand biases at 0, its depthwise biases at
 // fused_block_slice and the staged input [halo][in_pitch] (zero outside the image) at
@@ -80,8 +101,14 @@ struct fused_block_tile {
   int pair;          // step 2's two pixels of a warp: halo pixels `pair` apart (1 or 2)
   int staging_pair;  // the input staged in pixel order (1) or in step 2's slot order (2)
   int q_step;  // threads per project output channel (a thread's outputs are q_step pixels apart)
+  int q_tiles, o_tiles;  // on a matrix unit: 16-pixel and 16-channel tiles of the outputs (0: SIMT)
+  int scratch_warps;     // on a matrix unit: warps whose output scratch tiles fit at once
   int mask, x, wd, d, we, wp, floats;  // region offsets, and the total
 };
+
+// Where the warps' output scratch tiles start: the mask's offset, 16-byte aligned (the units'
+// runs are stored as vectors).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int fused_mma_scratch_at(const fused_block_tile& t) { return (t.mask + 3) / 4 * 4; }
 
 }  // namespace detail
 }  // namespace dsconv
