@@ -221,6 +221,7 @@ TEMPLATE_TEST_CASE("inverted_residual: odd shapes, partial slices and tiles, eve
   }
 }
 
+#if defined(DSCONV_PLATFORM_HOST)  // (devices of the host platform only)
 // The SIMT project of 16-bit blocks at warp 32: on a device of that width without a matrix
 // unit (every profile of width 32 has one, which takes those blocks), as before Turing.
 TEMPLATE_TEST_CASE("inverted_residual: 16-bit blocks on a warp-32 device without a matrix unit", "[block][shapes]",
@@ -240,6 +241,8 @@ TEMPLATE_TEST_CASE("inverted_residual: 16-bit blocks on a warp-32 device without
     check_block<TestType>(block(1, 8, 11, 13, 40, 5, 1, 0, 8, activation::silu, true, l), false);
   }
 }
+
+#endif
 
 TEST_CASE("inverted_residual: two runs give the same bits", "[block]") {
   for (const block_variant v : dsconv::all_block_variants)
@@ -304,7 +307,12 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
 }
 
 TEST_CASE("inverted_residual: the fused kernel projects on the matrix unit wherever the unit multiplies the type", "[block]") {
-  for (const dsconv::platform::device_properties& dev : dsconv::host::device_profiles()) {
+#if defined(DSCONV_PLATFORM_HOST)
+  const std::vector<dsconv::platform::device_properties> devices = dsconv::host::device_profiles();
+#else
+  const std::vector<dsconv::platform::device_properties> devices{current_device()};  // (the GPU this runs on)
+#endif
+  for (const dsconv::platform::device_properties& dev : devices) {
     check_matrix_unit_plans<float>(dev);
     check_matrix_unit_plans<dsconv::half>(dev);
     check_matrix_unit_plans<dsconv::bfloat16>(dev);
