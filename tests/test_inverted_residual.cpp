@@ -272,9 +272,11 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
   }
 }
 
-// The fused kernel's project step runs on the device's matrix unit exactly where the unit
-// multiplies the type (half on every unit, bfloat16 on sm_80's and AMD's, never float), and
-// such a plan's output tiles cover the tile within the unit's limits.
+// The fused kernel's expand and project steps run on the device's matrix unit exactly where the
+// unit multiplies the type (half on every unit, bfloat16 on sm_80's and AMD's, never float);
+// such a plan's output tiles cover the tile within the unit's limits, and where the block
+// expands its staged input's K stages cover the halo and its regions hold what the kernel
+// stores there (fused_tile.hpp).
 template <class T>
 void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
   namespace d = dsconv::detail;
@@ -286,13 +288,31 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
   for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
     const inverted_residual_params p = b.at(8, layout::nhwc);
     INFO(b.name() << " on " << dev.name);
-    CHECK(d::fused_projects_on_matrix_unit<T>(p, dev) == (multiplies && p.se_channels == 0));
+    CHECK(d::fused_block_on_matrix_unit<T>(p, dev) == (multiplies && p.se_channels == 0));
     d::fused_block_plan plan;
     if (!d::plan_fused_block<T>(p, dev, plan)) continue;
     const d::fused_block_tile& t = plan.tile;
     if (!(multiplies && p.se_channels == 0)) {
       CHECK(t.q_tiles == 0);
+      CHECK(t.k_stage_rows == 0);
+      CHECK(t.q_pair == 1);
       continue;
+    }
+    const int halo = t.in_rows * t.in_cols, k_stages = (p.c_in + 15) / 16;
+    if (p.has_expand()) {
+      CHECK(t.k_stage_rows >= halo);
+      CHECK(t.k_stage_rows % d::fused_mma_tile == 0);
+      CHECK(t.slice_pitch == d::fused_unit_slice_pitch);
+      CHECK(t.q_pair == (p.stride % 2 == 1 ? 2 : 1));
+      // (T input: 8 floats a row and K stage; mask and expanded slice: a row each)
+      CHECK(d::fused_block_input + k_stages * t.k_stage_rows * 8 <= t.mask);
+      CHECK(t.mask + t.k_stage_rows <= t.x);
+      CHECK(t.x % 2 == 0);  // (8-byte stores of the sums)
+      CHECK(t.x + t.k_stage_rows * t.slice_pitch <= t.wd);
+      CHECK(t.we % 4 == 0);
+      CHECK(t.we + k_stages * d::fused_block_slice * 8 <= t.floats);
+    } else {
+      CHECK(t.k_stage_rows == 0);
     }
     CHECK(t.q_tiles * d::fused_mma_tile >= t.rows * t.cols);
     CHECK(t.o_tiles * d::fused_mma_tile >= p.c_out);

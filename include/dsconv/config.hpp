@@ -51,6 +51,14 @@
 #define DSCONV_UNROLL
 #endif
 
+// Keeps a GPU compiler from unrolling a loop of run-time length, where unrolled copies would
+// hold more registers live than a kernel has (the fused block's K stages).
+#if !defined(DSCONV_PLATFORM_HOST)
+#define DSCONV_NO_UNROLL _Pragma("unroll 1")
+#else
+#define DSCONV_NO_UNROLL
+#endif
+
 #define DSCONV_FORCEINLINE inline __attribute__((always_inline))
 #define DSCONV_NOINLINE __attribute__((noinline))
 

@@ -214,7 +214,7 @@ status run_fused_block(const inverted_residual_params& p, const fused_block_plan
                                      w.depthwise_bias, w.project_weight, w.project_bias};
   const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
   if (p.se_channels == 0) {
-    // (step 4 on the matrix unit where the plan has its tiles: fused_projects_on_matrix_unit)
+    // (steps 2 and 4 on the matrix unit where the plan has its tiles: fused_block_on_matrix_unit)
     if constexpr (sizeof(T) == 2)
       if (plan.tile.q_tiles > 0)
         return with_matrix_unit(dev, [&](auto unit) {

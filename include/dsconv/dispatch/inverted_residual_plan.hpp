@@ -146,7 +146,9 @@ inline bool fused_projects(const block_shape& s) { return s.se_channels == 0; }
 // The tile of rows x cols outputs: its shared-memory regions (false where they exceed
 // `floats`) and the cost model's bytes for the whole grid. `mma`: step 4 on the device's matrix
 // unit (16-bit elements, blocks that project): its operands as T in 32-byte rows, 16-byte
-// aligned, and the outputs in whole 16x16 tiles, at most fused_mma_block_tiles.
+// aligned, and the outputs in whole 16x16 tiles, at most fused_mma_block_tiles; so is step 2
+// where the block expands (fused_tile.hpp: the input staged as T in K stages, the expanded
+// slice at an even pitch for the unit's 8-byte stores).
 inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes, bool mma,
                           const platform::device_properties& dev, fused_block_plan& out) {
   constexpr int EC = fused_block_slice, R = fused_block_outputs, MT = fused_mma_tile;
@@ -175,7 +177,15 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   t.out_pitch = s.c_out + (6 - s.c_out % 4) % 4;
   t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks)
   const int half = shared_banks / 2;
-  if (s.has_expand) {
+  const bool unit_expand = mma && s.has_expand;
+  const long long stage_rows = unit_expand ? ceil_div(halo, MT) * MT : 0, k_stages = ceil_div(s.c_in, MT);
+  t.k_stage_rows = static_cast<int>(stage_rows);
+  t.q_pair = 1;
+  if (unit_expand) {  // (fused_tile.hpp; strides 0 mod 4 meet bank conflicts in step 3)
+    t.pair = 1, t.q_pair = odd_stride ? 2 : 1;
+    t.slice_pitch = fused_unit_slice_pitch;
+    t.in_pitch = 0;  // (unused: the input's K stages are k_stage_rows rows)
+  } else if (s.has_expand) {
     t.pair = stride_2_mod_4 ? 2 : 1;
     t.slice_pitch = stride_2_mod_4 ? EC + EC / 2 : odd_stride ? EC : EC + 1;
     t.in_pitch = t.pair == 2 && s.c_in % shared_banks == half ? s.c_in + half / 2
@@ -186,22 +196,29 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
     t.in_pitch = odd_stride ? round_up_to(s.c_in, shared_banks, half) : stride_2_mod_4 ? round_up_to(s.c_in, half, half / 2) : s.c_in;
     t.slice_pitch = t.in_pitch;
   }
-  long long at = fused_block_input + halo * t.in_pitch;
+  const long long mma_row = static_cast<long long>(EC * element_bytes / sizeof(float));  // floats of a 32-byte row
+  // (the T input's K stages: 32 bytes a row)
+  long long at = fused_block_input + (unit_expand ? k_stages * stage_rows * mma_row : halo * t.in_pitch);
   auto take = [&](long long n) {
     const long long start = at;
     at += n;
     return static_cast<int>(start);
   };
-  const long long mma_row = static_cast<long long>(EC * element_bytes / sizeof(float));  // floats of a 32-byte row
   auto aligned = [&] { at = (at + 3) / 4 * 4; };  // (16 bytes: the unit's fragment loads)
-  t.mask = take(halo), t.x = take(s.has_expand ? halo * t.slice_pitch : 0);
+  // (with the unit's expand, step 2 stores every row's sums, 8 bytes aligned)
+  const long long expanded_pixels = unit_expand ? stage_rows : halo;
+  t.mask = take(expanded_pixels);
+  if (unit_expand) aligned();
+  t.x = take(s.has_expand ? expanded_pixels * t.slice_pitch : 0);
   t.wd = take(static_cast<long long>(EC) * s.taps());
   // d: the depthwise outputs, or (without projecting) the groups' pool sums.
   if (mma) aligned();
   t.d = take(mma ? t.q_rows * mma_row
                  : projects ? static_cast<long long>(t.q_rows) * fused_depthwise_pitch
                             : static_cast<long long>(fused_block_threads / EC) * EC);
-  const long long expand_weights = s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch : 0;
+  const long long expand_weights = unit_expand    ? k_stages * EC * mma_row
+                                  : s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch
+                                                 : 0;
   const long long project_weights = mma ? t.o_tiles * MT * mma_row : projects ? static_cast<long long>(EC) * t.out_pitch : 0;
   if (mma) aligned();
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
@@ -304,17 +321,12 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
   return false;
 }
 
-// Whether the fused kernel of `p` projects on the device's matrix unit: 16-bit types where the
-// unit multiplies T and this build has kernels for it (as the pointwise GEMM's with_matrix_unit).
+// Whether the fused kernel of `p` expands and projects on the device's matrix unit: 16-bit
+// types, where the pointwise GEMM's matrix-unit variants multiply T (mma_usable: the one rule
+// for which unit multiplies which type); float stays on the SIMT cores (TF32 would round it).
 template <class T>
-bool fused_projects_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
-  if (sizeof(T) != 2 || p.se_channels != 0) return false;
-  bool runs = false;
-  if constexpr (platform::compiles_mma_sync)
-    runs = runs || ((dev.matrix == platform::matrix_unit::mma_sync || dev.matrix == platform::matrix_unit::mma_sync_f16) &&
-                    platform::provides(dev.matrix, kernels::mma_sync_unit::needs<T>));
-  if constexpr (platform::compiles_mfma) runs = runs || dev.matrix == platform::matrix_unit::mfma;
-  return runs;
+bool fused_block_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
+  return sizeof(T) == 2 && p.se_channels == 0 && mma_usable<T>(pointwise_params{}, dev);
 }
 
 // The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by
@@ -324,7 +336,7 @@ bool plan_fused_block(const inverted_residual_params& p, const platform::device_
   if (!fused_block_limits(p).empty()) return false;
   const block_shape s = make_shape(p);
   const std::size_t element_bytes = sizeof(T);
-  const bool mma = fused_projects_on_matrix_unit<T>(p, dev);
+  const bool mma = fused_block_on_matrix_unit<T>(p, dev);
   const plan_key<19> key{s.n, s.c_in, s.h, s.w, s.expanded, s.kernel, s.stride, s.se_channels, s.c_out,
                          static_cast<long long>(s.data_layout), static_cast<long long>(s.act), s.residual, s.has_expand,
                          mma, static_cast<long long>(element_bytes), static_cast<long long>(dev.shared_memory_per_block),

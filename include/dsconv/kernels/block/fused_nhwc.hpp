@@ -20,11 +20,13 @@
 // half-warps two pixels whose rows fused_tile.hpp's pitches put 16 banks apart (the pixel's
 // input values are one word for a half-warp); in step 4 a warp's lanes take consecutive
 // output channels of a pixel (consecutive weights), each thread at most fused_block_outputs
-// pixels q_step apart. With a matrix Unit (16-bit types, blocks that project), step 4 is the
-// unit's product instead: step 3 stores its outputs as T in the matrix-unit GEMM's operand
-// layout, and each warp multiplies its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by
-// one K stage, the slice, keeping their sums in the unit's accumulators; the depthwise output
-// is rounded to T before the product, as the unfused sequence stores it.
+// pixels q_step apart. With a matrix Unit (16-bit types, blocks that project), steps 2 and 4
+// are the unit's products instead, on the matrix-unit GEMM's operand layout (k_rows): step 2
+// multiplies the input, staged as T in K stages of 16 channels, by the slice's expand weights
+// (fused_mma_expand; fused_tile.hpp), and step 3 stores its outputs as T, so that each warp
+// multiplies its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by one K stage, the
+// slice, keeping their sums in the unit's accumulators; the depthwise output is rounded to T
+// before that product, as the unfused sequence stores it (the expanded slice stays float).
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -43,6 +45,73 @@ struct block_weight_ptrs {
   const T *expand_weight, *expand_bias, *depthwise_weight, *depthwise_bias, *project_weight, *project_bias;
 };
 
+// Step 2 on a matrix unit (fused_tile.hpp): the staged input, [K stages][rows][16] as T in
+// k_rows tiles, times the slice's expand weights, [K stages][16][16], plus the slice's biases
+// (bias[16]: the sums start from them). The products are 16 x tile_n tiles (16 rows, tile_n
+// slice channels; two a 16-row tile on mma.sync, one on MFMA), warp w taking tiles w, w + warps,
+// ...: one tile's sums at a time, which the kernel's registers hold beside the project's sums
+// (two tiles at a time spilled on sm_75 and sm_90). Each tile's sums go to
+// store(row, column, v): v a vec<float, n> of n consecutive columns of one row.
+//   mma.sync: a lane's sums are columns 2t, 2t + 1 of rows g and g + 8 (g = lane / 4,
+//   t = lane % 4), stored as 8 bytes: a half-warp's store writes 8 columns of rows g = 0..3.
+//   MFMA, the product untransposed (the input the instruction's A): a lane's sums are rows
+//   4q .. 4q + 3 (q = lane / 16) of column lane % 16, stored as 4 bytes: a store writes rows r
+//   and r + 4 of 16 columns in one phase (fused_tile.hpp: mfma_row_pixel).
+template <class T, class Unit>
+struct fused_mma_expand {
+  using op = typename Unit::template op<T>;
+  using operand = kernels::k_rows<T, 1, Unit>;  // (rows as the plan sizes them)
+  static constexpr int warps = static_cast<int>(fused_block_threads) / Unit::lanes;
+  static constexpr int NI = fused_mma_tile / Unit::tile_n, MT = fused_mma_tile;
+  static constexpr bool mfma = std::is_same<Unit, kernels::mfma_unit>::value;
+  static_assert(mfma || (NI == 2 && Unit::run == 2), "mma.sync: two 8-column tiles of 2-column runs a 16-row tile");
+
+  template <class Store>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void run(T* input, int rows, int k_stages, T* weights, const float* bias,
+                                                   int tid, Store&& store) {
+    const int lane = tid % Unit::lanes;
+    DSCONV_NO_UNROLL
+    for (int tile = tid / Unit::lanes; tile < rows / MT * NI; tile += warps) {
+      const int m = tile / NI * MT, j = tile % NI;  // (rows m.., columns j * tile_n..)
+      float acc[Unit::accumulators];
+      DSCONV_UNROLL
+      for (int r = 0; r < Unit::accumulators; ++r)
+        acc[r] = platform::shared_load(bias + (mfma ? lane % 16 : j * Unit::tile_n + Unit::col(lane, r)));
+      DSCONV_NO_UNROLL
+      for (int ks = 0; ks < k_stages; ++ks) {
+        unsigned a[1][op::a_regs], b[NI][op::b_regs];
+        op::template load_a<1>(a, operand{input + ks * rows * operand::row_elements}, m, lane);
+        op::template load_b<NI>(b, operand{weights + ks * MT * operand::row_elements}, 0, lane);
+        if constexpr (mfma) {
+          op::mma(acc, b[0], a[0]);  // (op::mma transposes: this is the input times the weights)
+        } else {
+          // (both 8-column tiles load at once; tile j's registers by selects, which indexing
+          // by a run-time j would put in local memory)
+          const unsigned bj[2] = {j ? b[1][0] : b[0][0], j ? b[1][1] : b[0][1]};
+          op::mma(acc, a[0], bj);
+        }
+      }
+      if constexpr (mfma) {
+        DSCONV_UNROLL
+        for (int r = 0; r < Unit::accumulators; ++r) {
+          platform::vec<float, 1> v;
+          v[0] = acc[r];
+          store(m + 4 * (lane / 16) + r, lane % 16, v);
+        }
+      } else {
+        DSCONV_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          platform::vec<float, 2> v;
+          v[0] = acc[2 * h], v[1] = acc[2 * h + 1];
+          store(m + Unit::row(lane, 2 * h), j * Unit::tile_n + Unit::col(lane, 0), v);
+        }
+      }
+    }
+  }
+};
+template <class T>
+struct fused_mma_expand<T, void> {};
+
 // Step 4 on a matrix unit: a warp's output tiles (fused_tile.hpp: tiles w, w + warps, ... of
 // q_tiles x o_tiles, pixel tile fastest) and their sums in the unit's accumulators.
 template <class T, class Unit>
@@ -51,20 +120,22 @@ struct fused_mma_project {
   using operand = kernels::k_rows<T, 1, Unit>;  // (rows as the plan sizes them)
   static constexpr int warps = static_cast<int>(fused_block_threads) / Unit::lanes;
   static constexpr int F = fused_mma_warp_tiles(Unit::lanes), NI = fused_mma_tile / Unit::tile_n;
-  // Tile f of the warp: its first pixel << 16 | its first output channel, -1 past the block's
-  // tiles (one register a tile: the kernel has 64 a thread on CUDA, and with three, 36 bytes
-  // spilled on sm_80).
-  int tile_at[F];
+  const fused_block_tile& t;  // (its q_tiles and o_tiles, kernel parameters)
   float acc[F][NI][Unit::accumulators];
 
-  DSCONV_DEVICE fused_mma_project(int tid, int q_tiles, int o_tiles) {
-    const int warp = tid / Unit::lanes;
+  // Tile f of the warp: its first pixel << 16 | its first output channel, -1 past the block's
+  // tiles. Found again where it is needed (a few instructions): kept in registers through the
+  // slice loop, a warp's tiles spilled on sm_80 beside the expand step's sums.
+  DSCONV_DEVICE DSCONV_FORCEINLINE int tile_at(int f, int tid) const {
+    const int tile = tid / Unit::lanes + f * warps;
+    int o_tile, q_tile;
+    small_divmod(tile, t.q_tiles, o_tile, q_tile);
+    return tile < t.q_tiles * t.o_tiles ? (q_tile * fused_mma_tile) << 16 | o_tile * fused_mma_tile : -1;
+  }
+
+  DSCONV_DEVICE explicit fused_mma_project(const fused_block_tile& tile) : t(tile) {
     DSCONV_UNROLL
     for (int f = 0; f < F; ++f) {
-      const int tile = warp + f * warps;
-      int o_tile, q_tile;
-      small_divmod(tile, q_tiles, o_tile, q_tile);  // (once per block)
-      tile_at[f] = tile < q_tiles * o_tiles ? (q_tile * fused_mma_tile) << 16 | o_tile * fused_mma_tile : -1;
       DSCONV_UNROLL
       for (int j = 0; j < NI; ++j)
         DSCONV_UNROLL
@@ -76,10 +147,11 @@ struct fused_mma_project {
     const int lane = tid % Unit::lanes;
     DSCONV_UNROLL
     for (int f = 0; f < F; ++f) {
-      if (tile_at[f] < 0) continue;  // (the same for a whole warp)
+      const int at = tile_at(f, tid);
+      if (at < 0) continue;  // (the same for a whole warp)
       unsigned a[1][op::a_regs], b[NI][op::b_regs];
-      op::template load_a<1>(a, d, tile_at[f] >> 16, lane);
-      op::template load_b<NI>(b, w, tile_at[f] & 0xffff, lane);
+      op::template load_a<1>(a, d, at >> 16, lane);
+      op::template load_b<NI>(b, w, at & 0xffff, lane);
       DSCONV_UNROLL
       for (int j = 0; j < NI; ++j) op::mma(acc[f][j], a[0], b[j]);
     }
@@ -97,7 +169,7 @@ struct fused_mma_project {
     const int lane = tid % Unit::lanes, warp = tid / Unit::lanes;
     for (int first = 0; first < warps; first += scratch_warps) {
       const bool turn = warp >= first && warp < first + scratch_warps;
-      store_tiles(turn ? lane : -1, scratch + (turn ? warp - first : 0) * fused_mma_scratch_largest, bias, store);
+      store_tiles(turn ? lane : -1, tid, scratch + (turn ? warp - first : 0) * fused_mma_scratch_largest, bias, store);
     }
   }
 
@@ -105,11 +177,12 @@ struct fused_mma_project {
   // The warp's tiles through its scratch tile (lane < 0: a warp whose turn it is not, which
   // only meets the barriers).
   template <class Bias, class Store>
-  DSCONV_DEVICE DSCONV_FORCEINLINE void store_tiles(int lane, float* scratch, Bias& bias, Store& store) const {
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store_tiles(int lane, int tid, float* scratch, Bias& bias, Store& store) const {
     constexpr int pitch = fused_mma_scratch_pitch(Unit::run), run = Unit::run;
     DSCONV_UNROLL
     for (int f = 0; f < F; ++f) {
-      const bool has = lane >= 0 && tile_at[f] >= 0;  // (the same for a whole warp)
+      const int at = tile_at(f, tid);
+      const bool has = lane >= 0 && at >= 0;  // (the same for a whole warp)
       if (has)
         DSCONV_UNROLL
         for (int j = 0; j < NI; ++j)
@@ -125,10 +198,10 @@ struct fused_mma_project {
       platform::sync_threads();
       static_assert(Unit::lanes % fused_mma_tile == 0, "a lane keeps its column");
       if (has) {
-        const int col = lane % fused_mma_tile, oc = (tile_at[f] & 0xffff) + col;
+        const int col = lane % fused_mma_tile, oc = (at & 0xffff) + col;
         const float b = bias(oc);
         for (int row = lane / fused_mma_tile; row < fused_mma_tile; row += Unit::lanes / fused_mma_tile)
-          store((tile_at[f] >> 16) + row, oc, platform::shared_load(scratch + row * pitch + col) + b);
+          store((at >> 16) + row, oc, platform::shared_load(scratch + row * pitch + col) + b);
       }
       platform::sync_threads();  // (before the next tile's sums replace these)
     }
@@ -136,7 +209,7 @@ struct fused_mma_project {
 };
 template <class T>
 struct fused_mma_project<T, void> {
-  DSCONV_DEVICE fused_mma_project(int, int, int) {}
+  DSCONV_DEVICE explicit fused_mma_project(const fused_block_tile&) {}
 };
 }  // namespace detail
 
@@ -173,15 +246,35 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   const int halo = t.in_rows * t.in_cols, Q = t.rows * t.cols;
 
   // The input tile with its halo, zero outside the image, and its mask; in pixel order, or in
-  // step 2's slot order (staging_pair: fused_tile.hpp).
+  // step 2's slot order (staging_pair: fused_tile.hpp); with the unit's expand
+  // (k_stage_rows > 0), as T in K stages (16 channels of the stage's rows, a half-warp a row).
   const int slots = detail::slot_count(halo, t.pair);
+  constexpr int KS = detail::fused_mma_tile;  // (channels of a K stage)
+  const bool unit_expand = mma && s.has_expand;  // (the plan's k_stage_rows > 0 just there)
+  const int k_stages = (s.c_in + KS - 1) / KS;
+  T* const in_t = reinterpret_cast<T*>(in_s);
+  using operand = kernels::k_rows<T, 1, std::conditional_t<mma, Unit, kernels::mma_sync_unit>>;
+  auto input_stage = [&](int k_stage) { return operand{in_t + k_stage * t.k_stage_rows * KS}; };
+  // The pixel of a row of those stages, and the row of a pixel (fused_tile.hpp: a swap of two
+  // bits on MFMA; mma.sync's rows are its pixels).
+  auto row_pixel = [](int row) { return std::is_same<Unit, kernels::mfma_unit>::value ? detail::mfma_row_pixel(row) : row; };
   auto stage = [&](int r, int col, int c) {
     const int y = iy0 + r, x = ix0 + col;
     const bool inside = y >= 0 && y < s.h && x >= 0 && x < s.w;
     const float v = inside ? to_float(pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c)) : 0.f;
     pf::shared_store(in_s + (r * t.in_cols + col) * ip + c, v);
   };
-  if (t.staging_pair == 2) {
+  if (unit_expand) {
+    detail::for_each_strided<3>(k_stages * t.k_stage_rows * KS, {t.k_stage_rows, KS}, tid, threads, [&](const auto& at) {
+      const int pixel = row_pixel(at[0]), c = at.outer() * KS + at[1];
+      int r, col;
+      detail::small_divmod(pixel, t.in_cols, r, col);
+      const int y = iy0 + r, x = ix0 + col;
+      const bool inside = pixel < halo && c < s.c_in && y >= 0 && y < s.h && x >= 0 && x < s.w;
+      pf::shared_store(input_stage(at.outer()).at(at[0], at[1]),
+                       inside ? pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c) : from_float<T>(0.f));
+    });
+  } else if (t.staging_pair == 2) {
     for (int i = tid; i < slots * s.c_in; i += threads) {
       int slot, c, r, col;
       detail::small_divmod(i, s.c_in, slot, c);
@@ -194,9 +287,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     detail::for_each_strided<3>(halo * s.c_in, {t.in_cols, s.c_in}, tid, threads,
                                 [&](const auto& at) { stage(at.outer(), at[0], at[1]); });
   }
-  detail::for_each_strided<2>(halo, {t.in_cols}, tid, threads, [&](const auto& at) {
+  // (with the unit's expand, 0 for the rows past the halo too: step 2 stores every row's sums)
+  detail::for_each_strided<2>(unit_expand ? t.k_stage_rows : halo, {t.in_cols}, tid, threads, [&](const auto& at) {
     const int y = iy0 + at.outer(), x = ix0 + at[0];
-    pf::shared_store(mask_s + at.index(), y >= 0 && y < s.h && x >= 0 && x < s.w ? 1.f : 0.f);
+    pf::shared_store(mask_s + at.index(), at.index() < halo && y >= 0 && y < s.h && x >= 0 && x < s.w ? 1.f : 0.f);
   });
   // The depthwise outputs' rows past the tile, which step 4 reads for outputs it never stores:
   // zero, so that they stay finite.
@@ -213,7 +307,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   float acc[R];
   DSCONV_UNROLL
   for (int k = 0; k < R; ++k) acc[k] = 0.f;
-  detail::fused_mma_project<T, Unit> unit_sums(tid, t.q_tiles, t.o_tiles);  // (with a Unit)
+  detail::fused_mma_project<T, Unit> unit_sums(t);  // (with a Unit)
 
   const int lane = tid % EC, group = tid / EC;
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
@@ -224,7 +318,14 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // odd kernel, step 3's lanes read rows in distinct banks). Plain loops, not index walks: a
     // walk's steps are scalar registers held through the slice loop, and this kernel has none
     // to spare on AMD.
-    if (s.has_expand) {
+    if (unit_expand) {  // ([K stages][slice channel][16] as T; stages by 16 rows of 16)
+      for (int i = tid; i < k_stages * EC * KS; i += threads) {
+        const int k_stage = i / (EC * KS), e = i / KS % EC, c = k_stage * KS + i % KS;
+        pf::shared_store(operand{reinterpret_cast<T*>(we_s) + k_stage * EC * KS}.at(e, i % KS),
+                         e < ec && c < s.c_in ? pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)
+                                              : from_float<T>(0.f));
+      }
+    } else if (!mma && s.has_expand) {
       for (int e = group; e < EC; e += groups)
         for (int c = lane; c < s.c_in; c += EC) {
           const float v = e < ec ? to_float(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)) : 0.f;
@@ -248,7 +349,18 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // past the halo's last pixel a thread reads that pixel again and stores nothing. Without an expand
     // layer the slice is the staged input's channels e0.. (zero outside the image), which step
     // 3 reads where they are.
-    if (s.has_expand) {
+    if (unit_expand) {
+      if constexpr (mma)
+        detail::fused_mma_expand<T, Unit>::run(in_t, t.k_stage_rows, k_stages, reinterpret_cast<T*>(we_s), be_s, tid,
+                                               [&](int row, int col, auto v) {
+                                                 const int pixel = row_pixel(row);
+                                                 constexpr int n = sizeof(v) / sizeof(float);
+                                                 const float m = pf::shared_load(mask_s + pixel);
+                                                 DSCONV_UNROLL
+                                                 for (int e = 0; e < n; ++e) v[e] = m * detail::activate(v[e], s.act);
+                                                 pf::shared_store(reinterpret_cast<decltype(v)*>(x_s + pixel * sp + col), v);
+                                               });
+    } else if (!mma && s.has_expand) {
       // (this thread's slots are all `group` mod 4, groups being a multiple of 4: each is its
       // pixel less one shift)
       const int shift = detail::slot_pixel(group, t.pair) - group;
@@ -296,7 +408,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // depthwise weights and project weights are zero.)
     const float* slice = s.has_expand ? x_s + lane : in_s + e0 + (lane < ec ? lane : ec - 1);
     float pool = 0.f;  // (!Project: this thread's pixels' sum of channel e0 + lane)
-    for (detail::index_walk<2> at({t.cols}, group, groups); at.index() < Q; at.advance()) {
+    // (on the unit's expand, a warp's two groups take outputs q_pair apart: fused_tile.hpp)
+    for (detail::index_walk<2> at({t.cols}, mma ? detail::slot_pixel(group, t.q_pair) : group, groups); at.index() < Q;
+         at.advance()) {
       const int qy = at.outer(), qx = at[0];
       const float* window = slice + (qy * s.stride * t.in_cols + qx * s.stride) * sp;
       float v = pf::shared_load(bd_s + lane);
@@ -351,7 +465,11 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
       detail::small_divmod(q, t.cols, qy, qx);
       const int oy = oy0 + qy, ox = ox0 + qx;
       if (oy >= s.out_h || ox >= s.out_w) return;
-      if (s.residual) v += pf::shared_load(in_s + ((qy + s.pad) * t.in_cols + qx + s.pad) * ip + oc);
+      if (s.residual) {
+        const int pixel = (qy + s.pad) * t.in_cols + qx + s.pad;
+        v += unit_expand ? to_float(pf::shared_load(input_stage(oc / KS).at(row_pixel(pixel), oc % KS)))
+                         : pf::shared_load(in_s + pixel * ip + oc);
+      }
       pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy) * s.out_w + ox) * s.c_out + oc, from_float<T>(v));
     });
     return;

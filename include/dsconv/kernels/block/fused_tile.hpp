@@ -41,6 +41,27 @@ inline constexpr int fused_mma_block_tiles =
 DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
   return lanes * fused_block_outputs / (fused_mma_tile * fused_mma_tile);
 }
+// The expand step on a matrix unit (16-bit types, blocks that expand and project): the
+// tile's input is staged as T only (half the floats' shared memory, so tiles grow), one K
+// stage of c_in (16 channels, zero past c_in) after another, each [k_stage_rows][16] in the
+// k_rows layout with the halo's pixels as rows (zero past the halo), and the slice's expand
+// weights likewise, [K stages][16 slice channels][16]; the warps multiply the input's 16-row
+// tiles by the weights over every K stage (fused_nhwc.hpp: fused_mma_expand), and store the
+// sums (bias, activation, mask) of every row into the expanded slice, which has k_stage_rows
+// rows, as does the mask (0 past the halo). The residual comes from the staged T input too
+// (the block's input as it is).
+// The expanded slice's pitch is then 24 (8-byte stores of mma.sync's 8 columns of rows
+// g = 0..3 at 24g mod 32 = 0, 24, 16, 8 banks: conflict-free), and step 3's two half-warps take
+// output pixels q_pair apart so that their input pixels lie 16 banks apart (24 * 2 = 16 mod
+// 32): 2 at odd strides, 1 at strides 2 mod 4. Rows are halo pixels in order, except on MFMA,
+// whose 32-bit stores of a tile's sums write rows r and r + 4 in one phase (lanes 0-15 and
+// 16-31, a column each): there row bits 1 and 2 trade places, which puts those rows' pixels 2
+// apart, 16 banks.
+inline constexpr int fused_unit_slice_pitch = 24;
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int mfma_row_pixel(int row) {
+  return ((row >> 1) ^ (row >> 2)) & 1 ? row ^ 6 : row;
+}
+
 // The outputs leave through a scratch tile per warp, [16][pitch] floats, in the regions from
 // the mask on (free after the last slice; the input stays for the residual): scratch_warps of
 // them at once, so that the scratch costs no tile size. The pitch of a unit whose lanes keep
@@ -51,14 +72,15 @@ DSCONV_HOST_DEVICE constexpr int fused_mma_scratch_pitch(int run) { return fused
 inline constexpr int fused_mma_scratch_largest = fused_mma_tile * fused_mma_scratch_pitch(2);  // floats a warp
 
 // Shared memory, in floats: the slice's expand biases at 0, its depthwise biases at
-// fused_block_slice and the staged input [halo][in_pitch] (zero outside the image) at
-// fused_block_input (fixed offsets: every offset the plan passes is a scalar register the
+// fused_block_slice and the staged input [halo][in_pitch] (zero outside the image; on the
+// unit's expand its K stages of T) at fused_block_input (fixed offsets: every offset the plan passes is a scalar register the
 // kernel holds through its slice loop), then regions one after another: the halo's mask (1
 // inside the image, 0 outside), the expanded slice [halo][slice_pitch] (none without an
 // expand layer: step 3 reads the slice from the input, slice_pitch = in_pitch), the slice's depthwise
 // weights [slice][taps], the depthwise outputs [q_rows][d_pitch], and one region for the
 // slice's expand weights [c_in][expand_pitch] and then its project weights [slice][out_pitch]
-// (wp == we: never needed at once).
+// (wp == we: never needed at once; on a matrix unit each as T in 32-byte rows, the regions
+// 16-byte aligned).
 // The pitches keep a warp's accesses in distinct banks (32 banks of 4 bytes; a warp's two
 // half-warps take two pixels, or two weight rows):
 // - the expanded slice: its two pixels in step 2 are `pair` halo pixels apart and in step 3
@@ -103,6 +125,9 @@ struct fused_block_tile {
   int q_step;  // threads per project output channel (a thread's outputs are q_step pixels apart)
   int q_tiles, o_tiles;  // on a matrix unit: 16-pixel and 16-channel tiles of the outputs (0: SIMT)
   int scratch_warps;     // on a matrix unit: warps whose output scratch tiles fit at once
+  int k_stage_rows;      // the expand on a matrix unit: rows of a K stage of the staged input
+                         // (the halo's pixels, whole 16-row tiles); 0: input staged as float
+  int q_pair;            // step 3's half-warps: output pixels q_pair apart (1 but on the unit's expand)
   int mask, x, wd, d, we, wp, floats;  // region offsets, and the total
 };
 
