@@ -272,11 +272,12 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
   }
 }
 
-// The fused kernel's expand and project steps run on the device's matrix unit exactly where the
-// unit multiplies the type (half on every unit, bfloat16 on sm_80's and AMD's, never float);
-// such a plan's output tiles cover the tile within the unit's limits, and where the block
-// expands its staged input's K stages cover the halo and its regions hold what the kernel
-// stores there (fused_tile.hpp).
+// The fused kernel's expand step (blocks that expand) and project step (blocks without
+// squeeze-excitation) run on the device's matrix unit exactly where the unit multiplies the
+// type (half on every unit, bfloat16 on sm_80's and AMD's, never float); such a plan's output
+// tiles cover the tile within the unit's limits, and where the block expands its staged
+// input's K stages cover the halo and its regions hold what the kernel stores there
+// (fused_tile.hpp).
 template <class T>
 void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
   namespace d = dsconv::detail;
@@ -288,16 +289,18 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
   for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
     const inverted_residual_params p = b.at(8, layout::nhwc);
     INFO(b.name() << " on " << dev.name);
-    CHECK(d::fused_block_on_matrix_unit<T>(p, dev) == (multiplies && p.se_channels == 0));
+    const bool projects = p.se_channels == 0;
+    CHECK(d::fused_block_on_matrix_unit<T>(p, dev) == (multiplies && (projects || p.has_expand())));
     d::fused_block_plan plan;
     if (!d::plan_fused_block<T>(p, dev, plan)) continue;
     const d::fused_block_tile& t = plan.tile;
-    if (!(multiplies && p.se_channels == 0)) {
-      CHECK(t.q_tiles == 0);
+    CHECK(plan.shared_bytes <= dev.shared_memory_per_block);
+    if (!multiplies || !projects) CHECK(t.q_tiles == 0);
+    if (!multiplies || !p.has_expand()) {
       CHECK(t.k_stage_rows == 0);
       CHECK(t.q_pair == 1);
-      continue;
     }
+    if (!multiplies) continue;
     const int halo = t.in_rows * t.in_cols, k_stages = (p.c_in + 15) / 16;
     if (p.has_expand()) {
       CHECK(t.k_stage_rows >= halo);
@@ -311,9 +314,8 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
       CHECK(t.x + t.k_stage_rows * t.slice_pitch <= t.wd);
       CHECK(t.we % 4 == 0);
       CHECK(t.we + k_stages * d::fused_block_slice * 8 <= t.floats);
-    } else {
-      CHECK(t.k_stage_rows == 0);
     }
+    if (!projects) continue;
     CHECK(t.q_tiles * d::fused_mma_tile >= t.rows * t.cols);
     CHECK(t.o_tiles * d::fused_mma_tile >= p.c_out);
     CHECK(t.q_tiles * t.o_tiles <= d::fused_mma_block_tiles);
@@ -322,11 +324,10 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
     CHECK(d::fused_mma_scratch_at(t) + t.scratch_warps * d::fused_mma_scratch_largest <= t.floats);
     CHECK(t.d % 4 == 0);  // (16-byte aligned operand rows)
     CHECK(t.wp % 4 == 0);
-    CHECK(plan.shared_bytes <= dev.shared_memory_per_block);
   }
 }
 
-TEST_CASE("inverted_residual: the fused kernel projects on the matrix unit wherever the unit multiplies the type", "[block]") {
+TEST_CASE("inverted_residual: the fused kernel expands and projects on the matrix unit wherever the unit multiplies the type", "[block]") {
 #if defined(DSCONV_PLATFORM_HOST)
   const std::vector<dsconv::platform::device_properties> devices = dsconv::host::device_profiles();
 #else

@@ -204,6 +204,25 @@ status run_unfused_block(const inverted_residual_params& p, const inverted_resid
   return squeeze_excite_and_project(p, w, input, z, at, ws, output, dev, stream);
 }
 
+// The fused kernel (Project: blocks without squeeze-excitation) as `plan` tiles it, on the
+// device's matrix unit where the plan has that kernel's steps on it (fused_block_on_matrix_unit).
+template <bool Project, class T>
+status launch_fused_kernel(const inverted_residual_params& p, const fused_block_plan& plan,
+                           const block_weight_ptrs<T>& weights, const T* input, T* output, float* pool_partial,
+                           const platform::device_properties& dev, stream_t stream) {
+  const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
+  if constexpr (sizeof(T) == 2)
+    if (plan.tile.q_tiles > 0 || plan.tile.k_stage_rows > 0)
+      return with_matrix_unit(dev, [&](auto unit) {
+        using Unit = decltype(unit);
+        return platform::launch(
+            platform::registered<kernels::inverted_residual_fused_nhwc<T, Project, Unit>, Unit::template needs<T>>(), config,
+            make_shape(p), plan.tile, weights, input, output, pool_partial);
+      });
+  return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, Project>>(), config, make_shape(p),
+                          plan.tile, weights, input, output, pool_partial);
+}
+
 // The fused kernel as `plan` tiles it; with squeeze-excitation it writes the depthwise output
 // and its tiles' pool sums into the workspace, and the rest follows as in the unfused sequence.
 template <class T>
@@ -212,27 +231,13 @@ status run_fused_block(const inverted_residual_params& p, const fused_block_plan
                        const platform::device_properties& dev, stream_t stream) {
   const block_weight_ptrs<T> weights{w.expand_weight,  w.expand_bias,    w.depthwise_weight,
                                      w.depthwise_bias, w.project_weight, w.project_bias};
-  const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
-  if (p.se_channels == 0) {
-    // (steps 2 and 4 on the matrix unit where the plan has its tiles: fused_block_on_matrix_unit)
-    if constexpr (sizeof(T) == 2)
-      if (plan.tile.q_tiles > 0)
-        return with_matrix_unit(dev, [&](auto unit) {
-          using Unit = decltype(unit);
-          return platform::launch(
-              platform::registered<kernels::inverted_residual_fused_nhwc<T, true, Unit>, Unit::template needs<T>>(), config,
-              make_shape(p), plan.tile, weights, input, output, static_cast<float*>(nullptr));
-        });
-    return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, true>>(), config, make_shape(p),
-                            plan.tile, weights, input, output, static_cast<float*>(nullptr));
-  }
+  if (p.se_channels == 0) return launch_fused_kernel<true>(p, plan, weights, input, output, nullptr, dev, stream);
   const int tiles = plan.tile.tiles_x * plan.tile.tiles_y;
   const block_workspace at = fused_squeeze_excitation_layout(p, sizeof(T), tiles);
   char* ws = static_cast<char*>(workspace);
   T* z = reinterpret_cast<T*>(ws + at.depthwise);
   float* partial = reinterpret_cast<float*>(ws + at.pool_partial);
-  status s = platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, false>>(), config,
-                              make_shape(p), plan.tile, weights, input, z, partial);
+  status s = launch_fused_kernel<false>(p, plan, weights, input, z, partial, dev, stream);
   if (s != status::success ||
       (s = launch_channel_mean(p.n, p.expanded, tiles, layout::nhwc, 1.f / static_cast<float>(p.out_h() * p.out_w()),
                                static_cast<const float*>(partial), reinterpret_cast<T*>(ws + at.pooled), stream)) !=

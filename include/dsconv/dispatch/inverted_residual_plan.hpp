@@ -144,15 +144,15 @@ inline int round_up_to(int v, int modulus, int remainder) { return v + ((remaind
 inline bool fused_projects(const block_shape& s) { return s.se_channels == 0; }
 
 // The tile of rows x cols outputs: its shared-memory regions (false where they exceed
-// `floats`) and the cost model's bytes for the whole grid. `mma`: step 4 on the device's matrix
-// unit (16-bit elements, blocks that project): its operands as T in 32-byte rows, 16-byte
-// aligned, and the outputs in whole 16x16 tiles, at most fused_mma_block_tiles; so is step 2
-// where the block expands (fused_tile.hpp: the input staged as T in K stages, the expanded
-// slice at an even pitch for the unit's 8-byte stores).
-inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes, bool mma,
+// `floats`) and the cost model's bytes for the whole grid. `unit`: the kernel of the device's
+// matrix unit (16-bit elements): step 4 on it where the kernel projects, its operands as T in
+// 32-byte rows, 16-byte aligned, and the outputs in whole 16x16 tiles, at most
+// fused_mma_block_tiles; step 2 on it where the block expands (fused_tile.hpp: the input
+// staged as T in K stages, the expanded slice at pitch 24).
+inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes, bool unit,
                           const platform::device_properties& dev, fused_block_plan& out) {
   constexpr int EC = fused_block_slice, R = fused_block_outputs, MT = fused_mma_tile;
-  const bool projects = fused_projects(s);
+  const bool projects = fused_projects(s), mma = unit && projects;  // (mma: the project on the unit)
   fused_block_tile& t = out.tile;
   t.rows = rows, t.cols = cols;
   t.in_rows = (rows - 1) * s.stride + s.kernel, t.in_cols = (cols - 1) * s.stride + s.kernel;
@@ -177,7 +177,7 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   t.out_pitch = s.c_out + (6 - s.c_out % 4) % 4;
   t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks)
   const int half = shared_banks / 2;
-  const bool unit_expand = mma && s.has_expand;
+  const bool unit_expand = unit && s.has_expand;
   const long long stage_rows = unit_expand ? ceil_div(halo, MT) * MT : 0, k_stages = ceil_div(s.c_in, MT);
   t.k_stage_rows = static_cast<int>(stage_rows);
   t.q_pair = 1;
@@ -220,7 +220,7 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
                                   : s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch
                                                  : 0;
   const long long project_weights = mma ? t.o_tiles * MT * mma_row : projects ? static_cast<long long>(EC) * t.out_pitch : 0;
-  if (mma) aligned();
+  if (unit) aligned();
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
   // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
   // regions after d, or in floats allocated for them.
@@ -289,11 +289,11 @@ inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int sta
 // (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers
 // where the kernel projects; without projecting only shared memory bounds them).
 inline bool search_fused_block(const block_shape& s, const platform::device_properties& dev, std::size_t element_bytes,
-                               bool mma, fused_block_plan& out) {
+                               bool unit, fused_block_plan& out) {
   // Outputs per tile: the projecting kernel's registers (on a matrix unit, whole 16x16 tiles);
   // else a bound past any tile's shared memory (its mask, input and expanded halo alone: at
   // least fused_block_slice + 1 floats a pixel with an expand layer, 2 without).
-  const long long most = mma ? fused_mma_block_tiles / ceil_div(s.c_out, fused_mma_tile) * fused_mma_tile
+  const long long most = unit && fused_projects(s) ? fused_mma_block_tiles / ceil_div(s.c_out, fused_mma_tile) * fused_mma_tile
                          : fused_projects(s) ? static_cast<long long>(fused_block_threads) / s.c_out * fused_block_outputs
                                              : 4096;
   // Within a multiprocessor's share for fused_resident_blocks; where not even the smallest
@@ -307,7 +307,7 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
         const long long halo = static_cast<long long>((rows - 1) * s.stride + s.kernel) * ((cols - 1) * s.stride + s.kernel);
         if (halo * per_halo_pixel > floats) break;  // (wider tiles neither)
         fused_block_plan candidate;
-        if (fused_tile_of(s, rows, cols, floats, element_bytes, mma, dev, candidate) &&
+        if (fused_tile_of(s, rows, cols, floats, element_bytes, unit, dev, candidate) &&
             (!found || candidate.traffic < out.traffic))
           out = candidate, found = true;
       }
@@ -321,12 +321,13 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
   return false;
 }
 
-// Whether the fused kernel of `p` expands and projects on the device's matrix unit: 16-bit
-// types, where the pointwise GEMM's matrix-unit variants multiply T (mma_usable: the one rule
-// for which unit multiplies which type); float stays on the SIMT cores (TF32 would round it).
+// Whether the fused kernel of `p` expands (where the block expands) and projects (without
+// squeeze-excitation) on the device's matrix unit: 16-bit types, where the pointwise GEMM's
+// matrix-unit variants multiply T (mma_usable: the one rule for which unit multiplies which
+// type); float stays on the SIMT cores (TF32 would round it).
 template <class T>
 bool fused_block_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
-  return sizeof(T) == 2 && p.se_channels == 0 && mma_usable<T>(pointwise_params{}, dev);
+  return sizeof(T) == 2 && (p.has_expand() || p.se_channels == 0) && mma_usable<T>(pointwise_params{}, dev);
 }
 
 // The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by
@@ -336,15 +337,15 @@ bool plan_fused_block(const inverted_residual_params& p, const platform::device_
   if (!fused_block_limits(p).empty()) return false;
   const block_shape s = make_shape(p);
   const std::size_t element_bytes = sizeof(T);
-  const bool mma = fused_block_on_matrix_unit<T>(p, dev);
+  const bool unit = fused_block_on_matrix_unit<T>(p, dev);
   const plan_key<19> key{s.n, s.c_in, s.h, s.w, s.expanded, s.kernel, s.stride, s.se_channels, s.c_out,
                          static_cast<long long>(s.data_layout), static_cast<long long>(s.act), s.residual, s.has_expand,
-                         mma, static_cast<long long>(element_bytes), static_cast<long long>(dev.shared_memory_per_block),
+                         unit, static_cast<long long>(element_bytes), static_cast<long long>(dev.shared_memory_per_block),
                          static_cast<long long>(dev.shared_memory_per_multiprocessor),
                          static_cast<long long>(dev.shared_memory_reserved_per_block), dev.max_grid_x};
   const auto planned = remembered(key, [&] {
     fused_block_plan plan;
-    const bool found = search_fused_block(s, dev, element_bytes, mma, plan);
+    const bool found = search_fused_block(s, dev, element_bytes, unit, plan);
     return std::make_pair(found, plan);
   });
   if (planned.first) out = planned.second;

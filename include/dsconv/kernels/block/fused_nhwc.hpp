@@ -20,11 +20,11 @@
 // half-warps two pixels whose rows fused_tile.hpp's pitches put 16 banks apart (the pixel's
 // input values are one word for a half-warp); in step 4 a warp's lanes take consecutive
 // output channels of a pixel (consecutive weights), each thread at most fused_block_outputs
-// pixels q_step apart. With a matrix Unit (16-bit types, blocks that project), steps 2 and 4
-// are the unit's products instead, on the matrix-unit GEMM's operand layout (k_rows): step 2
-// multiplies the input, staged as T in K stages of 16 channels, by the slice's expand weights
-// (fused_mma_expand; fused_tile.hpp), and step 3 stores its outputs as T, so that each warp
-// multiplies its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by one K stage, the
+// pixels q_step apart. With a matrix Unit (16-bit types), steps 2 (blocks that expand) and 4
+// (Project) are the unit's products instead, on the matrix-unit GEMM's operand layout
+// (k_rows): step 2 multiplies the input, staged as T in K stages of 16 channels, by the
+// slice's expand weights (fused_mma_expand; fused_tile.hpp), and step 3 stores its outputs as
+// T, so that in step 4 each warp multiplies its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by one K stage, the
 // slice, keeping their sums in the unit's accumulators; the depthwise output is rounded to T
 // before that product, as the unfused sequence stores it (the expanded slice stays float).
 
@@ -218,7 +218,8 @@ namespace kernels {
 // output: [n][out_h][out_w][c_out] (Project), or the depthwise output
 // [n][out_h][out_w][expanded] and pool_partial[n][tiles_y * tiles_x][expanded], each tile's
 // sums of its pixels' depthwise outputs per channel (!Project; null with Project). Unit: the
-// matrix unit of step 4 (matrix_units.hpp), void for the SIMT one.
+// matrix unit of steps 2 (where the block expands) and 4 (matrix_units.hpp), void for the SIMT
+// cores.
 template <class T, bool Project, class Unit = void>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, detail::fused_resident_blocks)
 void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_tile t, detail::block_weight_ptrs<T> wts,
@@ -228,8 +229,8 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
   constexpr int G = detail::fused_block_output_group;
   static_assert(groups % 4 == 0, "step 2's slots of a thread keep their pixel's shift (slot_pixel)");
-  constexpr bool mma = !std::is_void<Unit>::value;
-  static_assert(!mma || (Project && EC * sizeof(T) == 32), "the unit's product takes the slice as one 32-byte K stage");
+  constexpr bool unit = !std::is_void<Unit>::value, mma = unit && Project;  // (mma: the project on the unit)
+  static_assert(!unit || EC * sizeof(T) == 32, "the unit's product takes the slice as one 32-byte K stage");
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
   float *be_s = sh, *bd_s = sh + EC, *in_s = sh + detail::fused_block_input, *mask_s = sh + t.mask, *x_s = sh + t.x;
@@ -250,10 +251,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // (k_stage_rows > 0), as T in K stages (16 channels of the stage's rows, a half-warp a row).
   const int slots = detail::slot_count(halo, t.pair);
   constexpr int KS = detail::fused_mma_tile;  // (channels of a K stage)
-  const bool unit_expand = mma && s.has_expand;  // (the plan's k_stage_rows > 0 just there)
+  const bool unit_expand = unit && s.has_expand;  // (the plan's k_stage_rows > 0 just there)
   const int k_stages = (s.c_in + KS - 1) / KS;
   T* const in_t = reinterpret_cast<T*>(in_s);
-  using operand = kernels::k_rows<T, 1, std::conditional_t<mma, Unit, kernels::mma_sync_unit>>;
+  using operand = kernels::k_rows<T, 1, std::conditional_t<unit, Unit, kernels::mma_sync_unit>>;
   auto input_stage = [&](int k_stage) { return operand{in_t + k_stage * t.k_stage_rows * KS}; };
   // The pixel of a row of those stages, and the row of a pixel (fused_tile.hpp: a swap of two
   // bits on MFMA; mma.sync's rows are its pixels).
@@ -307,7 +308,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   float acc[R];
   DSCONV_UNROLL
   for (int k = 0; k < R; ++k) acc[k] = 0.f;
-  detail::fused_mma_project<T, Unit> unit_sums(t);  // (with a Unit)
+  detail::fused_mma_project<T, std::conditional_t<Project, Unit, void>> unit_sums(t);  // (with a Unit)
 
   const int lane = tid % EC, group = tid / EC;
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
@@ -325,7 +326,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
                          e < ec && c < s.c_in ? pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)
                                               : from_float<T>(0.f));
       }
-    } else if (!mma && s.has_expand) {
+    } else if (!unit && s.has_expand) {
       for (int e = group; e < EC; e += groups)
         for (int c = lane; c < s.c_in; c += EC) {
           const float v = e < ec ? to_float(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)) : 0.f;
@@ -350,7 +351,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // layer the slice is the staged input's channels e0.. (zero outside the image), which step
     // 3 reads where they are.
     if (unit_expand) {
-      if constexpr (mma)
+      if constexpr (unit)
         detail::fused_mma_expand<T, Unit>::run(in_t, t.k_stage_rows, k_stages, reinterpret_cast<T*>(we_s), be_s, tid,
                                                [&](int row, int col, auto v) {
                                                  const int pixel = row_pixel(row);
@@ -360,7 +361,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
                                                  for (int e = 0; e < n; ++e) v[e] = m * detail::activate(v[e], s.act);
                                                  pf::shared_store(reinterpret_cast<decltype(v)*>(x_s + pixel * sp + col), v);
                                                });
-    } else if (!mma && s.has_expand) {
+    } else if (!unit && s.has_expand) {
       // (this thread's slots are all `group` mod 4, groups being a multiple of 4: each is its
       // pixel less one shift)
       const int shift = detail::slot_pixel(group, t.pair) - group;
@@ -409,7 +410,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     const float* slice = s.has_expand ? x_s + lane : in_s + e0 + (lane < ec ? lane : ec - 1);
     float pool = 0.f;  // (!Project: this thread's pixels' sum of channel e0 + lane)
     // (on the unit's expand, a warp's two groups take outputs q_pair apart: fused_tile.hpp)
-    for (detail::index_walk<2> at({t.cols}, mma ? detail::slot_pixel(group, t.q_pair) : group, groups); at.index() < Q;
+    for (detail::index_walk<2> at({t.cols}, unit ? detail::slot_pixel(group, t.q_pair) : group, groups); at.index() < Q;
          at.advance()) {
       const int qy = at.outer(), qx = at[0];
       const float* window = slice + (qy * s.stride * t.in_cols + qx * s.stride) * sp;
