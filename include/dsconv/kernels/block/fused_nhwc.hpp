@@ -224,6 +224,15 @@ template <class T, bool Project, class Unit = void>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::fused_block_threads, detail::fused_resident_blocks)
 void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_tile t, detail::block_weight_ptrs<T> wts,
                                   const T* __restrict__ input, T* __restrict__ output, float* __restrict__ pool_partial) {
+#if defined(__HIP_DEVICE_COMPILE__) && !defined(DSCONV_HAS_WAVE_MFMA)
+  // An AMD target without MFMA (gfx906 and the DCUs): the unit's kernels are never launched
+  // there (its instructions trap), so they are not built for it (the rest is unreachable; the
+  // fused block's MFMA instantiation held more scalar registers than gfx906 has).
+  if constexpr (std::is_same<Unit, kernels::mfma_unit>::value) {
+    platform::gpu_detail::no_matrix_unit();
+    return;
+  }
+#endif
   namespace pf = platform;
   constexpr int threads = static_cast<int>(detail::fused_block_threads), EC = detail::fused_block_slice;
   constexpr int R = detail::fused_block_outputs, PX = detail::fused_expand_pixels, groups = threads / EC;
