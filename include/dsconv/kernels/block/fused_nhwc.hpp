@@ -45,6 +45,11 @@ struct block_weight_ptrs {
   const T *expand_weight, *expand_bias, *depthwise_weight, *depthwise_bias, *project_weight, *project_bias;
 };
 
+// The unit steps' operands in shared memory: 32-byte K-stage rows of the matrix-unit GEMM's
+// k_rows layout, as many rows as the plan sizes.
+template <class T, class Unit>
+using fused_operand = kernels::k_rows<T, 1, Unit>;
+
 // Step 2 on a matrix unit (fused_tile.hpp): the staged input, [K stages][rows][16] as T in
 // k_rows tiles, times the slice's expand weights, [K stages][16][16], plus the slice's biases
 // (bias[16]: the sums start from them). The products are 16 x tile_n tiles (16 rows, tile_n
@@ -60,7 +65,7 @@ struct block_weight_ptrs {
 template <class T, class Unit>
 struct fused_mma_expand {
   using op = typename Unit::template op<T>;
-  using operand = kernels::k_rows<T, 1, Unit>;  // (rows as the plan sizes them)
+  using operand = fused_operand<T, Unit>;
   static constexpr int warps = static_cast<int>(fused_block_threads) / Unit::lanes;
   static constexpr int NI = fused_mma_tile / Unit::tile_n, MT = fused_mma_tile;
   static constexpr bool mfma = std::is_same<Unit, kernels::mfma_unit>::value;
@@ -117,7 +122,7 @@ struct fused_mma_expand<T, void> {};
 template <class T, class Unit>
 struct fused_mma_project {
   using op = typename Unit::template op<T>;
-  using operand = kernels::k_rows<T, 1, Unit>;  // (rows as the plan sizes them)
+  using operand = fused_operand<T, Unit>;
   static constexpr int warps = static_cast<int>(fused_block_threads) / Unit::lanes;
   static constexpr int F = fused_mma_warp_tiles(Unit::lanes), NI = fused_mma_tile / Unit::tile_n;
   const fused_block_tile& t;  // (its q_tiles and o_tiles, kernel parameters)
@@ -263,7 +268,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   const bool unit_expand = unit && s.has_expand;  // (the plan's k_stage_rows > 0 just there)
   const int k_stages = (s.c_in + KS - 1) / KS;
   T* const in_t = reinterpret_cast<T*>(in_s);
-  using operand = kernels::k_rows<T, 1, std::conditional_t<unit, Unit, kernels::mma_sync_unit>>;
+  using operand = detail::fused_operand<T, std::conditional_t<unit, Unit, kernels::mma_sync_unit>>;
   auto input_stage = [&](int k_stage) { return operand{in_t + k_stage * t.k_stage_rows * KS}; };
   // The pixel of a row of those stages, and the row of a pixel (fused_tile.hpp: a swap of two
   // bits on MFMA; mma.sync's rows are its pixels).
@@ -402,7 +407,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
     // and the depthwise filter over the slice at the tile's pixels.
     if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out)
-      const typename detail::fused_mma_project<T, Unit>::operand w_tile{reinterpret_cast<T*>(wp_s)};
+      const operand w_tile{reinterpret_cast<T*>(wp_s)};
       for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
         const bool inside = lane < ec && oc < s.c_out;
         pf::shared_store(w_tile.at(oc, lane), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
@@ -429,7 +434,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
           v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
       v = detail::activate(v, s.act);
       if constexpr (mma) {
-        pf::shared_store(typename detail::fused_mma_project<T, Unit>::operand{d_t}.at(at.index(), lane), from_float<T>(v));
+        pf::shared_store(operand{d_t}.at(at.index(), lane), from_float<T>(v));
       } else if (Project) {
         pf::shared_store(d_s + at.index() * dp + lane, v);
       } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
@@ -451,7 +456,6 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
                 sum);
     }
     if constexpr (mma) {
-      using operand = typename detail::fused_mma_project<T, Unit>::operand;
       unit_sums.add_slice(operand{d_t}, operand{reinterpret_cast<T*>(wp_s)}, tid);
     } else if (projects) {
       for (int e = 0; e < EC; ++e) {
