@@ -273,8 +273,10 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
 }
 
 // The fused kernel's expand step (blocks that expand) and project step (blocks without
-// squeeze-excitation) run on the device's matrix unit exactly where the unit multiplies the
-// type (half on every unit, bfloat16 on sm_80's and AMD's, never float); such a plan's output
+// squeeze-excitation) may run on the device's matrix unit exactly where the unit multiplies the
+// type without TF32 (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's, whose
+// fp32 products do not round it; a block does not opt into TF32), and do where the unit's tile
+// moves no more bytes than the SIMT cores' (each searched alone); such a plan's output
 // tiles cover the tile within the unit's limits, and where the block expands its staged
 // input's K stages cover the halo and its regions hold what the kernel stores there
 // (fused_tile.hpp).
@@ -285,7 +287,7 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
   const bool multiplies = std::is_same<T, dsconv::half>::value ? dev.matrix != matrix_unit::none
                           : std::is_same<T, dsconv::bfloat16>::value
                               ? dev.matrix == matrix_unit::mma_sync || dev.matrix == matrix_unit::mfma
-                              : false;
+                              : dev.matrix == matrix_unit::mfma;
   for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
     const inverted_residual_params p = b.at(8, layout::nhwc);
     INFO(b.name() << " on " << dev.name);
@@ -300,8 +302,18 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
       CHECK(t.k_stage_rows == 0);
       CHECK(t.q_pair == 1);
     }
-    if (!multiplies) continue;
-    const int halo = t.in_rows * t.in_cols, k_stages = (p.c_in + 15) / 16;
+    if (!multiplies || !(projects || p.has_expand())) continue;  // (no step of the block on the unit)
+    d::fused_block_plan on_unit, simt;
+    const bool unit_fits = d::search_fused_block(d::make_shape(p), dev, sizeof(T), true, on_unit);
+    const bool simt_fits = d::search_fused_block(d::make_shape(p), dev, sizeof(T), false, simt);
+    const bool unit_chosen = unit_fits && (!simt_fits || on_unit.traffic <= simt.traffic);
+    CHECK((t.q_tiles > 0 || t.k_stage_rows > 0) == unit_chosen);
+    CHECK(plan.traffic == (unit_chosen ? on_unit.traffic : simt.traffic));
+    if (!unit_chosen) continue;
+    // (K stages of 32 bytes, 8 floats: 16 channels of 16-bit types, 8 floats; the slice is
+    // one or two of them)
+    const int ks = 32 / static_cast<int>(sizeof(T)), slice_stages = d::fused_block_slice / ks;
+    const int halo = t.in_rows * t.in_cols, k_stages = (p.c_in + ks - 1) / ks;
     if (p.has_expand()) {
       CHECK(t.k_stage_rows >= halo);
       CHECK(t.k_stage_rows % d::fused_mma_tile == 0);
@@ -324,6 +336,9 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
     CHECK(d::fused_mma_scratch_at(t) + t.scratch_warps * d::fused_mma_scratch_largest <= t.floats);
     CHECK(t.d % 4 == 0);  // (16-byte aligned operand rows)
     CHECK(t.wp % 4 == 0);
+    // (the slice's K stages of depthwise outputs and project weights, a gap apart)
+    CHECK(t.d + (slice_stages * t.q_rows + (slice_stages - 1) * d::fused_stage_gap(t.q_pair)) * 8 <= t.wp);
+    CHECK(t.wp + (slice_stages * t.o_tiles * d::fused_mma_tile + (slice_stages - 1) * d::fused_stage_gap(1)) * 8 <= t.floats);
   }
 }
 

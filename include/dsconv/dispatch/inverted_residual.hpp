@@ -10,6 +10,7 @@
 // project run as in the unfused sequence (through the caller's workspace).
 
 #include <string>
+#include <type_traits>
 
 #include "../block_params.hpp"
 #include "../kernels/block/fused_nhwc.hpp"
@@ -211,14 +212,18 @@ status launch_fused_kernel(const inverted_residual_params& p, const fused_block_
                            const block_weight_ptrs<T>& weights, const T* input, T* output, float* pool_partial,
                            const platform::device_properties& dev, stream_t stream) {
   const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
-  if constexpr (sizeof(T) == 2)
-    if (plan.tile.q_tiles > 0 || plan.tile.k_stage_rows > 0)
-      return with_matrix_unit(dev, [&](auto unit) {
-        using Unit = decltype(unit);
+  if (plan.tile.q_tiles > 0 || plan.tile.k_stage_rows > 0)
+    return with_matrix_unit(dev, [&](auto unit) {
+      using Unit = decltype(unit);
+      // (float only on MFMA: a block does not opt into mma.sync's TF32, and its plans have no
+      // unit steps there; no such kernel is built)
+      if constexpr (sizeof(T) == 2 || std::is_same<Unit, kernels::mfma_unit>::value)
         return platform::launch(
             platform::registered<kernels::inverted_residual_fused_nhwc<T, Project, Unit>, Unit::template needs<T>>(), config,
             make_shape(p), plan.tile, weights, input, output, pool_partial);
-      });
+      else
+        return invalid(status::unsupported_variant, "inverted_residual", "float blocks take no TF32 matrix-unit steps");
+    });
   return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, Project>>(), config, make_shape(p),
                           plan.tile, weights, input, output, pool_partial);
 }

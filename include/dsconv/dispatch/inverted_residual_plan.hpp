@@ -145,8 +145,8 @@ inline bool fused_projects(const block_shape& s) { return s.se_channels == 0; }
 
 // The tile of rows x cols outputs: its shared-memory regions (false where they exceed
 // `floats`) and the cost model's bytes for the whole grid. `unit`: the kernel of the device's
-// matrix unit (16-bit elements): step 4 on it where the kernel projects, its operands as T in
-// 32-byte rows, 16-byte aligned, and the outputs in whole 16x16 tiles, at most
+// matrix unit (fused_block_on_matrix_unit): step 4 on it where the kernel projects, its
+// operands as T in 32-byte K-stage rows (two stages a slice for float), 16-byte aligned, and the outputs in whole 16x16 tiles, at most
 // fused_mma_block_tiles; step 2 on it where the block expands (fused_tile.hpp: the input
 // staged as T in K stages, the expanded slice at pitch 24).
 inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes, bool unit,
@@ -178,7 +178,9 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks)
   const int half = shared_banks / 2;
   const bool unit_expand = unit && s.has_expand;
-  const long long stage_rows = unit_expand ? ceil_div(halo, MT) * MT : 0, k_stages = ceil_div(s.c_in, MT);
+  // The unit's K stages: 32 bytes (8 floats) a row, of `ks` channels; the slice is `ss` of them.
+  const long long row_floats = 8, ks = 32 / static_cast<long long>(element_bytes), ss = EC / ks;
+  const long long stage_rows = unit_expand ? ceil_div(halo, MT) * MT : 0, k_stages = ceil_div(s.c_in, ks);
   t.k_stage_rows = static_cast<int>(stage_rows);
   t.q_pair = 1;
   if (unit_expand) {  // (fused_tile.hpp; strides 0 mod 4 meet bank conflicts in step 3)
@@ -196,9 +198,8 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
     t.in_pitch = odd_stride ? round_up_to(s.c_in, shared_banks, half) : stride_2_mod_4 ? round_up_to(s.c_in, half, half / 2) : s.c_in;
     t.slice_pitch = t.in_pitch;
   }
-  const long long mma_row = static_cast<long long>(EC * element_bytes / sizeof(float));  // floats of a 32-byte row
-  // (the T input's K stages: 32 bytes a row)
-  long long at = fused_block_input + (unit_expand ? k_stages * stage_rows * mma_row : halo * t.in_pitch);
+  // (the T input's K stages)
+  long long at = fused_block_input + (unit_expand ? k_stages * stage_rows * row_floats : halo * t.in_pitch);
   auto take = [&](long long n) {
     const long long start = at;
     at += n;
@@ -213,13 +214,17 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   t.wd = take(static_cast<long long>(EC) * s.taps());
   // d: the depthwise outputs, or (without projecting) the groups' pool sums.
   if (mma) aligned();
-  t.d = take(mma ? t.q_rows * mma_row
+  // (the slice's K stages, fused_stage_gap rows apart)
+  const auto slice_stages = [&](long long rows, int rows_apart) {
+    return (ss * rows + (ss - 1) * fused_stage_gap(rows_apart)) * row_floats;
+  };
+  t.d = take(mma ? slice_stages(t.q_rows, t.q_pair)
                  : projects ? static_cast<long long>(t.q_rows) * fused_depthwise_pitch
                             : static_cast<long long>(fused_block_threads / EC) * EC);
-  const long long expand_weights = unit_expand    ? k_stages * EC * mma_row
+  const long long expand_weights = unit_expand    ? k_stages * EC * row_floats
                                   : s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch
                                                  : 0;
-  const long long project_weights = mma ? t.o_tiles * MT * mma_row : projects ? static_cast<long long>(EC) * t.out_pitch : 0;
+  const long long project_weights = mma ? slice_stages(static_cast<long long>(t.o_tiles) * MT, 1) : projects ? static_cast<long long>(EC) * t.out_pitch : 0;
   if (unit) aligned();
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
   // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
@@ -321,13 +326,15 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
   return false;
 }
 
-// Whether the fused kernel of `p` expands (where the block expands) and projects (without
-// squeeze-excitation) on the device's matrix unit: 16-bit types, where the pointwise GEMM's
-// matrix-unit variants multiply T (mma_usable: the one rule for which unit multiplies which
-// type); float stays on the SIMT cores (TF32 would round it).
+// Whether the fused kernel of `p` may expand (where the block expands) and project (without
+// squeeze-excitation) on the device's matrix unit (plan_fused_block then takes the unit's tile
+// or the SIMT cores', whichever moves fewer bytes): where the pointwise GEMM's matrix-unit
+// variants multiply T (mma_usable: the one rule for which unit multiplies which type) without
+// TF32, which a block does not opt into: 16-bit types on every unit that multiplies them,
+// float on AMD's (fp32 MFMA: fp32 products and sums, as on the SIMT cores).
 template <class T>
 bool fused_block_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
-  return sizeof(T) == 2 && (p.has_expand() || p.se_channels == 0) && mma_usable<T>(pointwise_params{}, dev);
+  return (p.has_expand() || p.se_channels == 0) && mma_usable<T>(pointwise_params{}, dev);
 }
 
 // The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by
@@ -344,8 +351,13 @@ bool plan_fused_block(const inverted_residual_params& p, const platform::device_
                          static_cast<long long>(dev.shared_memory_per_multiprocessor),
                          static_cast<long long>(dev.shared_memory_reserved_per_block), dev.max_grid_x};
   const auto planned = remembered(key, [&] {
-    fused_block_plan plan;
-    const bool found = search_fused_block(s, dev, element_bytes, unit, plan);
+    fused_block_plan plan, simt;
+    bool found = search_fused_block(s, dev, element_bytes, unit, plan);
+    // The unit's tile, unless the SIMT cores' moves fewer bytes: the unit's regions take more
+    // shared memory a pixel where its staging does not halve the input (float: K-stage rows
+    // of whole 16-row tiles, the expanded slice at pitch 24), so the SIMT tile may be larger.
+    if (unit && search_fused_block(s, dev, element_bytes, false, simt) && (!found || simt.traffic < plan.traffic))
+      plan = simt, found = true;
     return std::make_pair(found, plan);
   });
   if (planned.first) out = planned.second;

@@ -20,12 +20,13 @@
 // half-warps two pixels whose rows fused_tile.hpp's pitches put 16 banks apart (the pixel's
 // input values are one word for a half-warp); in step 4 a warp's lanes take consecutive
 // output channels of a pixel (consecutive weights), each thread at most fused_block_outputs
-// pixels q_step apart. With a matrix Unit (16-bit types), steps 2 (blocks that expand) and 4
-// (Project) are the unit's products instead, on the matrix-unit GEMM's operand layout
-// (k_rows): step 2 multiplies the input, staged as T in K stages of 16 channels, by the
-// slice's expand weights (fused_mma_expand; fused_tile.hpp), and step 3 stores its outputs as
-// T, so that in step 4 each warp multiplies its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by one K stage, the
-// slice, keeping their sums in the unit's accumulators; the depthwise output is rounded to T
+// pixels q_step apart. With a matrix Unit (16-bit types; float on AMD's fp32 MFMA), steps 2
+// (blocks that expand) and 4 (Project) are the unit's products instead, on the matrix-unit
+// GEMM's operand layout (k_rows): step 2 multiplies the input, staged as T in K stages of 32
+// bytes (16 channels, 8 floats), by the slice's expand weights (fused_mma_expand;
+// fused_tile.hpp), and step 3 stores its outputs as T, so that in step 4 each warp multiplies
+// its 16x16 output tiles (fused_tile.hpp: fused_mma_tile) by the slice's K stages (one, or two
+// for float), keeping their sums in the unit's accumulators; the depthwise output is rounded to T
 // before that product, as the unfused sequence stores it (the expanded slice stays float).
 
 #include "../../config.hpp"
@@ -50,8 +51,8 @@ struct block_weight_ptrs {
 template <class T, class Unit>
 using fused_operand = kernels::k_rows<T, 1, Unit>;
 
-// Step 2 on a matrix unit (fused_tile.hpp): the staged input, [K stages][rows][16] as T in
-// k_rows tiles, times the slice's expand weights, [K stages][16][16], plus the slice's biases
+// Step 2 on a matrix unit (fused_tile.hpp): the staged input, [K stages][rows][16 or 8] as T
+// in k_rows tiles, times the slice's expand weights, [K stages][16][16 or 8], plus the slice's biases
 // (bias[16]: the sums start from them). The products are 16 x tile_n tiles (16 rows, tile_n
 // slice channels; two a 16-row tile on mma.sync, one on MFMA), warp w taking tiles w, w + warps,
 // ...: one tile's sums at a time, which the kernel's registers hold beside the project's sums
@@ -244,7 +245,11 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   constexpr int G = detail::fused_block_output_group;
   static_assert(groups % 4 == 0, "step 2's slots of a thread keep their pixel's shift (slot_pixel)");
   constexpr bool unit = !std::is_void<Unit>::value, mma = unit && Project;  // (mma: the project on the unit)
-  static_assert(!unit || EC * sizeof(T) == 32, "the unit's product takes the slice as one 32-byte K stage");
+  // (a K stage of the unit: 32 bytes of a row, KS channels; the slice is SS of them: one for
+  // 16-bit types, two for float)
+  using operand = detail::fused_operand<T, std::conditional_t<unit, Unit, kernels::mma_sync_unit>>;
+  constexpr int KS = operand::row_elements, SS = EC / KS;
+  static_assert(EC % KS == 0, "the unit's product takes the slice as whole 32-byte K stages");
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
   float *be_s = sh, *bd_s = sh + EC, *in_s = sh + detail::fused_block_input, *mask_s = sh + t.mask, *x_s = sh + t.x;
@@ -264,11 +269,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // step 2's slot order (staging_pair: fused_tile.hpp); with the unit's expand
   // (k_stage_rows > 0), as T in K stages (16 channels of the stage's rows, a half-warp a row).
   const int slots = detail::slot_count(halo, t.pair);
-  constexpr int KS = detail::fused_mma_tile;  // (channels of a K stage)
   const bool unit_expand = unit && s.has_expand;  // (the plan's k_stage_rows > 0 just there)
   const int k_stages = (s.c_in + KS - 1) / KS;
   T* const in_t = reinterpret_cast<T*>(in_s);
-  using operand = detail::fused_operand<T, std::conditional_t<unit, Unit, kernels::mma_sync_unit>>;
   auto input_stage = [&](int k_stage) { return operand{in_t + k_stage * t.k_stage_rows * KS}; };
   // The pixel of a row of those stages, and the row of a pixel (fused_tile.hpp: a swap of two
   // bits on MFMA; mma.sync's rows are its pixels).
@@ -309,9 +312,18 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   });
   // The depthwise outputs' rows past the tile, which step 4 reads for outputs it never stores:
   // zero, so that they stay finite.
-  T* const d_t = reinterpret_cast<T*>(d_s);  // (mma: [q_rows][EC] as T, whole rows past Q)
+  // (mma: the depthwise outputs and the project weights as T, [q_rows][EC] and
+  // [o_tiles * 16][EC], in SS K stages of [rows][KS] (fused_tile.hpp: fused_stage_gap))
+  T *const d_t = reinterpret_cast<T*>(d_s), *const wp_t = reinterpret_cast<T*>(wp_s);
+  auto d_stage = [&](int k_stage) { return operand{d_t + k_stage * (t.q_rows + detail::fused_stage_gap(t.q_pair)) * KS}; };
+  auto wp_stage = [&](int k_stage) {
+    return operand{wp_t + k_stage * (t.o_tiles * detail::fused_mma_tile + detail::fused_stage_gap(1)) * KS};
+  };
   if constexpr (mma)
-    for (int i = Q * EC + tid; i < t.q_rows * EC; i += threads) pf::shared_store(d_t + i, from_float<T>(0.f));
+    for (int i = Q * EC + tid; i < t.q_rows * EC; i += threads) {
+      const int c = i % EC;
+      pf::shared_store(d_stage(c / KS).at(i / EC, c % KS), from_float<T>(0.f));
+    }
   else if (Project)
     for (int i = Q * dp + tid; i < t.q_rows * dp; i += threads) pf::shared_store(d_s + i, 0.f);
 
@@ -325,6 +337,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   detail::fused_mma_project<T, std::conditional_t<Project, Unit, void>> unit_sums(t);  // (with a Unit)
 
   const int lane = tid % EC, group = tid / EC;
+  const int lane_stage = SS == 1 ? 0 : lane / KS, lane_k = lane % KS;  // (a lane's K stage and channel in it)
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
     const int ec = s.expanded - e0 < EC ? s.expanded - e0 : EC;
     // 1. The slice's expand and depthwise weights; channels past the last are zero. The expand
@@ -407,10 +420,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
     // and the depthwise filter over the slice at the tile's pixels.
     if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out)
-      const operand w_tile{reinterpret_cast<T*>(wp_s)};
       for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
         const bool inside = lane < ec && oc < s.c_out;
-        pf::shared_store(w_tile.at(oc, lane), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
+        pf::shared_store(wp_stage(lane_stage).at(oc, lane_k), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
                                                      : from_float<T>(0.f));
       }
     } else if (Project) {
@@ -434,7 +446,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
           v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
       v = detail::activate(v, s.act);
       if constexpr (mma) {
-        pf::shared_store(operand{d_t}.at(at.index(), lane), from_float<T>(v));
+        pf::shared_store(d_stage(lane_stage).at(at.index(), lane_k), from_float<T>(v));
       } else if (Project) {
         pf::shared_store(d_s + at.index() * dp + lane, v);
       } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
@@ -456,7 +468,8 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
                 sum);
     }
     if constexpr (mma) {
-      unit_sums.add_slice(operand{d_t}, operand{reinterpret_cast<T*>(wp_s)}, tid);
+      DSCONV_UNROLL
+      for (int k_stage = 0; k_stage < SS; ++k_stage) unit_sums.add_slice(d_stage(k_stage), wp_stage(k_stage), tid);
     } else if (projects) {
       for (int e = 0; e < EC; ++e) {
         const float w = pf::shared_load(wp_s + e * op + o);

@@ -28,24 +28,27 @@ inline constexpr int fused_expand_pixels = 4;   // expanded values per thread an
 // scalar registers on AMD. Past q_count inside the last group a thread sums rows past q_rows
 // (whatever the next regions hold) into outputs it never stores.
 inline constexpr int fused_block_output_group = 4;
-// The project step on a matrix unit (fused_nhwc.hpp with a Unit; 16-bit types): the tile's
+// The project step on a matrix unit (fused_nhwc.hpp with a Unit; 16-bit types, and float on
+// AMD's fp32 MFMA): the tile's
 // outputs as fused_mma_tile x fused_mma_tile tiles (pixels x output channels), warp w taking
 // tiles w, w + warps, ...: as many outputs a thread as fused_block_outputs, so at most
 // fused_mma_block_tiles a block and fused_mma_warp_tiles(lanes) a warp (2 of 32 lanes, 4 of 64).
 // The depthwise outputs and the project weights are staged as T, one K stage of the unit (the
-// slice's 16 channels, 32 bytes) a row: [q_tiles * 16][16] and [o_tiles * 16][16], in the
-// matrix-unit GEMM's k_rows layout (pointwise/mma_shared_tiles.hpp).
+// slice's 16 channels of 16-bit types, 32 bytes) a row: [q_tiles * 16][16] and
+// [o_tiles * 16][16], in the matrix-unit GEMM's k_rows layout (pointwise/mma_shared_tiles.hpp;
+// float: two K stages of 8 channels, fused_stage_gap).
 inline constexpr int fused_mma_tile = 16;
 inline constexpr int fused_mma_block_tiles =
     static_cast<int>(fused_block_threads) * fused_block_outputs / (fused_mma_tile * fused_mma_tile);
 DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
   return lanes * fused_block_outputs / (fused_mma_tile * fused_mma_tile);
 }
-// The expand step on a matrix unit (16-bit types, blocks that expand and project): the
-// tile's input is staged as T only (half the floats' shared memory, so tiles grow), one K
-// stage of c_in (16 channels, zero past c_in) after another, each [k_stage_rows][16] in the
-// k_rows layout with the halo's pixels as rows (zero past the halo), and the slice's expand
-// weights likewise, [K stages][16 slice channels][16]; the warps multiply the input's 16-row
+// The expand step on a matrix unit (blocks that expand; the types as for the project): the
+// tile's input is staged as T only (for 16-bit types half the floats' shared memory, so tiles
+// grow), one K stage of c_in (32 bytes: 16 channels, or 8 floats; zero past c_in) after
+// another, each [k_stage_rows][16 or 8] in the k_rows layout with the halo's pixels as rows
+// (zero past the halo), and the slice's expand weights likewise, [K stages][16 slice
+// channels][16 or 8]; the warps multiply the input's 16-row
 // tiles by the weights over every K stage (fused_nhwc.hpp: fused_mma_expand), and store the
 // sums (bias, activation, mask) of every row into the expanded slice, which has k_stage_rows
 // rows, as does the mask (0 past the halo). The residual comes from the staged T input too
@@ -58,6 +61,14 @@ DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
 // 16-31, a column each): there row bits 1 and 2 trade places, which puts those rows' pixels 2
 // apart, 16 banks.
 inline constexpr int fused_unit_slice_pitch = 24;
+// Float on a matrix unit (AMD's fp32 MFMA) takes a 32-byte K stage of 8 channels, so the
+// slice is two of them: the input and the expand weights are K stages as for 16-bit types,
+// and the depthwise outputs ([q_rows][8] twice) and the project weights ([o_tiles * 16][8]
+// twice) keep the slice's two K stages one after the other, `fused_stage_gap` rows apart: in
+// step 3 the 16 lanes of a group store a row of both stages (8 banks each), and a half-wave's
+// two groups rows `rows_apart` apart (the project weights 1, the depthwise outputs q_pair),
+// so a gap of 2 rows (for 1 apart) or 1 row (for 2) puts the four rows in distinct banks.
+DSCONV_HOST_DEVICE constexpr int fused_stage_gap(int rows_apart) { return rows_apart == 1 ? 2 : 1; }
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int mfma_row_pixel(int row) {
   return ((row >> 1) ^ (row >> 2)) & 1 ? row ^ 6 : row;
 }
