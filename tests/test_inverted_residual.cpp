@@ -63,7 +63,8 @@ std::size_t output_count(const inverted_residual_params& p) {
 // The bound of a correct block (accuracy.hpp): the composition's term norms from the reference
 // run on the squared tensors without activations or squeeze-excitation (each bounds its
 // layer's terms: |act(z)| <= 1.1 |z|, the gate is below 1), and the intermediate tensors'
-// rounding to T (the unfused sequence stores them in T) as an operand rounding.
+// rounding to T (the unfused sequence stores them in T) as an operand rounding; for float
+// with allow_tf32, the 1x1s' operands' rounding to TF32 likewise.
 template <class T>
 error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
   const int products = std::max({p.c_in, p.kernel * p.kernel, p.expanded});
@@ -71,7 +72,8 @@ error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
   block_tensors<float> sq;
   sq.input = squares(t.input), sq.we = squares(t.we), sq.be = squares(t.be), sq.wd = squares(t.wd);
   sq.bd = squares(t.bd), sq.wp = squares(t.wp), sq.bp = squares(t.bp);
-  error_bound b{std::vector<double>(output_count(p)), products, std::is_same<T, float>::value ? 0.0 : unit_roundoff<T>()};
+  const double rounding = !std::is_same<T, float>::value ? unit_roundoff<T>() : p.allow_tf32 ? tf32_unit_roundoff : 0.0;
+  error_bound b{std::vector<double>(output_count(p)), products, rounding};
   REQUIRE(dsconv::reference::inverted_residual_forward(p, sq.weights(), sq.input.data(), b.term_norms.data()) ==
           status::success);
   for (double& v : b.term_norms) v = std::sqrt(v);
@@ -138,7 +140,7 @@ std::string describe(const inverted_residual_params& p) {
   std::ostringstream s;
   s << "block n " << p.n << ", " << p.c_in << "x" << p.h << "x" << p.w << " " << dsconv::to_string(p.data_layout)
     << ", expand " << p.expanded << ", k" << p.kernel << " s" << p.stride << ", se " << p.se_channels << ", c_out "
-    << p.c_out << ", " << dsconv::to_string(p.act) << (p.residual ? ", residual" : "");
+    << p.c_out << ", " << dsconv::to_string(p.act) << (p.residual ? ", residual" : "") << (p.allow_tf32 ? ", TF32 allowed" : "");
   return s.str();
 }
 
@@ -209,15 +211,38 @@ TEST_CASE("inverted_residual: every block of MobileNetV2 and EfficientNet-B0 (32
   CHECK(i == 33);  // 17 MobileNetV2 blocks, 16 EfficientNet-B0 blocks
 }
 
+// (allow_tf32: float's 1x1s on NVIDIA's tensor cores, ignored by the other types)
+template <class T>
+void check_odd_shapes(bool allow_tf32) {
+  for (const layout l : all_layouts)
+    for (inverted_residual_params p : {block(2, 5, 9, 7, 13, 3, 2, 0, 7, activation::relu6, false, l),
+                                       block(1, 8, 11, 13, 40, 5, 1, 0, 8, activation::silu, true, l),
+                                       block(2, 12, 6, 5, 12, 3, 1, 3, 12, activation::hardswish, true, l),
+                                       block(3, 3, 5, 5, 3, 3, 2, 0, 9, activation::relu, false, l),
+                                       block(1, 4, 40, 37, 24, 3, 1, 0, 4, activation::sigmoid, true, l),
+                                       block(1, 6, 7, 9, 70, 5, 2, 5, 11, activation::none, false, l)}) {
+      p.allow_tf32 = allow_tf32;
+      check_block<T>(p, p.c_in != 8);  // (one block without biases)
+    }
+}
+
 TEMPLATE_TEST_CASE("inverted_residual: odd shapes, partial slices and tiles, every activation", "[block][shapes]", float,
                    dsconv::half, dsconv::bfloat16) {
-  for (const layout l : all_layouts) {
-    check_block<TestType>(block(2, 5, 9, 7, 13, 3, 2, 0, 7, activation::relu6, false, l));
-    check_block<TestType>(block(1, 8, 11, 13, 40, 5, 1, 0, 8, activation::silu, true, l), false);
-    check_block<TestType>(block(2, 12, 6, 5, 12, 3, 1, 3, 12, activation::hardswish, true, l));
-    check_block<TestType>(block(3, 3, 5, 5, 3, 3, 2, 0, 9, activation::relu, false, l));
-    check_block<TestType>(block(1, 4, 40, 37, 24, 3, 1, 0, 4, activation::sigmoid, true, l));
-    check_block<TestType>(block(1, 6, 7, 9, 70, 5, 2, 5, 11, activation::none, false, l));
+  check_odd_shapes<TestType>(false);
+}
+
+// float blocks whose 1x1 layers may round to TF32: on NVIDIA's tensor cores (the unfused
+// sequence's layers; the fused kernel keeps float on the SIMT cores there), elsewhere exact
+// fp32 as without it; the bound allows the rounding.
+TEST_CASE("inverted_residual: float blocks with allow_tf32", "[block][shapes][tf32]") {
+  check_odd_shapes<float>(true);
+  int i = 0;
+  for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
+    if (b.input != 32 || i++ % 4 != 0) continue;  // (a quarter of them: every kind of block)
+    INFO(b.name());
+    inverted_residual_params p = b.at(1, layout::nhwc);
+    p.allow_tf32 = true;
+    check_block<float>(p);
   }
 }
 
@@ -274,14 +299,14 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
 
 // The fused kernel's expand step (blocks that expand) and project step (blocks without
 // squeeze-excitation) may run on the device's matrix unit exactly where the unit multiplies the
-// type without TF32 (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's, whose
-// fp32 products do not round it; a block does not opt into TF32), and do where the unit's tile
+// type without TF32 (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's in
+// fp32; not on NVIDIA's even with allow_tf32), and do where the unit's tile
 // moves no more bytes than the SIMT cores' (each searched alone); such a plan's output
 // tiles cover the tile within the unit's limits, and where the block expands its staged
 // input's K stages cover the halo and its regions hold what the kernel stores there
 // (fused_tile.hpp).
 template <class T>
-void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
+void check_matrix_unit_plans(const dsconv::platform::device_properties& dev, bool allow_tf32) {
   namespace d = dsconv::detail;
   using dsconv::platform::matrix_unit;
   const bool multiplies = std::is_same<T, dsconv::half>::value ? dev.matrix != matrix_unit::none
@@ -289,8 +314,9 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev) {
                               ? dev.matrix == matrix_unit::mma_sync || dev.matrix == matrix_unit::mfma
                               : dev.matrix == matrix_unit::mfma;
   for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
-    const inverted_residual_params p = b.at(8, layout::nhwc);
-    INFO(b.name() << " on " << dev.name);
+    inverted_residual_params p = b.at(8, layout::nhwc);
+    p.allow_tf32 = allow_tf32;
+    INFO(b.name() << " on " << dev.name << (allow_tf32 ? ", TF32 allowed" : ""));
     const bool projects = p.se_channels == 0;
     CHECK(d::fused_block_on_matrix_unit<T>(p, dev) == (multiplies && (projects || p.has_expand())));
     d::fused_block_plan plan;
@@ -349,9 +375,9 @@ TEST_CASE("inverted_residual: the fused kernel expands and projects on the matri
   const std::vector<dsconv::platform::device_properties> devices{current_device()};  // (the GPU this runs on)
 #endif
   for (const dsconv::platform::device_properties& dev : devices) {
-    check_matrix_unit_plans<float>(dev);
-    check_matrix_unit_plans<dsconv::half>(dev);
-    check_matrix_unit_plans<dsconv::bfloat16>(dev);
+    for (const bool tf32 : {false, true}) check_matrix_unit_plans<float>(dev, tf32);
+    check_matrix_unit_plans<dsconv::half>(dev, false);
+    check_matrix_unit_plans<dsconv::bfloat16>(dev, false);
   }
 }
 

@@ -20,6 +20,10 @@ struct inverted_residual_params {
   int c_out = 0;
   activation act = activation::relu6;  // after expand, depthwise and the squeeze-excitation reduce
   bool residual = false;               // output += input (needs stride 1 and c_out == c_in)
+  // float only: lets NVIDIA tensor cores multiply the block's 1x1s (its layers' and the fused
+  // kernel's) with operands rounded to TF32, as pointwise_params::allow_tf32 does a layer's.
+  // Off by default: float results are then exact fp32 arithmetic.
+  bool allow_tf32 = false;
 
   bool has_expand() const { return expanded != c_in; }
   // The depthwise layer's output extent (0 where the parameters are invalid).
@@ -30,6 +34,7 @@ struct inverted_residual_params {
   pointwise_params expand() const {
     pointwise_params p;
     p.n = n, p.c_in = c_in, p.c_out = expanded, p.h = h, p.w = w, p.data_layout = data_layout, p.act = act;
+    p.allow_tf32 = allow_tf32;
     return p;
   }
   depthwise_params depthwise() const {
@@ -42,18 +47,19 @@ struct inverted_residual_params {
   pointwise_params se_reduce() const {
     pointwise_params p;
     p.n = n, p.c_in = expanded, p.c_out = se_channels, p.h = p.w = 1, p.data_layout = data_layout, p.act = act;
+    p.allow_tf32 = allow_tf32;
     return p;
   }
   pointwise_params se_expand() const {
     pointwise_params p;
     p.n = n, p.c_in = se_channels, p.c_out = expanded, p.h = p.w = 1, p.data_layout = data_layout,
-    p.act = activation::sigmoid;
+    p.act = activation::sigmoid, p.allow_tf32 = allow_tf32;
     return p;
   }
   pointwise_params project() const {
     pointwise_params p;
     p.n = n, p.c_in = expanded, p.c_out = c_out, p.h = out_h(), p.w = out_w(), p.data_layout = data_layout,
-    p.act = activation::none;
+    p.act = activation::none, p.allow_tf32 = allow_tf32;
     return p;
   }
 };

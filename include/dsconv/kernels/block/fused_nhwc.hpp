@@ -337,7 +337,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   detail::fused_mma_project<T, std::conditional_t<Project, Unit, void>> unit_sums(t);  // (with a Unit)
 
   const int lane = tid % EC, group = tid / EC;
-  const int lane_stage = SS == 1 ? 0 : lane / KS, lane_k = lane % KS;  // (a lane's K stage and channel in it)
+  // A lane's channel of the slice in the unit's K stages (found where needed: registers held
+  // through the slice loop spilled on sm_80).
+  auto lane_at = [&](const auto& stages, int row) { return stages(SS == 1 ? 0 : lane / KS).at(row, lane % KS); };
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
     const int ec = s.expanded - e0 < EC ? s.expanded - e0 : EC;
     // 1. The slice's expand and depthwise weights; channels past the last are zero. The expand
@@ -422,7 +424,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out)
       for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
         const bool inside = lane < ec && oc < s.c_out;
-        pf::shared_store(wp_stage(lane_stage).at(oc, lane_k), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
+        pf::shared_store(lane_at(wp_stage, oc), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
                                                      : from_float<T>(0.f));
       }
     } else if (Project) {
@@ -446,7 +448,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
           v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
       v = detail::activate(v, s.act);
       if constexpr (mma) {
-        pf::shared_store(d_stage(lane_stage).at(at.index(), lane_k), from_float<T>(v));
+        pf::shared_store(lane_at(d_stage, at.index()), from_float<T>(v));
       } else if (Project) {
         pf::shared_store(d_s + at.index() * dp + lane, v);
       } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
