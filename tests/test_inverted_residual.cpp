@@ -300,8 +300,9 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
 // The fused kernel's expand step (blocks that expand) and project step (blocks without
 // squeeze-excitation) may run on the device's matrix unit exactly where the unit multiplies the
 // type without TF32 (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's in
-// fp32; not on NVIDIA's even with allow_tf32), and do where the unit's tile
-// moves no more bytes than the SIMT cores' (each searched alone); such a plan's output
+// fp32; not on NVIDIA's even with allow_tf32), and do where the unit's tile lets as many
+// blocks reside as the SIMT cores' (each searched alone) or more, and where as many, moves no
+// more bytes; such a plan's output
 // tiles cover the tile within the unit's limits, and where the block expands its staged
 // input's K stages cover the halo and its regions hold what the kernel stores there
 // (fused_tile.hpp).
@@ -332,7 +333,9 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev, boo
     d::fused_block_plan on_unit, simt;
     const bool unit_fits = d::search_fused_block(d::make_shape(p), dev, sizeof(T), true, on_unit);
     const bool simt_fits = d::search_fused_block(d::make_shape(p), dev, sizeof(T), false, simt);
-    const bool unit_chosen = unit_fits && (!simt_fits || on_unit.traffic <= simt.traffic);
+    CHECK((!unit_fits || on_unit.resident == d::fused_resident_blocks || on_unit.resident == 1));
+    const bool unit_chosen = unit_fits && (!simt_fits || on_unit.resident > simt.resident ||
+                                           (on_unit.resident == simt.resident && on_unit.traffic <= simt.traffic));
     CHECK((t.q_tiles > 0 || t.k_stage_rows > 0) == unit_chosen);
     CHECK(plan.traffic == (unit_chosen ? on_unit.traffic : simt.traffic));
     if (!unit_chosen) continue;

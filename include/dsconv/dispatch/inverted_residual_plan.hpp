@@ -121,6 +121,8 @@ struct fused_block_plan {
   std::size_t shared_bytes = 0;
   long long traffic = 0;  // the cost model's bytes (of the fused kernel, and for blocks with
                           // squeeze-excitation of the pool's reading the tiles' sums)
+  int resident = 0;       // blocks a multiprocessor's shared memory holds, as the search sized
+                          // the tile for (fused_resident_blocks, or 1 where none fits that)
 
   platform::launch_config launch(const char* name, stream_t stream) const {
     return planned_launch(fused_block_threads, grid, shared_bytes, name, stream);
@@ -317,6 +319,7 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
           out = candidate, found = true;
       }
     if (found) {
+      out.resident = resident;
       // (the order changes no region: chosen for the tile)
       fused_block_tile& t = out.tile;
       t.staging_pair = t.pair == 2 && staging_wavefronts(t, s.c_in, 2) < staging_wavefronts(t, s.c_in, 1) ? 2 : 1;
@@ -355,10 +358,12 @@ bool plan_fused_block(const inverted_residual_params& p, const platform::device_
   const auto planned = remembered(key, [&] {
     fused_block_plan plan, simt;
     bool found = search_fused_block(s, dev, element_bytes, unit, plan);
-    // The unit's tile, unless the SIMT cores' moves fewer bytes: the unit's regions take more
-    // shared memory a pixel where its staging does not halve the input (float: K-stage rows
-    // of whole 16-row tiles, the expanded slice at pitch 24), so the SIMT tile may be larger.
-    if (unit && search_fused_block(s, dev, element_bytes, false, simt) && (!found || simt.traffic < plan.traffic))
+    // The unit's tile, unless the SIMT cores' lets more blocks reside, or as many and moves
+    // fewer bytes: the unit's regions take more shared memory a pixel where its staging does
+    // not halve the input (float: K-stage rows of whole 16-row tiles, the expanded slice at
+    // pitch 24), so the SIMT tile may be larger.
+    if (unit && search_fused_block(s, dev, element_bytes, false, simt) &&
+        (!found || simt.resident > plan.resident || (simt.resident == plan.resident && simt.traffic < plan.traffic)))
       plan = simt, found = true;
     return std::make_pair(found, plan);
   });
