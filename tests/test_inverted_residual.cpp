@@ -302,10 +302,9 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
 // type without TF32 (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's in
 // fp32; not on NVIDIA's even with allow_tf32), and do where the unit's tile lets as many
 // blocks reside as the SIMT cores' (each searched alone) or more, and where as many, moves no
-// more bytes; such a plan's output
-// tiles cover the tile within the unit's limits, and where the block expands its staged
-// input's K stages cover the halo and its regions hold what the kernel stores there
-// (fused_tile.hpp).
+// more bytes; such a plan's output tiles cover the tile within the unit's limits, and where
+// the block expands its staged input's K stages cover the halo and its regions hold what the
+// kernel stores there (fused_tile.hpp).
 template <class T>
 void check_matrix_unit_plans(const dsconv::platform::device_properties& dev, bool allow_tf32) {
   namespace d = dsconv::detail;

@@ -20,8 +20,9 @@ struct inverted_residual_params {
   int c_out = 0;
   activation act = activation::relu6;  // after expand, depthwise and the squeeze-excitation reduce
   bool residual = false;               // output += input (needs stride 1 and c_out == c_in)
-  // float only: lets NVIDIA tensor cores multiply the block's 1x1s (its layers' and the fused
-  // kernel's) with operands rounded to TF32, as pointwise_params::allow_tf32 does a layer's.
+  // float only: lets NVIDIA tensor cores multiply the block's 1x1 layers (the unfused
+  // sequence's and the squeeze-excitation path's; the fused kernel keeps float on the SIMT
+  // cores there) with operands rounded to TF32, as pointwise_params::allow_tf32 does a layer's.
   // Off by default: float results are then exact fp32 arithmetic.
   bool allow_tf32 = false;
 

@@ -148,8 +148,8 @@ inline bool fused_projects(const block_shape& s) { return s.se_channels == 0; }
 // The tile of rows x cols outputs: its shared-memory regions (false where they exceed
 // `floats`) and the cost model's bytes for the whole grid. `unit`: the kernel of the device's
 // matrix unit (fused_block_on_matrix_unit): step 4 on it where the kernel projects, its
-// operands as T in 32-byte K-stage rows (two stages a slice for float), 16-byte aligned, and the outputs in whole 16x16 tiles, at most
-// fused_mma_block_tiles; step 2 on it where the block expands (fused_tile.hpp: the input
+// operands as T in 32-byte K-stage rows (two stages a slice for float), 16-byte aligned, and
+// the outputs in whole 16x16 tiles, at most fused_mma_block_tiles; step 2 on it where the block expands (fused_tile.hpp: the input
 // staged as T in K stages, the expanded slice at pitch 24).
 inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long floats, std::size_t element_bytes, bool unit,
                           const platform::device_properties& dev, fused_block_plan& out) {
@@ -217,8 +217,8 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   // d: the depthwise outputs, or (without projecting) the groups' pool sums.
   if (mma) aligned();
   // (the slice's K stages, fused_stage_gap rows apart)
-  const auto slice_stages = [&](long long rows, int rows_apart) {
-    return (ss * rows + (ss - 1) * fused_stage_gap(rows_apart)) * row_floats;
+  const auto slice_stages = [&](int rows, int rows_apart) {
+    return ((ss - 1) * fused_stage_pitch(rows, rows_apart) + rows) * row_floats;
   };
   t.d = take(mma ? slice_stages(t.q_rows, t.q_pair)
                  : projects ? static_cast<long long>(t.q_rows) * fused_depthwise_pitch
@@ -226,7 +226,9 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   const long long expand_weights = unit_expand    ? k_stages * EC * row_floats
                                   : s.has_expand ? static_cast<long long>(s.c_in) * fused_expand_pitch
                                                  : 0;
-  const long long project_weights = mma ? slice_stages(static_cast<long long>(t.o_tiles) * MT, 1) : projects ? static_cast<long long>(EC) * t.out_pitch : 0;
+  const long long project_weights = mma        ? slice_stages(t.o_tiles * MT, fused_project_weight_rows_apart)
+                                    : projects ? static_cast<long long>(EC) * t.out_pitch
+                                               : 0;
   if (unit) aligned();
   t.we = t.wp = take(expand_weights > project_weights ? expand_weights : project_weights);
   // Step 4 reads rows up to its last output group (results it discards) past q_rows: in the
@@ -331,7 +333,8 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
 
 // Whether the fused kernel of `p` may expand (where the block expands) and project (without
 // squeeze-excitation) on the device's matrix unit (plan_fused_block then takes the unit's tile
-// or the SIMT cores', whichever moves fewer bytes): where the pointwise GEMM's matrix-unit
+// or the SIMT cores', whichever lets more blocks reside, or as many and moves fewer bytes):
+// where the pointwise GEMM's matrix-unit
 // variants multiply T without TF32 (mma_usable: the one rule for which unit multiplies which
 // type): 16-bit types on every unit that multiplies them, float on AMD's (fp32 MFMA: fp32
 // products and sums, as on the SIMT cores). Float stays on NVIDIA's SIMT cores even where the

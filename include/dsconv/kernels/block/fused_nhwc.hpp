@@ -267,7 +267,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
 
   // The input tile with its halo, zero outside the image, and its mask; in pixel order, or in
   // step 2's slot order (staging_pair: fused_tile.hpp); with the unit's expand
-  // (k_stage_rows > 0), as T in K stages (16 channels of the stage's rows, a half-warp a row).
+  // (k_stage_rows > 0), as T in K stages (KS channels of the stage's rows: 16, or 8 floats).
   const int slots = detail::slot_count(halo, t.pair);
   const bool unit_expand = unit && s.has_expand;  // (the plan's k_stage_rows > 0 just there)
   const int k_stages = (s.c_in + KS - 1) / KS;
@@ -315,9 +315,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // (mma: the depthwise outputs and the project weights as T, [q_rows][EC] and
   // [o_tiles * 16][EC], in SS K stages of [rows][KS] (fused_tile.hpp: fused_stage_gap))
   T *const d_t = reinterpret_cast<T*>(d_s), *const wp_t = reinterpret_cast<T*>(wp_s);
-  auto d_stage = [&](int k_stage) { return operand{d_t + k_stage * (t.q_rows + detail::fused_stage_gap(t.q_pair)) * KS}; };
+  auto d_stage = [&](int k_stage) { return operand{d_t + k_stage * detail::fused_stage_pitch(t.q_rows, t.q_pair) * KS}; };
   auto wp_stage = [&](int k_stage) {
-    return operand{wp_t + k_stage * (t.o_tiles * detail::fused_mma_tile + detail::fused_stage_gap(1)) * KS};
+    const int rows = t.o_tiles * detail::fused_mma_tile;
+    return operand{wp_t + k_stage * detail::fused_stage_pitch(rows, detail::fused_project_weight_rows_apart) * KS};
   };
   if constexpr (mma)
     for (int i = Q * EC + tid; i < t.q_rows * EC; i += threads) {
@@ -337,8 +338,8 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   detail::fused_mma_project<T, std::conditional_t<Project, Unit, void>> unit_sums(t);  // (with a Unit)
 
   const int lane = tid % EC, group = tid / EC;
-  // A lane's channel of the slice in the unit's K stages (found where needed: registers held
-  // through the slice loop spilled on sm_80).
+  // Where a lane's channel of the slice lies in the unit's K stages (`stages`: d_stage or
+  // wp_stage), at a row.
   auto lane_at = [&](const auto& stages, int row) { return stages(SS == 1 ? 0 : lane / KS).at(row, lane % KS); };
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
     const int ec = s.expanded - e0 < EC ? s.expanded - e0 : EC;

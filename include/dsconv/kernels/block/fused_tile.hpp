@@ -29,8 +29,8 @@ inline constexpr int fused_expand_pixels = 4;   // expanded values per thread an
 // (whatever the next regions hold) into outputs it never stores.
 inline constexpr int fused_block_output_group = 4;
 // The project step on a matrix unit (fused_nhwc.hpp with a Unit; 16-bit types, and float on
-// AMD's fp32 MFMA): the tile's
-// outputs as fused_mma_tile x fused_mma_tile tiles (pixels x output channels), warp w taking
+// AMD's fp32 MFMA): the tile's outputs as fused_mma_tile x fused_mma_tile tiles (pixels x
+// output channels), warp w taking
 // tiles w, w + warps, ...: as many outputs a thread as fused_block_outputs, so at most
 // fused_mma_block_tiles a block and fused_mma_warp_tiles(lanes) a warp (2 of 32 lanes, 4 of 64).
 // The depthwise outputs and the project weights are staged as T, one K stage of the unit (the
@@ -48,8 +48,8 @@ DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
 // grow), one K stage of c_in (32 bytes: 16 channels, or 8 floats; zero past c_in) after
 // another, each [k_stage_rows][16 or 8] in the k_rows layout with the halo's pixels as rows
 // (zero past the halo), and the slice's expand weights likewise, [K stages][16 slice
-// channels][16 or 8]; the warps multiply the input's 16-row
-// tiles by the weights over every K stage (fused_nhwc.hpp: fused_mma_expand), and store the
+// channels][16 or 8]; the warps multiply the input's 16-row tiles by the weights over every
+// K stage (fused_nhwc.hpp: fused_mma_expand), and store the
 // sums (bias, activation, mask) of every row into the expanded slice, which has k_stage_rows
 // rows, as does the mask (0 past the halo). The residual comes from the staged T input too
 // (the block's input as it is).
@@ -69,6 +69,12 @@ inline constexpr int fused_unit_slice_pitch = 24;
 // two groups rows `rows_apart` apart (the project weights 1, the depthwise outputs q_pair),
 // so a gap of 2 rows (for 1 apart) or 1 row (for 2) puts the four rows in distinct banks.
 DSCONV_HOST_DEVICE constexpr int fused_stage_gap(int rows_apart) { return rows_apart == 1 ? 2 : 1; }
+// Rows from one such K stage to the next, for stages of `rows` rows: the kernel's offsets and
+// the planner's region sizes.
+DSCONV_HOST_DEVICE constexpr int fused_stage_pitch(int rows, int rows_apart) { return rows + fused_stage_gap(rows_apart); }
+// Step 3's rows apart for the project weights (a warp's consecutive groups take consecutive
+// output channels); the depthwise outputs' are the plan's q_pair.
+inline constexpr int fused_project_weight_rows_apart = 1;
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int mfma_row_pixel(int row) {
   return ((row >> 1) ^ (row >> 2)) & 1 ? row ^ 6 : row;
 }
