@@ -25,7 +25,10 @@
 // dsconv_bench's own options (kernel_bench/selection.hpp) narrow what is registered:
 //   --model, --input, --kind (all|dw|pw|block), --pass (forward|backward|all, default all),
 //   --batch, --type, --layout, --all; --variant forces a dsconv variant in every layer case (a
-//   variant sweep).
+//   variant sweep); --legacy adds cuDNN's legacy API as an extra baseline (CUDA);
+//   --cudnn_configs N sets how many engine configurations of cuDNN's graph API are timed per
+//   graph (default 10). --case_table=FILE writes the selected cases as JSON for other timers
+//   (bench/torch_baseline.py) and exits without running anything (kernel_bench/case_table.hpp).
 #include <unistd.h>
 #include <cstdio>
 #include <cstring>
@@ -37,6 +40,7 @@
 #include "baselines/baseline.hpp"
 #include "kernel_bench/block_cases.hpp"
 #include "kernel_bench/block_impl.hpp"
+#include "kernel_bench/case_table.hpp"
 #include "kernel_bench/cases.hpp"
 #include "kernel_bench/dsconv_impl.hpp"
 #include "kernel_bench/progress_reporter.hpp"
@@ -97,7 +101,11 @@ int main(int argc, char** argv) try {
   const dsconv_bench::selection sel = dsconv_bench::parse_selection(opt);
   dsconv_bench::forced_variant() = opt.get("variant", "DSCONV_VARIANT", "");
   std::vector<char*> user(argv + 1, argv + argc);
-  const bool listing = flag_set(user, "benchmark_list_tests");
+  const std::string case_table = opt.get("case_table", nullptr, "");
+  const bool listing = flag_set(user, "benchmark_list_tests") || !case_table.empty();
+#if defined(DSCONV_PLATFORM_CUDA)
+  dsconv_bench::cudnn_graph::config_limit() = std::stoi(opt.get("cudnn_configs", "DSCONV_CUDNN_CONFIGS", "10"));
+#endif
 
   // Defaults go first so that the same flags given by the user, parsed later, win.
   std::vector<std::string> defaults = {std::string("--benchmark_min_time=0.05") + DSCONV_BENCH_SECONDS_SUFFIX};
@@ -152,26 +160,37 @@ int main(int argc, char** argv) try {
   }
 
   static std::vector<bench_case> cases;
-  for (const auto& c : dsconv_bench::all_cases(sel.input, dsconv_bench::has_baseline))
+  const bool extra = sel.legacy && dsconv_bench::has_extra_baseline;
+  for (const auto& c : dsconv_bench::all_cases(sel.input, dsconv_bench::has_baseline, extra))
     if (sel.matches(c)) cases.push_back(c);
   static std::vector<dsconv_bench::block_case> blocks;
   if (dsconv_bench::forced_variant().empty())  // the layer variants are no block's
-    for (const auto& c : dsconv_bench::all_block_cases(sel.input, dsconv_bench::has_baseline))
+    for (const auto& c : dsconv_bench::all_block_cases(sel.input, dsconv_bench::has_baseline, extra))
       if (sel.matches(c)) blocks.push_back(c);
   if (cases.empty() && blocks.empty()) throw std::runtime_error("no case matches the selection");
+  if (!case_table.empty()) {
+    const std::string e = dsconv_bench::write_case_table(case_table, cases, blocks);
+    if (!e.empty()) throw std::runtime_error(e);
+    return 0;
+  }
   std::vector<std::string> names;
   for (std::size_t i = 0; i < cases.size(); ++i) {
     const bench_case& c = cases[i];
     const int id = static_cast<int>(i);
-    names.push_back(c.name(dsconv_bench::baseline_impl<float>::name));
+    names.push_back(c.name(dsconv_bench::baseline_impl<float>::name, dsconv_bench::extra_baseline_impl<float>::name));
     benchmark::RegisterBenchmark(names.back().c_str(),
                                  [id, &c](benchmark::State& state) {
-                                   if (c.impl == dsconv_bench::implementation::dsconv)
+                                   using dsconv_bench::implementation;
+                                   if (c.impl == implementation::dsconv)
                                      run_typed<dsconv_bench::dsconv_impl>(state, id, c, facts);
-                                   else if (c.forward())
+                                   else if (c.impl == implementation::baseline && c.forward())
                                      run_typed<dsconv_bench::baseline_impl>(state, id, c, facts);
-                                   else
+                                   else if (c.impl == implementation::baseline)
                                      run_typed<dsconv_bench::backward_baseline_impl>(state, id, c, facts);
+                                   else if (c.forward())
+                                     run_typed<dsconv_bench::extra_baseline_impl>(state, id, c, facts);
+                                   else
+                                     run_typed<dsconv_bench::extra_backward_baseline_impl>(state, id, c, facts);
                                  })
         ->UseManualTime()
         ->Unit(benchmark::kMicrosecond);
@@ -180,11 +199,14 @@ int main(int argc, char** argv) try {
   for (std::size_t i = 0; i < blocks.size(); ++i) {
     const dsconv_bench::block_case& c = blocks[i];
     const int id = static_cast<int>(cases.size() + i);
-    names.push_back(c.name(dsconv_bench::block_baseline_impl<float>::name));
+    names.push_back(
+        c.name(dsconv_bench::block_baseline_impl<float>::name, dsconv_bench::extra_block_baseline_impl<float>::name));
     benchmark::RegisterBenchmark(names.back().c_str(),
                                  [id, &c](benchmark::State& state) {
                                    if (c.impl == dsconv_bench::block_implementation::baseline)
                                      run_typed<dsconv_bench::block_baseline_impl>(state, id, c, facts);
+                                   else if (c.impl == dsconv_bench::block_implementation::extra_baseline)
+                                     run_typed<dsconv_bench::extra_block_baseline_impl>(state, id, c, facts);
                                    else
                                      run_typed<dsconv_bench::dsconv_block_impl>(state, id, c, facts);
                                  })

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# dsconv on a real NVIDIA GPU: build, test, sanitize, benchmark against cuDNN, report.
+# dsconv on a real NVIDIA GPU: build, test, sanitize, benchmark against PyTorch and cuDNN, report.
 #
 # Made for a GPU machine without network or package manager that has the driver, nvcc (CUDA
 # 13), CMake, Python 3 with PyTorch 2.x (whose pip wheels bring cuDNN 9 under
@@ -22,15 +22,18 @@
 #   sanitize  compute-sanitizer memcheck, racecheck and synccheck, in parallel, over test
 #             cases chosen by tag (one Catch2 test case per process, in the order of --tags,
 #             while the budget lasts); fails on any report
-#   bench     dsconv_bench against cuDNN over every case it lists for --batch/--type/--layout/
-#             --pass (every layer of both networks: the forward pass, the data gradient against
-#             cuDNN's backward data, the weight and bias gradients against its backward filter
-#             and backward bias; every distinct inverted-residual block, dsconv's fused and
-#             unfused variants against cuDNN running the block's layers in sequence), in chunks
-#             of at most 128 benchmarks of one op, batch and type, each chunk's JSON kept
-#             gzipped in OUT/bench/ (--kind runs only the chunks of dw, pw or block cases);
-#             a warm-up first, GPU clocks sampled before, during and after, the copy bandwidth
-#             measured by dsconv_bench itself. Run it again to finish chunks the budget left out.
+#   bench     dsconv_bench against cuDNN's graph API over every case it lists for --batch/--type/
+#             --layout/--pass (every layer of both networks: the forward pass, the data gradient,
+#             the weight and bias gradients; every distinct inverted-residual block, dsconv's
+#             fused and unfused variants against cuDNN running the block's layers in sequence), in
+#             chunks of at most 128 benchmarks of one op, batch and type, each chunk's JSON kept
+#             gzipped in OUT/bench/ (--kind runs only the chunks of dw, pw or block cases); a
+#             warm-up first, GPU clocks sampled before, during and after, the copy bandwidth
+#             measured by dsconv_bench itself. Then, with the part of the budget it left
+#             (--torch-share of it is kept for them), PyTorch's baselines for the cases of the
+#             chunks done (bench/torch_baseline.py with PYTHON: the bare convolution, the eager
+#             layer, torchvision's block) into OUT/bench/torch.json.gz. Run it again to finish
+#             chunks the budget left out (PyTorch's baselines run again for every chunk done).
 #   report    OUT/bench.md (tables), bench.csv, speedup.png, bandwidth.png (percent of the
 #             copy bandwidth), roofline.png for the forward pass and the same charts with
 #             _backward_data and _backward_weight for the gradients, from OUT/bench/*.json.gz
@@ -42,15 +45,16 @@
 #             their forward and training-step times against plain PyTorch (OUT/models.md)
 #   all       build, test, sanitize, bench (until every chunk is done), sweep, report
 #   lease     the GPU checks of one short lease (a task may be lent 15 minutes of a device, a
-#             command at most 10), in priority order while --budget lasts (default 540 s):
-#             unpack the carried programs where the build is missing, env, test (at most a
-#             third of the budget), then the benchmarks no GPU has run yet, each in a folder of
-#             its own under OUT (so that their lists do not replace one another): blocks/ (every
-#             block, batch 1/8/32/128, float and half, NHWC), backward/ (both passes of every
-#             layer at batch 1/8/128), forward/ (every layer at batch 1/8, float and half);
-#             their reports; and OUT/lease.tar.gz, every result in one file (a lease brings
-#             back few files). The torch step is a lease command of its own (its pip build
-#             takes minutes).
+#             command at most 10), in priority order while --budget lasts (default 540 s), into
+#             a folder of this run, OUT/<date>-<GPU>-<commit>: unpack the carried programs where
+#             the build is missing, env, test (at most 90 s), then the yardstick at batch 8 and
+#             128, float and half, each in a folder of its own (bench with cuDNN's graph API and
+#             PyTorch's baselines): forward/ (every layer, both layouts), backward/ (both
+#             gradients of every layer), blocks/ (every block, NHWC); their reports; every case
+#             appended to the ledger OUT/ledger.csv (scripts/ledger.py) and its progress chart;
+#             and the run folder's lease.tar.gz, the run and the ledger in one file (a lease
+#             brings back few files). The torch step is a lease command of its own (its pip
+#             build takes minutes).
 #   sweep     every variant of each operation forced in turn (dsconv_bench --variant) on every
 #             case of --batch/--type/--layout/--pass, dsconv alone (no baseline: fast), each
 #             variant's JSON gzipped in OUT/sweep/; the report step then sets them beside
@@ -76,6 +80,9 @@
 #   --pass forward|backward|all              benchmark passes, default all
 #   --kind all|dw|pw|block                   bench: the chunks it runs (of the same list, so that
 #                                            runs of different kinds continue one another), default all
+#   --legacy             bench: cuDNN's legacy API too (an extra baseline column, cudnn_legacy)
+#   --no-torch           bench: no PyTorch baselines
+#   --torch-share F      bench: the share of the budget kept for PyTorch's baselines, default 0.4
 #   --repetitions N      benchmark repetitions (the report takes the median), default 3
 #   --min-time SECONDS   benchmark time per repetition, default 0.02
 #   --fresh              bench: discard earlier chunks instead of continuing them
@@ -113,6 +120,9 @@ kind=all
 repetitions=3
 min_time=0.02
 fresh=0
+legacy=0
+torch_baselines=1
+torch_share=0.4
 tools=memcheck,racecheck,synccheck
 tags=shapes,platform,tf32,split_k,misaligned,epilogue,network
 chunk_cap=128
@@ -121,6 +131,8 @@ while [ $# -gt 0 ]; do
   opt=$1
   case "$opt" in
     --fresh) fresh=1; shift; continue ;;
+    --legacy) legacy=1; shift; continue ;;
+    --no-torch) torch_baselines=0; shift; continue ;;
     --*=*) set -- "${opt%%=*}" "${opt#*=}" "${@:2}"; opt=$1 ;;
   esac
   [ $# -ge 2 ] || { echo "gpu_check: $opt needs a value" >&2; exit 2; }
@@ -137,6 +149,7 @@ while [ $# -gt 0 ]; do
     --layout) layouts=$2 ;;
     --pass) passes=$2 ;;
     --kind) kind=$2 ;;
+    --torch-share) torch_share=$2 ;;
     --repetitions) repetitions=$2 ;;
     --min-time) min_time=$2 ;;
     --tools) tools=$2 ;;
@@ -288,15 +301,23 @@ sample_clocks() {  # phase: one line into OUT/clocks.csv
   nvidia-smi --query-gpu="$clock_fields" --format=csv,noheader,nounits -i 0 2>/dev/null | sed "s/^/$1, /" >> "$f" || true
 }
 
+# The commit the programs were built from: the pack's record (a GPU machine's copy of the tree may
+# have no git history), else the checkout's; "-dirty" where the work tree had local changes.
+source_commit() {
+  local c
+  if [ -s "$(dirname "$pack")/commit.txt" ]; then cat "$(dirname "$pack")/commit.txt"; return; fi
+  c=$(git -C "$root" rev-parse --short HEAD 2>/dev/null) || { echo unknown; return; }
+  git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && c="$c-dirty"
+  echo "$c"
+}
+
 write_environment() {
   local f=$out/environment.md nvcc_path cudnn="" lib="" line
   {
     echo "## Machine and toolchain"
     echo
     echo "- Date: $(date -u +%Y-%m-%dT%H:%M:%SZ)"
-    if line=$(git -C "$root" rev-parse --short HEAD 2>/dev/null); then
-      echo "- Source: commit $line$(git -C "$root" status --porcelain --untracked-files=no 2>/dev/null | grep -q . && echo ' with local changes')"
-    fi
+    echo "- Source: commit $(source_commit)"
     if have_gpu; then
       echo "- GPU: $(gpu_value name), compute capability $(gpu_value compute_cap), $(gpu_value memory.total) MiB," \
         "driver $(gpu_value driver_version)$(nvidia-smi 2>/dev/null | grep -o 'CUDA Version: [0-9.]*' | head -1 | sed 's/^/, /')"
@@ -657,6 +678,26 @@ for key, members in groups.items():
 EOF
 }
 
+# PyTorch's baselines (bench/torch_baseline.py) for the cases of every chunk done, within what is
+# left of the budget, into DIR/torch.json.gz.
+run_torch_baselines() {  # dsconv_bench bench-dir bench-start
+  local bin=$1 dir=$2 left rc=0
+  "$bin" --case_table="$logs/cases.json" "${sel[@]}" || { say "dsconv_bench wrote no case table"; return 1; }
+  cat "$dir"/*.names > "$logs/torch_names.txt"
+  left=0
+  [ "$budget" -gt 0 ] && left=$(($3 + budget - $(now) - 10))
+  if [ "$budget" -gt 0 ] && [ "$left" -lt 20 ]; then say "no time left for PyTorch's baselines"; return 0; fi
+  say "PyTorch's baselines for $(grep -c . "$logs/torch_names.txt") benchmarks' cases$([ "$left" -gt 0 ] && echo ", within $left s")"
+  timeout -k 15 "$([ "$left" -gt 0 ] && echo $((left + 30)) || echo 86400)" "$python" "$root/bench/torch_baseline.py" \
+    --cases "$logs/cases.json" --names "$logs/torch_names.txt" --out "$logs/torch.json" --budget "$left" \
+    --repetitions "$repetitions" --min-time "$min_time" > "$logs/torch_baseline.log" 2>&1 || rc=$?
+  tail -1 "$logs/torch_baseline.log"
+  if [ "$rc" -ne 0 ] || [ ! -s "$logs/torch.json" ]; then
+    say "bench/torch_baseline.py failed (exit $rc); last lines:"; tail -8 "$logs/torch_baseline.log"; return 1
+  fi
+  gzip -9 -c "$logs/torch.json" > "$dir/torch.json.gz"
+}
+
 step_bench() {
   require_gpu
   require_built bench/dsconv_bench
@@ -664,11 +705,19 @@ step_bench() {
   runtime_env
   local bin=$build/bench/dsconv_bench dir=$out/bench plan=$logs/bench_plan start deadline
   local sel=("--batch=$batches" "--type=$types" "--layout=$layouts" "--pass=$passes")
+  [ "$legacy" = 1 ] && sel+=(--legacy)
   local listed stem key count remaining est rc chunk_start secs errors done_secs=0 done_count=0
-  local total=0 finished=0 failed=0 sampler
+  local total=0 finished=0 failed=0 sampler with_torch=0
   mkdir -p "$dir"
   start=$(now)
   deadline=$((start + budget))
+  # PyTorch's baselines get their share of the budget after the chunks.
+  if [ "$torch_baselines" = 1 ] && "$python" -c "import torch; assert torch.cuda.is_available()" 2>/dev/null; then
+    with_torch=1
+    [ "$budget" -gt 0 ] && deadline=$((start + budget - $(awk -v b="$budget" -v s="$torch_share" 'BEGIN { printf "%d", b * s }')))
+  elif [ "$torch_baselines" = 1 ]; then
+    say "warning: $python has no PyTorch with CUDA: no PyTorch baselines (PYTHON names another interpreter)"
+  fi
   "$bin" --benchmark_list_tests "${sel[@]}" > "$logs/bench_list.txt" || die "dsconv_bench cannot list its benchmarks"
   listed=$(grep -c . "$logs/bench_list.txt" || true)
   [ "$listed" -gt 0 ] || die "dsconv_bench lists no benchmark for --batch $batches --type $types --layout $layouts --pass $passes"
@@ -751,8 +800,9 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
     [ "$rc" -ne 0 ] && failed=1
   done
   sample_clocks after
+  [ "$with_torch" = 1 ] && [ "$finished" -gt 0 ] && { run_torch_baselines "$bin" "$dir" "$start" || failed=1; }
   record_step bench "$([ "$failed" -ne 0 ] && echo failed || { [ "$finished" -eq "$total" ] && echo ok || echo incomplete; })" \
-    "$finished of $total chunks ($listed benchmarks), $repetitions x $min_time s"
+    "$finished of $total chunks ($listed benchmarks), $repetitions x $min_time s$([ "$with_torch" = 1 ] && echo ", PyTorch's baselines")"
   [ "$failed" -ne 0 ] && die "dsconv_bench failed on some chunk (logs in $logs)"
   if [ "$finished" -lt "$total" ]; then
     say "incomplete: $finished of $total chunks done; run the bench step again to continue"
@@ -826,6 +876,7 @@ step_report() {
   [ -f "$out/environment.md" ] && notes+=(--notes "$out/environment.md")
   [ -f "$out/steps.md" ] && notes+=(--notes "$out/steps.md")
   [ -f "$out/clocks.csv" ] && notes+=(--clocks "$out/clocks.csv")
+  [ -f "$out/ledger.csv" ] && notes+=(--ledger "$out/ledger.csv")
   "$py" scripts/report.py "${files[@]}" --out "$out" "${notes[@]}"
   shopt -s nullglob
   files=("$out"/sweep/*.json.gz)
@@ -852,6 +903,8 @@ step_pack() {
   say "packing ${packed_programs[*]} of $build (CUDA architectures $(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt"))"
   tar cf - -C "$build" "${packed_programs[@]}" | xz -6 -T0 > "$pack.tmp"
   mv "$pack.tmp" "$pack"
+  rm -f "$(dirname "$pack")/commit.txt"
+  source_commit > "$(dirname "$pack")/commit.txt.new" && mv "$(dirname "$pack")/commit.txt.new" "$(dirname "$pack")/commit.txt"
   tree_bytes=$(git -C "$root" ls-files -z --cached --others --exclude-standard |
     (cd "$root" && xargs -0 -r stat -c %s -- 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
   deps_bytes=$(find "$deps" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
@@ -915,9 +968,9 @@ step_all() {
 }
 
 step_lease() {
-  local deadline=$(($(now) + budget)) left rc status=0 sub dir
-  # A step of this lease with the time that is left (less a reserve for the reports and the
-  # bundle), at most `cap` seconds; skipped when under a minute is left.
+  local deadline=$(($(now) + budget)) left rc status=0 dir run run_dir commit
+  # A step of this lease with the time that is left (less a reserve for the reports, the ledger
+  # and the bundle), at most `cap` seconds; skipped when under a minute is left.
   run_within() {  # cap step args...
     local cap=$1 s
     shift
@@ -932,18 +985,33 @@ step_lease() {
   require_gpu
   if [ ! -x "$build/bench/dsconv_bench" ] && [ -f "$pack" ]; then "$root/scripts/gpu_check.sh" unpack --build "$build" --pack "$pack"; fi
   require_built bench/dsconv_bench
-  "$root/scripts/gpu_check.sh" env --out "$out" --build "$build" > /dev/null || true
-  run_within $((budget / 3)) test --out "$out" --build "$build" --jobs "$jobs"
-  run_within 240 bench --out "$out/blocks" --build "$build" --kind block --batch 1,8,32,128 --type float,half --layout nhwc \
-    --pass forward
-  run_within 240 bench --out "$out/backward" --build "$build" --batch 1,8,128 --type float,half --layout nchw,nhwc \
+  # This run's folder, named for the ledger: date, GPU and the programs' commit.
+  commit=$(source_commit)
+  run="$(date -u +%Y-%m-%d)-$(gpu_value name | sed 's/^NVIDIA //' | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')-$commit"
+  run_dir=$out/$run
+  mkdir -p "$run_dir"
+  say "run $run: results in $run_dir, the ledger $out/ledger.csv"
+  "$root/scripts/gpu_check.sh" env --out "$run_dir" --build "$build" > /dev/null || true
+  run_within 90 test --out "$run_dir" --build "$build" --jobs "$jobs"
+  # The yardstick at batch 8 and 128: dsconv against cuDNN's graph API and PyTorch, every layer
+  # forward, both gradients, and every block.
+  run_within 210 bench --out "$run_dir/forward" --build "$build" --batch 8,128 --type float,half --layout nchw,nhwc \
+    --pass forward --kind all
+  run_within 120 bench --out "$run_dir/backward" --build "$build" --batch 8,128 --type float,half --layout nchw,nhwc \
     --pass backward
-  run_within 240 bench --out "$out/forward" --build "$build" --batch 1,8 --type float,half --layout nchw,nhwc --pass forward
-  for dir in blocks backward forward; do
-    ls "$out/$dir/bench/"*.json.gz > /dev/null 2>&1 && { "$root/scripts/gpu_check.sh" report --out "$out/$dir" > /dev/null || status=1; }
+  run_within 100 bench --out "$run_dir/blocks" --build "$build" --kind block --batch 8,128 --type float,half --layout nhwc \
+    --pass forward
+  for dir in forward backward blocks; do
+    ls "$run_dir/$dir/bench/"*.json.gz > /dev/null 2>&1 || continue
+    "$root/scripts/gpu_check.sh" report --out "$run_dir/$dir" > /dev/null || { status=1; continue; }
+    "$python" "$root/scripts/ledger.py" append --ledger "$out/ledger.csv" --report "$run_dir/$dir" --run "$run" \
+      --commit "$commit" --driver "$(gpu_value driver_version)" || status=1
   done
-  tar czf "$logs/lease.tar.gz" -C "$out" --exclude=lease.tar.gz . && mv "$logs/lease.tar.gz" "$out/lease.tar.gz"
-  say "every result in $out/lease.tar.gz ($(du -h "$out/lease.tar.gz" | cut -f1))"
+  "$python" "$root/scripts/ledger.py" chart --ledger "$out/ledger.csv" --out "$run_dir/progress.png" 2>/dev/null ||
+    say "no progress chart here (matplotlib): scripts/ledger.py chart makes it on the development machine"
+  tar czf "$logs/lease.tar.gz" -C "$out" "$run" $([ -f "$out/ledger.csv" ] && echo ledger.csv) &&
+    mv "$logs/lease.tar.gz" "$run_dir/lease.tar.gz"
+  say "every result in $run_dir/lease.tar.gz ($(du -h "$run_dir/lease.tar.gz" | cut -f1))"
   return "$status"
 }
 

@@ -3,8 +3,10 @@
 # dsconv, each checked against the double-precision reference (dsconv_layers), then a report.
 #
 # With an NVIDIA GPU (a driver that nvidia-smi reaches, and nvcc): builds for CUDA, checks the
-# layers on the GPU, then benchmarks dsconv against cuDNN with dsconv_bench over the full grid
-# (every unique layer shape x batch 1-128 x float/half/bfloat16 x NCHW/NHWC; tens of minutes,
+# layers on the GPU, then benchmarks dsconv against cuDNN's graph API with dsconv_bench and
+# against PyTorch with bench/torch_baseline.py (where DSCONV_PYTHON or python3 has PyTorch with
+# CUDA) over the full grid (every unique layer shape x batch 1-128 x float/half/bfloat16 x
+# NCHW/NHWC; tens of minutes,
 # one progress line per benchmark) and turns its JSON into results/bench.md, speedup.png and
 # roofline.png.
 # Without one: the kernels on the host platform (CPU) at batch 1 with the 224x224 input, with
@@ -29,7 +31,8 @@
 # networks unfused and fused, checked against the composition of the reference layers, with the
 # planner's choice and (host platform) the global-memory bytes of each; batch 8, float, NHWC
 # unless --batch/--type/--layout say otherwise; writes results/blocks.csv, blocks.md and
-# blocks_traffic.png, with the summary per network against the traffic targets. On a GPU it then
+# blocks_traffic.png, with the summary per network and why the planner chose each block's
+# variant (dispatch/tuning/block_fusion.hpp: measured times, not bytes). On a GPU it then
 # times every distinct block fused, unfused and as cuDNN's layer sequence (dsconv_bench --kind
 # block; batch 1, 8, 32 and 128 unless --batch says otherwise) into results/bench.md's block
 # section and results/bench_blocks.csv.
@@ -64,6 +67,20 @@ python=/usr/bin/python3
 [ -x "$python" ] || python=python3
 
 status=0
+# PyTorch's baselines (bench/torch_baseline.py) for the cases dsconv_bench lists with the same
+# options, where a python3 with PyTorch and CUDA is at hand (DSCONV_PYTHON names another).
+torch_baselines() {  # build out.json dsconv_bench-options...
+  local build=$1 json=$2 torch_python=${DSCONV_PYTHON:-python3}
+  shift 2
+  if ! "$torch_python" -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null; then
+    echo "PyTorch's baselines skipped: no python3 with PyTorch (CUDA) and torchvision (set DSCONV_PYTHON)"
+    return 0
+  fi
+  echo
+  echo "benchmark: PyTorch's baselines for the same cases (JSON in $json)"
+  "$build/bench/dsconv_bench" --case_table="$json.cases" "$@" &&
+    "$torch_python" bench/torch_baseline.py --cases "$json.cases" --out "$json" || status=1
+}
 if [ "$blocks" = 1 ]; then
   # The blocks: on the GPU where there is one (no traffic counted there), else the host platform.
   gpu=0
@@ -89,7 +106,9 @@ if [ "$blocks" = 1 ]; then
     echo "benchmark: every distinct block, fused and unfused, against cuDNN's layer sequence (JSON in $out/bench_blocks.json)"
     "$build/bench/dsconv_bench" --kind block "${bench_args[@]}" --benchmark_out="$out/bench_blocks.json" \
       --benchmark_out_format=json | tee "$out/bench_blocks.txt" || status=$?
-    "$python" scripts/report.py "$out/bench_blocks.json" --out "$out" || status=$?
+    torch_baselines "$build" "$out/torch_blocks.json" --kind block "${bench_args[@]}"
+    "$python" scripts/report.py "$out/bench_blocks.json" $([ -s "$out/torch_blocks.json" ] && echo "$out/torch_blocks.json") \
+      --out "$out" || status=$?
   fi
   exit "$status"
 fi
@@ -102,10 +121,12 @@ if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1 && [ -
   cmake --build "$build" -j "$jobs" --target dsconv_layers dsconv_bench
   "$build/bench/dsconv_layers" --out "$out" "${check_args[@]}" || status=$?
   echo
-  echo "benchmark: dsconv against cuDNN (JSON in $out/bench.json)"
+  echo "benchmark: dsconv against cuDNN's graph API (JSON in $out/bench.json)"
   "$build/bench/dsconv_bench" "${bench_args[@]}" --benchmark_out="$out/bench.json" --benchmark_out_format=json \
     | tee "$out/bench.txt" || status=$?
-  "$python" scripts/report.py "$out/bench.json" "$out/layers.csv" --out "$out" || status=$?
+  torch_baselines "$build" "$out/torch.json" "${bench_args[@]}"
+  "$python" scripts/report.py "$out/bench.json" $([ -s "$out/torch.json" ] && echo "$out/torch.json") \
+    "$out/layers.csv" --out "$out" || status=$?
   torch_python=${DSCONV_PYTHON:-python3}
   if [ "$models" = 1 ] && "$torch_python" -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null; then
     echo

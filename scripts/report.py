@@ -3,26 +3,35 @@
 
 Inputs (one or more, recognised by content):
   - the JSON of dsconv_bench (--benchmark_out=FILE --benchmark_out_format=json, or
-    --benchmark_format=json on stdout), plain or gzipped; several files (the chunks of one
-    run, as scripts/gpu_check.sh writes them) make one report, a benchmark found twice taken
-    from the later file. Operations: dw and pw (forward), dwbd and pwbd (data gradient), dwbw
-    and pwbw (weight gradient, with the bias gradient); any other op of the same name form is
-    listed after them. Writes <out>/bench.md (per layer and batch: dsconv time, baseline time,
-    speedup, % of the measured copy bandwidth; summaries per operation, type and layout and per
-    operation, network and batch; the block cases, fused and unfused against the baseline's
-    layer sequence (scripts/report_blocks.py); benchmarks of other name forms in a table of
-    their own), <out>/bench.csv, <out>/bench_blocks.csv, and, from a GPU run, per pass (forward: no
-    suffix; _backward_data, _backward_weight), <out>/speedup<suffix>.png (speedup per layer per
-    batch), <out>/bandwidth<suffix>.png (dsconv's percent of the copy bandwidth per layer per
-    batch) and <out>/roofline<suffix>.png (achieved throughput against the copy-bandwidth
-    roof); from a host-platform run, where times are those of the CPU emulation,
-    <out>/traffic<suffix>.png (global-memory traffic against the minimum).
+    --benchmark_format=json on stdout) and of bench/torch_baseline.py (PyTorch's baselines, the
+    same name form), plain or gzipped; several files (the chunks of one run, as
+    scripts/gpu_check.sh writes them, and PyTorch's file) make one report, merged by case name,
+    a benchmark found twice taken from the later file. Names read
+    op/shape/b<batch>/type/layout/implementation: dsconv, or a baseline (BASELINES below:
+    PyTorch's bare convolution and eager layer, cuDNN's graph and legacy APIs, MIOpen, the CPU
+    reference). Operations: dw and pw (forward), dwbd and pwbd (data gradient), dwbw and pwbw
+    (weight gradient, with the bias gradient); any other op of the same name form is listed
+    after them. Every case is compared with its best baseline (the fastest that computes the
+    same thing) and with each baseline alone. Writes <out>/bench.md (summaries per operation,
+    type and layout and per operation, network and batch against the best baseline, with
+    dsconv's and the best baseline's share of the copy bandwidth; dsconv against each baseline;
+    per layer and batch every implementation's time; the block cases (scripts/report_blocks.py);
+    benchmarks of other name forms), <out>/bench.csv, <out>/bench_blocks.csv, <out>/run.json (the
+    run's devices and versions, for the ledger), and, from a GPU run, per pass (forward: no
+    suffix; _backward_data, _backward_weight), <out>/speedup<suffix>.png (the ratio against the
+    best baseline per layer per batch), <out>/bandwidth<suffix>.png (dsconv's and the best
+    baseline's percent of the copy bandwidth) and <out>/roofline<suffix>.png (achieved
+    throughput of both against the copy-bandwidth roof); from a host-platform run, where times
+    are those of the CPU emulation, <out>/traffic<suffix>.png (global-memory traffic against
+    the minimum).
   - the main job's results/layers.csv (dsconv_layers). Writes <out>/layers_traffic.png:
     traffic against the minimum per layer, from the host platform's counters.
 Options: --notes FILE (Markdown included in bench.md after its header; repeatable),
---clocks FILE (nvidia-smi samples as scripts/gpu_check.sh writes them: summarised in bench.md).
+--clocks FILE (nvidia-smi samples as scripts/gpu_check.sh writes them: summarised in bench.md),
+--ledger FILE (results/gpu/ledger.csv, scripts/ledger.py: its progress chart, progress.png, and
+its summary per run go into the report).
 
-Usage: scripts/report.py INPUT [INPUT ...] [--out DIR] [--notes FILE] [--clocks FILE]
+Usage: scripts/report.py INPUT [INPUT ...] [--out DIR] [--notes FILE] [--clocks FILE] [--ledger FILE]
 (default DIR: the first input's folder). Needs Python 3; the charts need matplotlib (Debian:
 python3-matplotlib), without which only the tables are written.
 """
@@ -37,6 +46,7 @@ import re
 import statistics
 import sys
 
+import ledger
 import report_blocks
 
 try:
@@ -55,6 +65,22 @@ LAYOUTS = ["nchw", "nhwc"]
 OPS = {"dw": "forward", "dwbd": "backward data", "dwbw": "backward weight",
        "pw": "forward", "pwbd": "backward data", "pwbw": "backward weight"}
 PASSES = ["forward", "backward data", "backward weight"]
+# The baselines in column order: PyTorch's (bench/torch_baseline.py), cuDNN's graph API and its
+# legacy API (dsconv_bench on CUDA), MIOpen (HIP), the CPU reference (host platform); any other
+# implementation follows them.
+BASELINES = ["torch_conv", "torch_eager", "torch_block", "cudnn_graph", "cudnn_legacy", "torch_conv_tf32", "miopen",
+             "reference"]
+# Baselines shown in their column but never the best baseline: they compute something else
+# (TF32 rounds float's operands to 10-bit mantissas; dsconv's float is fp32 throughout).
+NOT_COMPARED = {"torch_conv_tf32"}
+BASELINE_TEXT = {
+    "torch_conv": "PyTorch's bare convolution (no bias, no activation; for gradients that gradient alone)",
+    "torch_eager": "the layer in eager PyTorch (conv with bias, residual, activation; autograd for gradients)",
+    "torch_block": "torchvision's block in eval mode, batch norm folded",
+    "cudnn_graph": "cuDNN's graph API, fastest engine configuration, epilogue fused where cuDNN accepts it",
+    "cudnn_legacy": "cuDNN's legacy API (cudnnFind*, separate bias and activation kernels)",
+    "torch_conv_tf32": "PyTorch's bare convolution with TF32 allowed (shown, not compared)",
+    "miopen": "MIOpen", "reference": "dsconv's CPU reference"}
 
 
 def op_order(op):
@@ -140,41 +166,57 @@ def load_one_bench_json(data):
 
 
 def load_bench_json(paths):
-    """Returns (context, {key: BenchResult}, {name: BenchResult}, blocks, block baseline) over the
-    files `paths`: keys (op, shape, batch, type, layout, impl) for the layer benchmarks, run names
-    for benchmarks of other name forms, and the block cases (report_blocks.split_blocks). The context is the first file's, with the copy bandwidth the median
-    of the files' (and dsconv_copy_bandwidth_range, their range, where they differ)."""
-    context, results, others, copies = {}, {}, {}, []
+    """Returns (context, {key: BenchResult}, {name: BenchResult}, blocks) over the files `paths`:
+    keys (op, shape, batch, type, layout, impl) for the layer benchmarks of every implementation
+    (dsconv and each baseline), run names for benchmarks of other name forms, and the block
+    cases (report_blocks.split_blocks). The context is that of the first file of dsconv_bench
+    (PyTorch's baseline files, bench/torch_baseline.py, add their versions as torch_* keys), with
+    the copy bandwidth the median of dsconv_bench's files (and dsconv_copy_bandwidth_range, their
+    range, where they differ). Results without a bandwidth counter (PyTorch's) get one from their
+    bytes, their time and that copy bandwidth."""
+    context, torch_context, results, others, copies = {}, {}, {}, {}, []
     for path in paths:
         with open_text(path) as f:
             data = json.load(f)
-        for k, v in data.get("context", {}).items():
-            context.setdefault(k, v)
-        copy = float(data.get("context", {}).get("dsconv_copy_bandwidth_GBps", 0) or 0)
-        if copy > 0:
-            copies.append(copy)
+        ctx = data.get("context", {})
+        if ctx.get("dsconv_platform") == "torch":
+            for k, v in ctx.items():
+                if k.startswith(("torch_", "cudnn_", "cuda_")):
+                    torch_context.setdefault(k, v)
+        else:
+            for k, v in ctx.items():
+                context.setdefault(k, v)
+            copy = float(ctx.get("dsconv_copy_bandwidth_GBps", 0) or 0)
+            if copy > 0:
+                copies.append(copy)
         for name, r in load_one_bench_json(data).items():
             if isinstance(r.key, tuple):
                 results[r.key] = r
             else:
                 others[name] = r
-    blocks, block_baseline = report_blocks.split_blocks(results)
-    # The baseline is the implementation other than dsconv that most benchmarks have; others
-    # (a fused block's variants, say) are listed apart.
-    impls = {}
-    for key in results:
-        if key[5] != "dsconv":
-            impls[key[5]] = impls.get(key[5], 0) + 1
-    if len(impls) > 1:
-        baseline = max(sorted(impls), key=lambda i: impls[i])
-        for key in [k for k in results if k[5] not in ("dsconv", baseline)]:
-            r = results.pop(key)
-            others[r.name] = r
+    context.update({k: v for k, v in torch_context.items() if k not in context})
+    copy_gbps = statistics.median(copies) if copies else 0.0
     if copies:
-        context["dsconv_copy_bandwidth_GBps"] = "%.1f" % statistics.median(copies)
+        context["dsconv_copy_bandwidth_GBps"] = "%.1f" % copy_gbps
         if max(copies) > min(copies):
             context["dsconv_copy_bandwidth_range"] = "%.1f to %.1f over %d runs" % (min(copies), max(copies), len(copies))
-    return context, results, others, blocks, block_baseline
+    for r in list(results.values()) + list(others.values()):
+        add_bandwidth(r, copy_gbps)
+    blocks = report_blocks.split_blocks(results)
+    return context, results, others, blocks
+
+
+def add_bandwidth(r, copy_gbps):
+    """GB/s, GFLOP/s and % of the copy bandwidth from a result's bytes, FLOPs and time, where its
+    program did not count them."""
+    if r.error or not r.time_us or "bytes" not in r.counters:
+        return
+    seconds = r.time_us * 1e-6
+    r.counters.setdefault("GB/s", r.counters["bytes"] / seconds * 1e-9)
+    if "flops" in r.counters:
+        r.counters.setdefault("GFLOP/s", r.counters["flops"] / seconds * 1e-9)
+    if copy_gbps > 0:
+        r.counters.setdefault("bw_pct", 100.0 * r.counters["GB/s"] / copy_gbps)
 
 
 def ordered(values, preferred):
@@ -182,36 +224,49 @@ def ordered(values, preferred):
 
 
 def split_results(results):
-    """dsconv and baseline results per (op, shape, batch, type, layout), in table order."""
-    cases, shapes = {}, []
-    baseline = None
+    """Per (op, shape, batch, type, layout) the results of every implementation ({impl: result}),
+    in table order; the shapes in order; the baselines present, in BASELINES order."""
+    cases, shapes, baselines = {}, [], set()
     for key, r in results.items():
         op, shape, batch, dtype, lay, impl = key
         if (op, shape) not in shapes:
             shapes.append((op, shape))
-        entry = cases.setdefault((op, shape, batch, dtype, lay), {})
-        if impl == "dsconv":
-            entry["dsconv"] = r
-        else:
-            entry["baseline"] = r
-            baseline = impl
+        cases.setdefault((op, shape, batch, dtype, lay), {})[impl] = r
+        if impl != "dsconv":
+            baselines.add(impl)
     shapes.sort(key=lambda s: op_order(s[0]))  # operations in OPS order, network order kept within each
     order = {s: i for i, s in enumerate(shapes)}
     types = ordered({k[3] for k in cases}, TYPES)
     layouts = ordered({k[4] for k in cases}, LAYOUTS)
     keys = sorted(cases, key=lambda k: (order[(k[0], k[1])], k[2], types.index(k[3]), layouts.index(k[4])))
-    return [(k, cases[k]) for k in keys], shapes, baseline
+    return [(k, cases[k]) for k in keys], shapes, ordered(baselines, BASELINES)
 
 
 def fmt(v, spec):
     return "-" if v is None else format(v, spec)
 
 
-def speedup_of(entry):
-    d, b = entry.get("dsconv"), entry.get("baseline")
-    if d and b and d.time_us and b.time_us:
-        return b.time_us / d.time_us
-    return None
+def timed(r):
+    return r.time_us if r is not None and not r.error and r.time_us else None
+
+
+def best_baseline(entry):
+    """(name, result) of the fastest baseline of a case that computes what dsconv computes (every
+    baseline but those in NOT_COMPARED), or (None, None)."""
+    candidates = [(timed(r), impl) for impl, r in entry.items()
+                  if impl != "dsconv" and impl not in NOT_COMPARED and timed(r)]
+    if not candidates:
+        return None, None
+    _, impl = min(candidates)
+    return impl, entry[impl]
+
+
+def speed_ratio(entry, baseline=None):
+    """Baseline time / dsconv time (> 1: dsconv faster) against `baseline`, or the best one."""
+    if baseline is None:
+        baseline = best_baseline(entry)[0]
+    d, b = timed(entry.get("dsconv")), timed(entry.get(baseline)) if baseline else None
+    return b / d if d and b else None
 
 
 def error_text(message, limit=120):
@@ -233,52 +288,81 @@ def network_of(shape):
     return (m.group(1), m.group(2)) if m else (shape.split(":")[0], "")
 
 
+def geomean(values):
+    return math.exp(sum(math.log(v) for v in values) / len(values)) if values else None
+
+
 def summary_per_network(rows):
-    """Per (op, network, batch): the speedups and dsconv's % of the copy bandwidth of every
-    case (types and layouts together), with the case of the worst speedup."""
+    """Per (op, network, batch): the speed ratios against the best baseline and dsconv's and the
+    best baseline's % of the copy bandwidth of every case (types and layouts together), with the
+    case of the worst ratio."""
     groups = {}
     for (op, shape, batch, dtype, lay), entry in rows:
-        g = groups.setdefault((op, network_of(shape)[0], batch), {"speedups": [], "bw": [], "worst": None})
-        s = speedup_of(entry)
+        g = groups.setdefault((op, network_of(shape)[0], batch), {"ratios": [], "bw": [], "best_bw": [], "worst": None})
+        s = speed_ratio(entry)
         if s:
-            g["speedups"].append(s)
+            g["ratios"].append(s)
             if g["worst"] is None or s < g["worst"][0]:
-                g["worst"] = (s, "%s %s %s" % (shape.split(":")[-1], dtype, lay))
-        d = entry.get("dsconv")
-        if d and "bw_pct" in d.counters:
-            g["bw"].append(d.counters["bw_pct"])
+                g["worst"] = (s, "%s %s %s vs %s" % (shape.split(":")[-1], dtype, lay, best_baseline(entry)[0]))
+        for slot, r in (("bw", entry.get("dsconv")), ("best_bw", best_baseline(entry)[1])):
+            if r is not None and not r.error and "bw_pct" in r.counters:
+                g[slot].append(r.counters["bw_pct"])
     return groups
 
 
-def summary_lines(rows, base):
-    """Markdown summaries of the speedups: per op, type and layout, and per network and batch."""
+def summary_lines(rows, baselines):
+    """Markdown summaries of the speed ratios against the best baseline: per op, type and layout,
+    and per op, network and batch; then dsconv against each baseline alone, per op and batch."""
     summary = {}
     for (op, shape, batch, dtype, lay), entry in rows:
-        s = speedup_of(entry)
+        s = speed_ratio(entry)
         if s:
             summary.setdefault((op, dtype, lay), []).append(s)
     if not summary:
         return []
-    lines = ["## Summary: geometric-mean speedup over %s" % base, "",
-             "| op | type | layout | cases | geomean speedup | dsconv faster |", "|---|---|---|---|---|---|"]
+    compared = [b for b in baselines if b not in NOT_COMPARED]
+    lines = ["## Summary: dsconv against the best baseline", "",
+             "Speed ratio = the fastest baseline's time / dsconv's time for each case (> 1: dsconv faster), the "
+             "baselines being %s%s." % (", ".join(compared), "" if compared == baselines else
+                                         " (%s: a column only, not the same arithmetic)" % ", ".join(
+                                             b for b in baselines if b in NOT_COMPARED)), "",
+             "| op | type | layout | cases | geomean ratio | median ratio | worst ratio | dsconv faster |",
+             "|---|---|---|---|---|---|---|---|"]
     for (op, dtype, lay), values in sorted(summary.items(), key=lambda kv: (op_order(kv[0][0]),) + kv[0][1:]):
-        geo = math.exp(sum(math.log(v) for v in values) / len(values))
         faster = sum(1 for v in values if v > 1)
-        lines.append("| %s | %s | %s | %d | %.2fx | %d of %d |" % (op, dtype, lay, len(values), geo, faster, len(values)))
-    lines += ["", "## Summary per network and batch: per-layer speedup over %s and dsconv's %% of the copy bandwidth" % base,
+        lines.append("| %s | %s | %s | %d | %.2fx | %.2fx | %.2fx | %d of %d |" % (
+            op, dtype, lay, len(values), geomean(values), statistics.median(values), min(values), faster, len(values)))
+    lines += ["", "## Summary per network and batch: against the best baseline, and the share of the copy bandwidth",
               "", "Every type and layout of the network's layers together; a shape that both networks have is "
               "counted under MobileNetV2.", "",
-              "| op | network | batch | cases | median speedup | worst speedup (case) | best speedup | "
-              "dsconv median % bw | dsconv best % bw |",
-              "|---|---|---|---|---|---|---|---|---|"]
+              "| op | network | batch | cases | median ratio | worst ratio (case) | best ratio | dsconv faster | "
+              "dsconv median % bw | best baseline median % bw | dsconv best % bw |",
+              "|---|---|---|---|---|---|---|---|---|---|---|"]
     for (op, net, batch), g in sorted(summary_per_network(rows).items(),
                                       key=lambda kv: (op_order(kv[0][0]), kv[0][1], kv[0][2])):
-        sp, bw = g["speedups"], g["bw"]
+        sp, bw, best_bw = g["ratios"], g["bw"], g["best_bw"]
         if not sp:
             continue
-        lines.append("| %s | %s | %d | %d | %.2fx | %.2fx (%s) | %.2fx | %s | %s |" % (
+        lines.append("| %s | %s | %d | %d | %.2fx | %.2fx (%s) | %.2fx | %d of %d | %s | %s | %s |" % (
             op, net, batch, len(sp), statistics.median(sp), g["worst"][0], g["worst"][1], max(sp),
-            fmt(statistics.median(bw) if bw else None, ".1f"), fmt(max(bw) if bw else None, ".1f")))
+            sum(1 for v in sp if v > 1), len(sp), fmt(statistics.median(bw) if bw else None, ".1f"),
+            fmt(statistics.median(best_bw) if best_bw else None, ".1f"), fmt(max(bw) if bw else None, ".1f")))
+    per_baseline = {}
+    for (op, shape, batch, dtype, lay), entry in rows:
+        for b in baselines:
+            s = speed_ratio(entry, b)
+            if s:
+                per_baseline.setdefault((op, batch), {}).setdefault(b, []).append(s)
+    lines += ["", "## dsconv against each baseline", "",
+              "Median speed ratio (that baseline's time / dsconv's time) per op and batch, and in how many cases "
+              "dsconv is faster.", "",
+              "| op | batch | " + " | ".join(baselines) + " |", "|---|---|" + "---|" * len(baselines)]
+    for (op, batch), by in sorted(per_baseline.items(), key=lambda kv: (op_order(kv[0][0]), kv[0][1])):
+        cells = []
+        for b in baselines:
+            v = by.get(b)
+            cells.append("%.2fx (%d of %d)" % (statistics.median(v), sum(1 for x in v if x > 1), len(v)) if v else "-")
+        lines.append("| %s | %d | %s |" % (op, batch, " | ".join(cells)))
     lines.append("")
     return lines
 
@@ -330,63 +414,71 @@ def clock_lines(path):
     return lines
 
 
-def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, notes=(), clocks=None, blocks=None,
-                         block_baseline=None):
-    base = baseline or "baseline"
-    lines = ["# dsconv_bench results", ""]
+def context_lines(context):
+    lines = []
     for label, key in (("Platform", "dsconv_platform"), ("Device", "dsconv_device"), ("Baseline", "dsconv_baseline"),
+                       ("PyTorch", "torch_version"), ("PyTorch's cuDNN", "cudnn_version"),
+                       ("PyTorch's device", "torch_device"),
                        ("Copy bandwidth (GB/s)", "dsconv_copy_bandwidth_GBps"),
-                       ("Copy bandwidth range (GB/s)", "dsconv_copy_bandwidth_range")):
+                       ("Copy bandwidth range (GB/s)", "dsconv_copy_bandwidth_range"), ("Date", "date")):
         if key in context:
             lines.append("- %s: %s" % (label, context[key]))
-    if "date" in context:
-        lines.append("- Date: %s" % context["date"])
-    lines.append("")
+    return lines
+
+
+def write_bench_markdown(path, context, rows, baselines, on_gpu, others=None, notes=(), clocks=None, blocks=None,
+                         ledger=None):
+    lines = ["# dsconv_bench results", ""] + context_lines(context) + [""]
     for note in notes:
         with open(note) as f:
             lines += [f.read().rstrip("\n"), ""]
     if clocks:
         lines += clock_lines(clocks)
     if on_gpu:
-        lines.append("Times are per launch in microseconds (median over repetitions, device events); "
-                     "speedup = %s time / dsconv time; %% bw = minimum bytes / time against the measured "
-                     "device-to-device copy bandwidth." % base)
+        lines.append("Times are per launch in microseconds (median over repetitions, device events, inputs rotating "
+                     "over copies larger than the L2); ratio = the best baseline's time / dsconv's time; % bw = "
+                     "minimum bytes / time against the measured device-to-device copy bandwidth. Baselines: "
+                     + "; ".join("`%s` %s" % (b, BASELINE_TEXT.get(b, "")) for b in baselines) + ".")
     else:
         lines.append("Host platform: times are CPU wall times of the emulated kernels and of the CPU reference, "
                      "not GPU performance; the evidence is dsconv's traffic against the minimum "
                      "(32-byte sectors moved x 32 / minimum bytes) and sectors per request.")
     lines.append("")
+    if ledger:
+        lines += ledger
     if on_gpu:
-        lines += summary_lines(rows, base)
+        lines += summary_lines(rows, baselines)
     lines.append("## Per layer and batch")
     lines.append("")
     if on_gpu:
-        lines += ["| op | shape | batch | type | layout | dsconv (us) | %s (us) | speedup | dsconv %% bw | %s %% bw | %s setup |"
-                  % (base, base, base),
-                  "|---|---|---|---|---|---|---|---|---|---|---|"]
+        lines += ["| op | shape | batch | type | layout | dsconv (us) | " +
+                  " | ".join("%s (us)" % b for b in baselines) +
+                  " | best | ratio | dsconv % bw | best % bw | best's setup |",
+                  "|---|---|---|---|---|---|" + "---|" * len(baselines) + "---|---|---|---|---|"]
     else:
+        base = baselines[0] if baselines else "baseline"
         lines += ["| op | shape | batch | type | layout | dsconv (us) | %s (us) | traffic / minimum | sectors / request |"
                   % base,
                   "|---|---|---|---|---|---|---|---|---|"]
     for (op, shape, batch, dtype, lay), entry in rows:
-        d, b = entry.get("dsconv"), entry.get("baseline")
-        s = speedup_of(entry)
-        head = "| %s | %s | %d | %s | %s | %s | %s |" % (op, shape, batch, dtype, lay, cell_time(d), cell_time(b))
+        d = entry.get("dsconv")
+        head = "| %s | %s | %d | %s | %s | %s |" % (op, shape, batch, dtype, lay, cell_time(d))
         if on_gpu:
-            lines.append("%s %s | %s | %s | %s |" % (
-                head, fmt(s, ".2f") + ("x" if s else ""),
-                fmt(d.counters.get("bw_pct") if d else None, ".1f"),
-                fmt(b.counters.get("bw_pct") if b else None, ".1f"),
-                (b.label if b else "").replace("|", "/")))
+            name, best = best_baseline(entry)
+            s = speed_ratio(entry)
+            lines.append("%s %s | %s | %s | %s | %s | %s |" % (
+                head, " | ".join(cell_time(entry.get(b)) for b in baselines), name or "-",
+                fmt(s, ".2f") + ("x" if s else ""), fmt(d.counters.get("bw_pct") if d else None, ".1f"),
+                fmt(best.counters.get("bw_pct") if best else None, ".1f"),
+                error_text(best.label, 100) if best else ""))
         else:
-            lines.append("%s %s | %s |" % (head, fmt(d.counters.get("traffic/min") if d else None, ".3f"),
-                                          fmt(d.counters.get("sectors/req") if d else None, ".2f")))
-    lines += report_blocks.markdown_lines(blocks or {}, block_baseline, on_gpu, TYPES, LAYOUTS, fmt, cell_time,
-                                          network_of)
+            b = entry.get(baselines[0]) if baselines else None
+            lines.append("%s %s | %s | %s |" % (head, cell_time(b), fmt(d.counters.get("traffic/min") if d else None, ".3f"),
+                                               fmt(d.counters.get("sectors/req") if d else None, ".2f")))
+    lines += report_blocks.markdown_lines(blocks or {}, on_gpu, TYPES, LAYOUTS, fmt, cell_time, network_of)
     if others:
         lines += ["", "## Other benchmarks", "",
-                  "Benchmarks whose names are not of the form op/shape/b<batch>/type/layout/implementation, "
-                  "or whose implementation is neither dsconv nor the baseline.", "",
+                  "Benchmarks whose names are not of the form op/shape/b<batch>/type/layout/implementation.", "",
                   "| benchmark | time (us) | % bw | GB/s | label |", "|---|---|---|---|---|"]
         for name in sorted(others):
             r = others[name]
@@ -397,119 +489,131 @@ def write_bench_markdown(path, context, rows, baseline, on_gpu, others=None, not
         f.write("\n".join(lines) + "\n")
 
 
-def write_bench_csv(path, rows, others):
-    """One line per case: both implementations' medians, the speedup and the % of copy bandwidth."""
+def write_bench_csv(path, rows, baselines, others):
+    """One line per case: every implementation's median, the best baseline, dsconv's speed ratio
+    against it, both shares of the copy bandwidth, the labels and the errors."""
     with open(path, "w", newline="") as f:
         w = csv.writer(f)
-        w.writerow(["op", "shape", "batch", "type", "layout", "dsconv_us", "baseline_us", "speedup",
-                    "dsconv_bw_pct", "baseline_bw_pct", "dsconv_label", "baseline_label", "dsconv_error", "baseline_error"])
+        w.writerow(["op", "shape", "batch", "type", "layout", "dsconv_us"] + ["%s_us" % b for b in baselines] +
+                   ["best_baseline", "best_us", "speed_ratio", "dsconv_bw_pct", "best_bw_pct", "dsconv_label",
+                    "best_label", "errors"])
 
         def num(v, spec):
             return "" if v is None else format(v, spec)
 
         for (op, shape, batch, dtype, lay), entry in rows:
-            d, b = entry.get("dsconv"), entry.get("baseline")
-            w.writerow([op, shape, batch, dtype, lay, num(d.time_us if d else None, ".3f"),
-                        num(b.time_us if b else None, ".3f"), num(speedup_of(entry), ".4f"),
+            d = entry.get("dsconv")
+            name, best = best_baseline(entry)
+            errors = "; ".join("%s: %s" % (impl, r.error) for impl, r in sorted(entry.items()) if r.error)
+            w.writerow([op, shape, batch, dtype, lay, num(timed(d), ".3f")] +
+                       [num(timed(entry.get(b)), ".3f") for b in baselines] +
+                       [name or "", num(timed(best), ".3f"), num(speed_ratio(entry), ".4f"),
                         num(d.counters.get("bw_pct") if d else None, ".2f"),
-                        num(b.counters.get("bw_pct") if b else None, ".2f"),
-                        d.label if d else "", b.label if b else "", (d.error or "") if d else "",
-                        (b.error or "") if b else ""])
+                        num(best.counters.get("bw_pct") if best else None, ".2f"),
+                        d.label if d else "", best.label if best else "", errors])
         for name in sorted(others or {}):
             r = others[name]
-            w.writerow([name, "", "", "", "", num(r.time_us, ".3f"), "", "", num(r.counters.get("bw_pct"), ".2f"), "",
-                        r.label, "", r.error or "", ""])
+            w.writerow([name, "", "", "", "", num(r.time_us, ".3f")] + [""] * len(baselines) +
+                       ["", "", "", num(r.counters.get("bw_pct"), ".2f"), "", r.label, "", r.error or ""])
 
 
-def chart_heatmap(path, rows, shapes, value, cmap, norm, cell, colorbar_label, title):
-    """Heat maps of value(key, entry) (None: empty cell), layer x batch, one per type and layout;
-    `norm` maps the values to colours, `cell` formats a value for its cell."""
+def chart_heatmap(path, rows, shapes, series, cmap, norm, cell, colorbar_label, title):
+    """Heat maps, layer x batch, one per type and layout, and one row of them per (value, name)
+    of `series` (value(key, entry), None: an empty cell); `norm` maps the values to colours,
+    `cell` formats a value for its cell."""
     combos = ordered({(k[3], k[4]) for k, _ in rows}, [(t, l) for t in TYPES for l in LAYOUTS])
     batches = sorted({k[2] for k, _ in rows})
     if not combos or not batches:
         return False
-    values = {k: value(k, e) for k, e in rows}
     height = 1.2 + 0.24 * len(shapes)
-    fig, axes = plt.subplots(1, len(combos), figsize=(2.2 + 2.6 * len(combos), height), squeeze=False)
+    fig, axes = plt.subplots(len(series), len(combos), squeeze=False,
+                             figsize=(2.2 + 2.6 * len(combos), (height + 0.6) * len(series)),
+                             gridspec_kw={"hspace": 0.6 / height + 0.25})
     image = None
-    for ax, (dtype, lay) in zip(axes[0], combos):
-        grid = []
-        for op, shape in shapes:
-            row = []
-            for batch in batches:
-                v = values.get((op, shape, batch, dtype, lay))
-                row.append(float("nan") if v is None else v)
-            grid.append(row)
-        image = ax.imshow(grid, cmap=plt.get_cmap(cmap), norm=norm, aspect="auto")
-        for i, row in enumerate(grid):
-            for j, v in enumerate(row):
-                if not math.isnan(v):
-                    ax.text(j, i, cell(v), ha="center", va="center", fontsize=6)
-        ax.set_title("%s %s" % (dtype, lay), fontsize=9)
-        ax.set_xticks(range(len(batches)))
-        ax.set_xticklabels([str(b) for b in batches], fontsize=7)
-        ax.set_xlabel("batch", fontsize=8)
-        ax.set_yticks(range(len(shapes)))
-        ax.set_yticklabels(["%s %s" % s for s in shapes] if ax is axes[0][0] else [], fontsize=6)
-    fig.colorbar(image, ax=axes[0].tolist(), shrink=0.6, label=colorbar_label)
-    fig.suptitle(title, y=1.0 + 0.4 / height)  # above the panels' titles however few the rows
+    for axes_row, (value, name) in zip(axes, series):
+        values = {k: value(k, e) for k, e in rows}
+        for ax, (dtype, lay) in zip(axes_row, combos):
+            grid = []
+            for op, shape in shapes:
+                row = []
+                for batch in batches:
+                    v = values.get((op, shape, batch, dtype, lay))
+                    row.append(float("nan") if v is None else v)
+                grid.append(row)
+            image = ax.imshow(grid, cmap=plt.get_cmap(cmap), norm=norm, aspect="auto")
+            for i, row in enumerate(grid):
+                for j, v in enumerate(row):
+                    if not math.isnan(v):
+                        ax.text(j, i, cell(v), ha="center", va="center", fontsize=6)
+            ax.set_title("%s%s %s" % (name + ": " if name else "", dtype, lay), fontsize=9)
+            ax.set_xticks(range(len(batches)))
+            ax.set_xticklabels([str(b) for b in batches], fontsize=7)
+            ax.set_xlabel("batch", fontsize=8)
+            ax.set_yticks(range(len(shapes)))
+            ax.set_yticklabels(["%s %s" % s for s in shapes] if ax is axes_row[0] else [], fontsize=6)
+    fig.colorbar(image, ax=axes.ravel().tolist(), shrink=0.6, label=colorbar_label)
+    fig.suptitle(title, y=1.0 + 0.4 / (height * len(series)))  # above the panels' titles however few the rows
     fig.savefig(path, dpi=110, bbox_inches="tight")
     plt.close(fig)
     return True
 
 
-def chart_speedup(path, rows, shapes, baseline, what):
-    """Heat maps of speedup (baseline time / dsconv time), layer x batch, one per type and layout;
-    `what` names the pass in the title."""
-    def log_speedup(key, entry):
-        s = speedup_of(entry)
+def chart_speedup(path, rows, shapes, what):
+    """Heat maps of the speed ratio against the best baseline (its time / dsconv's), layer x batch,
+    one per type and layout; `what` names the pass in the title."""
+    def log_ratio(key, entry):
+        s = speed_ratio(entry)
         return math.log2(s) if s else None
 
-    base = baseline or "baseline"
-    return chart_heatmap(path, rows, shapes, log_speedup, "RdYlGn",
+    return chart_heatmap(path, rows, shapes, [(log_ratio, "")], "RdYlGn",
                          matplotlib.colors.TwoSlopeNorm(vmin=-2.0, vcenter=0.0, vmax=2.0),  # 1/4x .. 4x
-                         lambda v: "%.2f" % (2 ** v), "log2 speedup (green: dsconv faster)",
-                         "dsconv speedup over %s (%s time / dsconv time), %s" % (base, base, what))
+                         lambda v: "%.2f" % (2 ** v), "log2 ratio (green: dsconv faster)",
+                         "dsconv against the best baseline (its time / dsconv time), %s" % what)
 
 
 def chart_bandwidth(path, rows, shapes, copy_gbps, what):
-    """Heat maps of dsconv's achieved bandwidth (minimum bytes / time) in % of the copy bandwidth."""
-    def bw_pct(key, entry):
-        d = entry.get("dsconv")
-        return d.counters.get("bw_pct") if d and not d.error else None
+    """Heat maps of the achieved bandwidth (minimum bytes / time) in % of the copy bandwidth: a row
+    for dsconv and a row for the best baseline of each case."""
+    def bw_of(pick):
+        def bw_pct(key, entry):
+            r = pick(entry)
+            return r.counters.get("bw_pct") if r is not None and not r.error else None
+        return bw_pct
 
-    if not any(bw_pct(k, e) is not None for k, e in rows):
+    series = [(bw_of(lambda e: e.get("dsconv")), "dsconv"), (bw_of(lambda e: best_baseline(e)[1]), "best baseline")]
+    series = [(v, n) for v, n in series if any(v(k, e) is not None for k, e in rows)]
+    if not series:
         return False
-    return chart_heatmap(path, rows, shapes, bw_pct, "viridis", matplotlib.colors.Normalize(vmin=0.0, vmax=100.0),
+    return chart_heatmap(path, rows, shapes, series, "viridis", matplotlib.colors.Normalize(vmin=0.0, vmax=100.0),
                          lambda v: "%.0f" % v, "% of copy bandwidth",
-                         "dsconv: minimum bytes / time, in %% of the measured copy bandwidth (%.0f GB/s), %s"
-                         % (copy_gbps, what))
+                         "minimum bytes / time, in %% of the measured copy bandwidth (%.0f GB/s): dsconv and the best "
+                         "baseline, %s" % (copy_gbps, what))
 
 
-def chart_roofline(path, rows, baseline, copy_gbps, what):
-    """Achieved GFLOP/s against arithmetic intensity, under the roof of the copy bandwidth; False
-    (no chart) when no result has both counters."""
-    if not any(r and not r.error and "flops" in r.counters and "GFLOP/s" in r.counters
-               for _, entry in rows for r in (entry.get("dsconv"), entry.get("baseline"))):
+def chart_roofline(path, rows, copy_gbps, what):
+    """Achieved GFLOP/s against arithmetic intensity of dsconv and of the best baseline, under the
+    roof of the copy bandwidth; False (no chart) when no result has both counters."""
+    def has_counters(r):
+        return r is not None and not r.error and "flops" in r.counters and "GFLOP/s" in r.counters
+
+    picks = (("dsconv", "o", lambda e: e.get("dsconv")), ("best baseline", "x", lambda e: best_baseline(e)[1]))
+    if not any(has_counters(pick(entry)) for _, entry in rows for _, _, pick in picks):
         return False
     types = ordered({k[3] for k, _ in rows}, TYPES)
     fig, axes = plt.subplots(1, len(types), figsize=(5.5 * len(types), 4.8), squeeze=False)
-    markers = {"dsconv": "o", "baseline": "x"}
     for ax, dtype in zip(axes[0], types):
         intensities = []
-        for impl in ("dsconv", "baseline"):
+        for name, marker, pick in picks:
             xs, ys = [], []
             for k, entry in rows:
-                r = entry.get(impl)
-                if k[3] != dtype or not r or r.error or "flops" not in r.counters or "GFLOP/s" not in r.counters:
+                r = pick(entry)
+                if k[3] != dtype or not has_counters(r):
                     continue
-                ai = r.counters["flops"] / r.counters["bytes"]
-                xs.append(ai)
+                xs.append(r.counters["flops"] / r.counters["bytes"])
                 ys.append(r.counters["GFLOP/s"])
             intensities += xs
             if xs:
-                ax.scatter(xs, ys, s=10, marker=markers[impl], alpha=0.6,
-                           label="dsconv" if impl == "dsconv" else (baseline or "baseline"))
+                ax.scatter(xs, ys, s=10, marker=marker, alpha=0.6, label=name)
         if intensities and copy_gbps > 0:
             lo, hi = min(intensities) / 1.5, max(intensities) * 1.5
             ax.plot([lo, hi], [copy_gbps * lo, copy_gbps * hi], "k--", linewidth=1,
@@ -565,18 +669,27 @@ def split_passes(rows, shapes):
             for p in passes]
 
 
-def report_bench(paths, out_dir, notes=(), clocks=None):
-    context, results, others, blocks, block_baseline = load_bench_json(paths)
+def report_bench(paths, out_dir, notes=(), clocks=None, ledger_path=None):
+    context, results, others, blocks = load_bench_json(paths)
     source = paths[0] if len(paths) == 1 else "%d files (%s ...)" % (len(paths), paths[0])
     if not results and not others and not blocks:
         print("%s: no dsconv_bench results" % source, file=sys.stderr)
         return False
-    rows, shapes, baseline = split_results(results)
+    rows, shapes, baselines = split_results(results)
     on_gpu = context.get("dsconv_platform", "host") != "host"
     copy_gbps = float(context.get("dsconv_copy_bandwidth_GBps", 0) or 0)
     written = [os.path.join(out_dir, "bench.md"), os.path.join(out_dir, "bench.csv")]
-    write_bench_markdown(written[0], context, rows, baseline, on_gpu, others, notes, clocks, blocks, block_baseline)
-    write_bench_csv(written[1], rows, others)
+    ledger_section = []
+    if ledger_path:
+        runs = ledger.read(ledger_path)
+        ledger_section = ledger.markdown_lines(runs)
+        progress = os.path.join(out_dir, "progress.png")
+        if plt is not None and ledger.chart_progress(progress, runs, plt):
+            written.append(progress)
+    write_bench_markdown(written[0], context, rows, baselines, on_gpu, others, notes, clocks, blocks, ledger_section)
+    write_bench_csv(written[1], rows, baselines, others)
+    with open(os.path.join(out_dir, "run.json"), "w") as f:  # the run's versions, for the ledger
+        json.dump({k: v for k, v in context.items() if isinstance(v, str)}, f, indent=1, sort_keys=True)
     if blocks:
         written.append(os.path.join(out_dir, "bench_blocks.csv"))
         report_blocks.write_csv(written[-1], blocks, TYPES, LAYOUTS)
@@ -588,11 +701,11 @@ def report_bench(paths, out_dir, notes=(), clocks=None):
         speedup, bandwidth, roofline, traffic = (chart_path(out_dir, c, pass_name)
                                                  for c in ("speedup", "bandwidth", "roofline", "traffic"))
         if on_gpu:
-            if chart_speedup(speedup, pass_rows, pass_shapes, baseline, what):
+            if chart_speedup(speedup, pass_rows, pass_shapes, what):
                 written.append(speedup)
             if chart_bandwidth(bandwidth, pass_rows, pass_shapes, copy_gbps, what):
                 written.append(bandwidth)
-            if chart_roofline(roofline, pass_rows, baseline, copy_gbps, what):
+            if chart_roofline(roofline, pass_rows, copy_gbps, what):
                 written.append(roofline)
         elif chart_bench_traffic(traffic, pass_rows, pass_shapes, what):
             written.append(traffic)
@@ -602,7 +715,7 @@ def report_bench(paths, out_dir, notes=(), clocks=None):
         source, len(results) + len(others) + len(block_results), errors, len(block_results), len(others),
         ", ".join(written)))
     if on_gpu:
-        for line in summary_lines(rows, baseline or "baseline"):
+        for line in summary_lines(rows, baselines):
             if line.startswith("|") and not line.startswith("|---"):
                 print("  " + line)
     return True
@@ -664,6 +777,7 @@ def main():
     parser.add_argument("--out", help="folder for the report (default: the first input's folder)")
     parser.add_argument("--notes", action="append", default=[], help="Markdown to include in bench.md (repeatable)")
     parser.add_argument("--clocks", help="nvidia-smi samples (CSV, first column the phase) to summarise in bench.md")
+    parser.add_argument("--ledger", help="results/gpu/ledger.csv: its progress chart and summary go into the report")
     args = parser.parse_args()
     out_dir = args.out or os.path.dirname(os.path.abspath(args.inputs[0]))
     os.makedirs(out_dir, exist_ok=True)
@@ -676,7 +790,7 @@ def main():
             else:
                 ok = report_layers(path, out_dir) and ok
     if bench:
-        ok = report_bench(bench, out_dir, args.notes, args.clocks) and ok
+        ok = report_bench(bench, out_dir, args.notes, args.clocks, args.ledger) and ok
     return 0 if ok else 1
 
 

@@ -52,14 +52,16 @@ def main():
     chosen = {}
     for r in csv.DictReader(open(a.bench_csv)):
         key = (r["op"], r["shape"], int(r["batch"]), r["type"], r["layout"])
-        chosen[key] = (variant_of(r["dsconv_label"]), float(r["dsconv_us"]), float(r["baseline_us"]))
+        if not (r["dsconv_us"] and r["best_us"]):
+            continue  # a case without dsconv's or any baseline's time
+        chosen[key] = (variant_of(r["dsconv_label"]), float(r["dsconv_us"]), float(r["best_us"]))
 
     keys = sorted(k for k in forced if k in chosen)
     out = ["# Variant sweep", "",
            "Device: %s. Each variant forced in every case (dsconv_bench --variant); medians of the" % (device or "?"),
            "repetitions in microseconds. `heuristic` is the variant the heuristic chose when the",
-           "report's benchmarks ran (bench.csv, against the baseline in that same run); `baseline` is",
-           "that run's cuDNN time. best / heuristic > 1 says how much a better choice would gain.", "",
+           "report's benchmarks ran (bench.csv, against the baselines in that same run); `baseline` is",
+           "that run's best baseline time (scripts/report.py). best / heuristic > 1 says how much a better choice would gain.", "",
            "## Summary", "",
            "| op | batch | cases | heuristic = best | geomean heuristic time / best | geomean baseline / best | best faster than baseline |",
            "|---|---|---|---|---|---|---|"]

@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <cstddef>
-#include <fstream>
 #include <iterator>
 #include <limits>
 #include <sstream>
@@ -15,6 +14,7 @@
 #include <vector>
 
 #include <dsconv/dsconv.hpp>
+#include <dsconv_layer_tables.hpp>
 
 #include "support/shapes.hpp"
 #include "support/test_data.hpp"
@@ -117,15 +117,17 @@ const depthwise_shape_case odd_shapes[] = {
 
 }  // namespace
 
-TEST_CASE("layer table: the embedded rows are data/layers/*.csv with repeats merged", "[layers]") {
-  // This file's directory is tests/; the tables are in data/layers/ beside it.
-  std::string dir = __FILE__;
-  dir = dir.substr(0, dir.find_last_of("/\\") + 1) + "../data/layers/";
+TEST_CASE("layer table: the rows the tests carry are data/layers/*.csv with repeats merged", "[layers]") {
+  // The tables as the build embedded them (cmake/embed_layers.cmake: the CSV files' text at
+  // build time), so that the check holds wherever the program runs, the source tree at hand or not.
   std::vector<std::pair<std::string, int>> from_csv;  // row text, number of layers
   for (const char* table : {"mobilenet_v2_224", "efficientnet_b0_224", "mobilenet_v2_32", "efficientnet_b0_32"}) {
-    std::ifstream file(dir + table + ".csv");
-    INFO("reading " << dir << table << ".csv (the tests run from the source tree they were built from)");
-    REQUIRE(file.good());
+    const char* csv = nullptr;
+    for (const auto& t : dsconv_layers_data::tables)
+      if (std::string(t.name) == table) csv = t.csv;
+    INFO("table " << table);
+    REQUIRE(csv != nullptr);
+    std::istringstream file(csv);
     std::string line;
     const auto next_line = [&] {
       if (!std::getline(file, line)) return false;

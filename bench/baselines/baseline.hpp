@@ -1,9 +1,12 @@
 #pragma once
 // The baseline of the platform this program is compiled for, as `baseline_impl<T>` (forward
 // cases), `backward_baseline_impl<T>` (data and weight gradients) and `block_baseline_impl<T>`
-// (block cases: the block's layers one after another, block_sequence.hpp): cuDNN on CUDA,
-// MIOpen on HIP where it is installed, the CPU reference on the host platform. HIP without
-// MIOpen has none (has_baseline is false) and the benchmark measures dsconv alone.
+// (block cases: the block's layers one after another, block_sequence.hpp): cuDNN's graph API on
+// CUDA (the API PyTorch uses), MIOpen on HIP where it is installed, the CPU reference on the host
+// platform. HIP without MIOpen has none (has_baseline is false) and the benchmark measures dsconv
+// alone. CUDA has a second, weaker one, `extra_baseline_impl<T>` and the like (cuDNN's legacy
+// API, as earlier runs measured it), timed only on request (dsconv_bench --legacy): a labelled
+// extra column, never the reference.
 
 #include <string>
 
@@ -13,6 +16,7 @@
 #include "../kernel_bench/cases.hpp"
 #include "cudnn.hpp"
 #include "cudnn_backward.hpp"
+#include "cudnn_graph_baseline.hpp"
 #include "cudnn_squeeze_excitation.hpp"
 #include "miopen.hpp"
 #include "miopen_backward.hpp"
@@ -35,15 +39,34 @@ class no_baseline {
   std::string label_;
 };
 
+#if !defined(DSCONV_PLATFORM_CUDA)
+template <class T>
+using extra_baseline_impl = no_baseline<T>;
+template <class T>
+using extra_backward_baseline_impl = no_baseline<T>;
+template <class T>
+using extra_block_baseline_impl = no_baseline<T>;
+inline constexpr bool has_extra_baseline = false;
+#endif
+
 #if defined(DSCONV_PLATFORM_CUDA)
 template <class T>
-using baseline_impl = cudnn_baseline<T>;
+using baseline_impl = cudnn_graph_baseline<T>;
 template <class T>
-using backward_baseline_impl = cudnn_backward_baseline<T>;
+using backward_baseline_impl = cudnn_graph_baseline<T>;
 template <class T>
-using block_baseline_impl = block_sequence_baseline<T, cudnn_baseline, cudnn_squeeze_excitation>;
+using block_baseline_impl = block_sequence_baseline<T, cudnn_graph_baseline, cudnn_squeeze_excitation>;
 inline constexpr bool has_baseline = true;
-inline std::string baseline_description() { return cudnn_detail::description(); }
+template <class T>
+using extra_baseline_impl = cudnn_baseline<T>;
+template <class T>
+using extra_backward_baseline_impl = cudnn_backward_baseline<T>;
+template <class T>
+using extra_block_baseline_impl = block_sequence_baseline<T, cudnn_baseline, cudnn_squeeze_excitation>;
+inline constexpr bool has_extra_baseline = true;
+inline std::string baseline_description() {
+  return cudnn_detail::description() + " through its graph API (extra, with --legacy: its legacy API)";
+}
 #elif defined(DSCONV_BENCH_HAS_MIOPEN)
 template <class T>
 using baseline_impl = miopen_baseline<T>;

@@ -1,5 +1,6 @@
 #pragma once
-// Baseline of the CUDA platform for the forward pass: cuDNN, running the forward algorithm
+// The CUDA platform's extra baseline for the forward pass (dsconv_bench --legacy; the reference
+// is cuDNN's graph API, cudnn_graph_baseline.hpp): cuDNN's legacy API, running the forward algorithm
 // that its own search finds fastest for the problem (cudnn_search.hpp). Bias, residual and
 // activation are fused through cudnnConvolutionBiasActivationForward where cuDNN can fuse
 // them (ReLU with any algorithm, identity only with IMPLICIT_PRECOMP_GEMM); otherwise the
@@ -39,7 +40,7 @@ inline bool separate_activation(dsconv::activation a, cudnnActivationMode_t& mod
 template <class T>
 class cudnn_baseline {
  public:
-  static constexpr const char* name = "cudnn";
+  static constexpr const char* name = "cudnn_legacy";
 
   // Describes the problem, searches for the fastest algorithm on set `b`, and decides
   // between the fused call and separate operations. Returns an error message, or empty.

@@ -1,6 +1,6 @@
 #pragma once
-// Baseline of the CUDA platform for the backward passes, of the layer without activation:
-// cuDNN's backward data (cudnnConvolutionBackwardData) and backward filter
+// The CUDA platform's extra baseline for the backward passes (dsconv_bench --legacy), of the
+// layer without activation: cuDNN's legacy backward data (cudnnConvolutionBackwardData) and backward filter
 // (cudnnConvolutionBackwardFilter) with the algorithm that its own search finds fastest
 // (cudnn_search.hpp). The weight pass also computes the bias gradient, as dsconv's does, with
 // cudnnConvolutionBackwardBias: cuDNN's classic API has no filter gradient that also sums the
@@ -24,7 +24,7 @@ namespace dsconv_bench {
 template <class T>
 class cudnn_backward_baseline {
  public:
-  static constexpr const char* name = "cudnn";
+  static constexpr const char* name = "cudnn_legacy";
 
   // Describes the problem and searches for the fastest algorithm of the case's pass on set
   // `b`. Returns an error message, or empty.

@@ -19,7 +19,9 @@
 
 namespace dsconv_bench {
 
-enum class block_implementation { fused, unfused, baseline };
+// baseline and extra_baseline: the platform's baselines running the block's layers in sequence
+// (cases.hpp's implementation).
+enum class block_implementation { fused, unfused, baseline, extra_baseline };
 
 struct block_case {
   network_block block;
@@ -87,20 +89,21 @@ struct block_case {
     return s;
   }
 
-  const char* impl_name(const char* baseline_name) const {
+  const char* impl_name(const char* baseline_name, const char* extra_name) const {
     switch (impl) {
       case block_implementation::fused: return "dsconv_fused";
       case block_implementation::unfused: return "dsconv_unfused";
       case block_implementation::baseline: return baseline_name;
+      case block_implementation::extra_baseline: return extra_name;
     }
     return "unknown";
   }
 
   // block/shape/b<batch>/type/layout/implementation, e.g.
   // block/mobilenet_v2_224_2:ir_c16_x96_k3_s2_co24_h112/b8/half/nhwc/dsconv_fused.
-  std::string name(const char* baseline_name) const {
+  std::string name(const char* baseline_name, const char* extra_name = "") const {
     return "block/" + shape_name() + "/b" + std::to_string(batch) + "/" + to_string(type) + "/" +
-           dsconv::to_string(data_layout) + "/" + impl_name(baseline_name);
+           dsconv::to_string(data_layout) + "/" + impl_name(baseline_name, extra_name);
   }
 };
 
@@ -113,7 +116,7 @@ inline auto block_key(const network_block& b) {
 // Every block case at input resolution `input`: blocks in network order (MobileNetV2's first,
 // a block that both networks have named after MobileNetV2's), and per block its batches,
 // types, layouts and implementations one after another.
-inline std::vector<block_case> all_block_cases(int input, bool with_baseline) {
+inline std::vector<block_case> all_block_cases(int input, bool with_baseline, bool with_extra = false) {
   std::vector<network_block> blocks;
   for (const char* model : {"mobilenet_v2", "efficientnet_b0"})
     for (const network_block& b : all_blocks()) {
@@ -128,12 +131,14 @@ inline std::vector<block_case> all_block_cases(int input, bool with_baseline) {
       for (element_type t : bench_types)
         for (dsconv::layout lay : bench_layouts)
           for (block_implementation impl :
-               {block_implementation::fused, block_implementation::unfused, block_implementation::baseline}) {
+               {block_implementation::fused, block_implementation::unfused, block_implementation::baseline,
+                block_implementation::extra_baseline}) {
             // The fused variant where its documented limits (layout, output channels) allow;
             // whether a tile fits the device's shared memory shows when the case runs.
             if (impl == block_implementation::fused && !dsconv::detail::fused_block_limits(b.at(batch, lay)).empty())
               continue;
             if (impl == block_implementation::baseline && !with_baseline) continue;
+            if (impl == block_implementation::extra_baseline && !with_extra) continue;
             cases.push_back(block_case{b, batch, t, lay, impl});
           }
   return cases;

@@ -15,7 +15,9 @@
 namespace dsconv_bench {
 
 enum class element_type { f32, f16, bf16 };
-enum class implementation { dsconv, baseline };
+// The platform's baseline, and on CUDA a second, weaker one kept as a labelled extra column
+// (cuDNN's legacy API; dsconv_bench --legacy).
+enum class implementation { dsconv, baseline, extra_baseline };
 // The backward passes are the gradients of the plain layer: no activation (the baselines'
 // backward calls fuse none) and no residual.
 inline constexpr layer_pass bench_passes[] = {layer_pass::forward, layer_pass::backward_data, layer_pass::backward_weight};
@@ -127,9 +129,10 @@ struct bench_case {
   // op/shape/b<batch>/type/layout/implementation, e.g.
   // dw/mobilenet_v2_224_3:c96_h112_k3_s2/b8/float/nchw/dsconv or
   // pwbw/mobilenet_v2_224_1:ci32_co16_h112/b1/half/nhwc/cudnn.
-  std::string name(const char* baseline_name) const {
+  std::string name(const char* baseline_name, const char* extra_name = "") const {
     return op() + "/" + shape_name() + "/b" + std::to_string(batch) + "/" + to_string(type) + "/" +
-           dsconv::to_string(data_layout) + "/" + (impl == implementation::dsconv ? "dsconv" : baseline_name);
+           dsconv::to_string(data_layout) + "/" +
+           (impl == implementation::dsconv ? "dsconv" : impl == implementation::baseline ? baseline_name : extra_name);
   }
 };
 
@@ -149,16 +152,16 @@ inline std::vector<layer> bench_shapes(int input) {
 
 // Every case: the forward pass of every shape first, then the data gradients, then the weight
 // gradients (a run cut short has the forward results), and within a pass a shape's batches,
-// types, layouts and implementations one after another (dsconv next to its baseline).
-inline std::vector<bench_case> all_cases(int input, bool with_baseline) {
+// types, layouts and implementations one after another (dsconv next to its baselines).
+inline std::vector<bench_case> all_cases(int input, bool with_baseline, bool with_extra = false) {
   std::vector<bench_case> cases;
   for (layer_pass pass : bench_passes)
     for (const auto& l : bench_shapes(input))
       for (int batch : bench_batches)
         for (element_type t : bench_types)
           for (dsconv::layout lay : bench_layouts)
-            for (implementation impl : {implementation::dsconv, implementation::baseline})
-              if (impl == implementation::dsconv || with_baseline)
+            for (implementation impl : {implementation::dsconv, implementation::baseline, implementation::extra_baseline})
+              if (impl == implementation::dsconv || (impl == implementation::baseline ? with_baseline : with_extra))
                 cases.push_back(bench_case{l, batch, t, lay, impl, pass});
   return cases;
 }

@@ -12,7 +12,12 @@
 //   --type float,half,bfloat16                 DSCONV_TYPE
 //   --layout nchw,nhwc                         DSCONV_LAYOUT
 //   --all                                      DSCONV_BENCH_ALL=1
-// and one that changes what dsconv runs (not the grid):
+//   --legacy                                   DSCONV_BENCH_LEGACY=1 (CUDA: cuDNN's legacy API as
+//                                              an extra baseline column, cudnn_legacy)
+// and ones that change what runs (not the grid):
+//   --cudnn_configs N                          DSCONV_CUDNN_CONFIGS (engine configurations of
+//                                              cuDNN's graph API timed per graph, default 10 as
+//                                              PyTorch's benchmark_limit)
 //   --variant NAME                             DSCONV_VARIANT (every dsconv case forces that
 //                                              variant, e.g. gemm_small; a case whose operation
 //                                              has no such variant, or that the variant cannot
@@ -41,6 +46,7 @@ struct selection {
   int input = 224;
   std::vector<std::string> batches, types, layouts;  // empty: all
   bool all = false;
+  bool legacy = false;  // the platform's extra baseline too, where it has one
   bool narrowed = false;  // some option or variable above restricts the grid
 
   bool matches(const bench_case& c) const {
@@ -63,7 +69,9 @@ struct selection {
   }
 };
 
-inline const char* const selection_options[] = {"model", "input", "kind", "pass", "batch", "type", "layout", "all", "variant"};
+inline const char* const selection_options[] = {"model",  "input",  "kind",          "pass",       "batch", "type",
+                                                "layout", "all",    "variant",       "legacy",     "cudnn_configs",
+                                                "case_table"};
 
 inline selection parse_selection(const options& opt) {
   selection s;
@@ -81,6 +89,7 @@ inline selection parse_selection(const options& opt) {
   s.types = options::split(type);
   s.layouts = options::split(lay);
   s.all = opt.get("all", "DSCONV_BENCH_ALL", "0") != "0";
+  s.legacy = opt.get("legacy", "DSCONV_BENCH_LEGACY", "0") != "0";
   if (s.model != "all" && s.model != "mobilenet_v2" && s.model != "efficientnet_b0")
     throw std::runtime_error("--model must be all, mobilenet_v2 or efficientnet_b0 (got " + s.model + ")");
   if (s.kind != "all" && s.kind != "dw" && s.kind != "pw" && s.kind != "block")

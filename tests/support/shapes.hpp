@@ -129,8 +129,8 @@ struct layer_row {
 
 // Generated from data/layers/{mobilenet_v2,efficientnet_b0}_{224,32}.csv (columns model,
 // input, kind, role, cin, cout, k, stride, pad, h_in, h_out, act, residual; repeats merged,
-// first appearance kept). The tests carry it because tests/CMakeLists.txt embeds no tables;
-// a test checks it against the CSV files when the source tree is at hand.
+// first appearance kept), as compile-time rows the test cases generate from; a test checks
+// it against the tables the build embedded (<dsconv_layer_tables.hpp>).
 namespace layer_table_detail {
 using act = dsconv::activation;
 constexpr layer_kind dw = layer_kind::dw, pw = layer_kind::pw;

@@ -171,9 +171,9 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
 // split_k gives the small tiles' blocks a slice of K each.
 // The large tiles are never chosen: on an H100 they ran slower than the small ones on 232 of
 // the 256 forward 1x1 layer cases at batch 32 and 128 (geometric mean 1.64x, up to 6.2x), and
-// won the other 24 by at most 1.4x (results/gpu/sweep.md). With the small tiles chosen, the
-// median per-layer speedup over cuDNN at batch 128 went from 0.68x to 1.00x (MobileNetV2) and
-// 0.75x to 0.85x (EfficientNet-B0) there (results/gpu/after).
+// won the other 24 by at most 1.4x (results/gpu/h100-2026-11-24-legacy/sweep.md). With the small tiles chosen, the
+// median per-layer speedup over cuDNN's legacy API at batch 128 went from 0.68x to 1.00x (MobileNetV2) and
+// 0.75x to 0.85x (EfficientNet-B0) there (results/gpu/h100-2026-11-24-legacy/after).
 // Each large tile fits one block per multiprocessor by registers (SIMT: ~180 a thread; tensor
 // cores: 140-176 a thread at 256 threads, on sm_90), so a block's loads wait with no other
 // block's arithmetic to hide them; the small tiles keep two or three resident. The large
