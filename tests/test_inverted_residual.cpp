@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstdio>
 #include <memory>
+#include <string>
 #include <type_traits>
 #include <vector>
 
@@ -295,6 +296,87 @@ TEST_CASE("inverted_residual: the planner takes the fused kernel only where it r
       CHECK(dsconv::inverted_residual_workspace_size<float>(p) > 0);
     }
   }
+}
+
+// The planner fuses a block exactly where the table of the device's architecture measured the
+// fused kernel at least fusion_min_speedup faster on that block and type (and the fused kernel
+// runs it here), and nowhere on an architecture without a table.
+void check_planner_follows_measurements() {
+  namespace t = dsconv::detail::tuning;
+  const dsconv::platform::device_properties dev = current_device();
+  INFO("device " << dev.name << ", architecture " << dev.arch);
+  const t::block_fusion_table* table = nullptr;
+  for (const t::block_fusion_table& candidate : t::block_fusion_tables)
+    if (std::string(candidate.arch) == dev.arch && candidate.fused_revision == t::fused_block_revision) table = &candidate;
+  if (!table) {
+    for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
+      const inverted_residual_params p = b.at(8, layout::nhwc);
+      INFO(b.name());
+      CHECK(dsconv::detail::explain_choice<float>(p, dsconv::inverted_residual_workspace_size<float>(p)).variant ==
+            block_variant::unfused);
+    }
+    return;
+  }
+  int fused = 0;
+  for (std::size_t i = 0; i < table->count; ++i) {
+    const t::block_fusion_row& r = table->rows[i];
+    if (r.type != 'f') continue;  // (float's rows: the 16-bit ones follow the same rule, from the same code)
+    inverted_residual_params p = block(r.batch, r.c_in, r.h, r.h, r.expanded, r.kernel, r.stride, r.se_channels,
+                                       r.c_out, activation::relu6, r.stride == 1 && r.c_in == r.c_out, layout::nhwc);
+    INFO("row " << i << ": " << r.c_in << "->" << r.expanded << "->" << r.c_out << " k" << r.kernel << " s" << r.stride
+                << " h" << r.h << " se" << r.se_channels << " batch " << r.batch);
+    const bool runs = dsconv::can_implement<float>(block_variant::fused, p) == status::success;
+    const dsconv::detail::block_choice c =
+        dsconv::detail::explain_choice<float>(p, dsconv::inverted_residual_workspace_size<float>(p));
+    const bool faster = r.unfused_us >= t::fusion_min_speedup * r.fused_us;
+    CHECK(c.variant == (runs && faster ? block_variant::fused : block_variant::unfused));
+    CHECK(c.reason.find(table->device) != std::string::npos);
+    fused += c.variant == block_variant::fused;
+  }
+  CHECK(fused > 0);
+}
+
+TEST_CASE("inverted_residual: the planner fuses only what its architecture measured faster", "[block]") {
+  check_planner_follows_measurements();
+#if defined(DSCONV_PLATFORM_HOST)
+  // And as an sm_90, the architecture measured, where this run's profile has its warp width.
+  const dsconv::platform::device_properties before = dsconv::host::device();
+  if (before.warp_size != 32) return;
+  REQUIRE(dsconv::host::set_device("sm90") == status::success);
+  struct restore {
+    dsconv::platform::device_properties device;
+    ~restore() { dsconv::host::set_device(device); }
+  } const restored{before};
+  check_planner_follows_measurements();
+#endif
+}
+
+TEST_CASE("inverted_residual: a measurement decides at the nearest batch, for its architecture and kernel only",
+          "[block]") {
+  namespace t = dsconv::detail::tuning;
+  // One block measured at batch 8 (fused 2x faster) and 32 (fused 2x slower) in float.
+  const t::block_fusion_row rows[] = {{24, 144, 24, 3, 1, 56, 0, 8, 'f', 10.0, 20.0},
+                                      {24, 144, 24, 3, 1, 56, 0, 32, 'f', 40.0, 20.0}};
+  const t::block_fusion_table tables[] = {{"sm_test", "a test GPU", "today", t::fused_block_revision, rows, 2},
+                                          {"sm_old", "an old GPU", "before", t::fused_block_revision - 1, rows, 2}};
+  inverted_residual_params p = block(1, 24, 56, 56, 144, 3, 1, 0, 24, activation::relu6, true, layout::nhwc);
+  const auto fuse_at = [&](int n, const char* arch) {
+    p.n = n;
+    const t::fusion_verdict v = t::measured_fusion<float>(arch, p, tables, 2);
+    return v.row ? (v.fuse ? 1 : 0) : -1;  // -1: nothing measured
+  };
+  CHECK(fuse_at(1, "sm_test") == 1);
+  CHECK(fuse_at(8, "sm_test") == 1);
+  CHECK(fuse_at(16, "sm_test") == 1);  // as near to 8 as to 32: the smaller
+  CHECK(fuse_at(17, "sm_test") == 0);
+  CHECK(fuse_at(128, "sm_test") == 0);
+  CHECK(fuse_at(8, "sm_old") == -1);  // measured on another revision of the fused kernel
+  CHECK(fuse_at(8, "sm_none") == -1);
+  p.n = 8;
+  CHECK(t::measured_fusion<dsconv::half>("sm_test", p, tables, 2).row == nullptr);  // half was not measured
+  p.c_out = 32, p.residual = false;
+  CHECK(t::measured_fusion<float>("sm_test", p, tables, 2).row == nullptr);  // another block
+  CHECK(t::measured_fusion<float>("sm_none", p, tables, 2).reason("sm_none") == "unfused: no fusion measurement on sm_none");
 }
 
 // The fused kernel's expand step (blocks that expand) and project step (blocks without

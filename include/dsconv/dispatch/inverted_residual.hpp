@@ -23,6 +23,7 @@
 #include "launch_shape.hpp"
 #include "pointwise.hpp"
 #include "prepare.hpp"
+#include "tuning/block_fusion.hpp"
 #include "variants.hpp"
 
 namespace dsconv {
@@ -69,17 +70,44 @@ index_t fused_workspace_bytes(const inverted_residual_params& p, const platform:
   return plan_fused<T>(p, dev, plan, workspace) ? workspace : 0;
 }
 
-// The planner's choice (select_variant) given the fused plan, where `fused_runs`.
+// The planner's choice (select_variant) given whether the fused kernel runs `p` and the
+// workspace it needs, with the reason for reports: the fused kernel where the device's
+// architecture measured it faster than the unfused sequence on this block (tuning/block_fusion.hpp),
+// or where the options give too little workspace for the unfused sequence and enough for it;
+// otherwise unfused.
+struct block_choice {
+  block_variant variant = block_variant::unfused;
+  std::string reason;
+};
+
+// `given`: the workspace bytes of the call (0 without a workspace).
 template <class T>
-block_variant choose_variant(const inverted_residual_params& p, const inverted_residual_options& options,
-                             const platform::device_properties& dev, bool fused_runs, const fused_block_plan& plan,
-                             index_t fused_workspace) {
-  const std::size_t given = options.workspace ? options.workspace_bytes : 0;
-  if (!fused_runs || given < static_cast<std::size_t>(fused_workspace)) return block_variant::unfused;
-  const bool unfused_fits = given >= static_cast<std::size_t>(unfused_layout(p, sizeof(T)).bytes);
-  // (with squeeze-excitation both paths run what follows the pool)
-  const long long fused = plan.traffic + (p.se_channels > 0 ? after_pool_traffic<T>(p, dev, true) : 0);
-  return !unfused_fits || fused <= unfused_traffic<T>(p, dev) ? block_variant::fused : block_variant::unfused;
+block_choice choose_variant(const inverted_residual_params& p, std::size_t given, const platform::device_properties& dev,
+                            bool fused_runs, index_t fused_workspace) {
+  if (!fused_runs) return {block_variant::unfused, "unfused: the fused kernel does not run this block here"};
+  if (given < static_cast<std::size_t>(fused_workspace))
+    return {block_variant::unfused, "unfused: the workspace is too small for the fused variant"};
+  if (given < static_cast<std::size_t>(unfused_layout(p, sizeof(T)).bytes))
+    return {block_variant::fused, "fused: the workspace is too small for the unfused sequence"};
+  const tuning::fusion_verdict v = tuning::measured_fusion<T>(dev.arch, p);
+  return {v.fuse ? block_variant::fused : block_variant::unfused, v.reason(dev.arch)};
+}
+
+inline std::size_t workspace_given(const inverted_residual_options& options) {
+  return options.workspace ? options.workspace_bytes : 0;
+}
+
+// The planner's choice for `p` on the current device with `workspace_bytes` of workspace, and
+// its reason.
+template <class T>
+block_choice explain_choice(const inverted_residual_params& p, std::size_t workspace_bytes) {
+  platform::device_properties dev;
+  fused_block_plan plan;
+  index_t fused_workspace = 0;
+  if (validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success)
+    return {block_variant::unfused, "unfused: invalid parameters or no device"};
+  const bool fused_runs = plan_fused<T>(p, dev, plan, fused_workspace);
+  return choose_variant<T>(p, workspace_bytes, dev, fused_runs, fused_workspace);
 }
 }  // namespace detail
 
@@ -95,18 +123,13 @@ std::size_t inverted_residual_workspace_size(const inverted_residual_params& p) 
   return static_cast<std::size_t>(unfused > fused ? unfused : fused);
 }
 
-// The planner: fused where the fused kernel runs the block and the cost model charges it no
-// more bytes than the unfused sequence, or where the options give too little workspace for
-// the unfused sequence (and enough for the fused variant); else unfused.
+// The planner: fused where the fused kernel runs the block and a GPU of the device's
+// architecture measured it faster than the unfused sequence on the same block and type
+// (tuning/block_fusion.hpp), or where the options give too little workspace for the unfused
+// sequence (and enough for the fused variant); else unfused, the sequence of the layer calls.
 template <class T = float>
 block_variant select_variant(const inverted_residual_params& p, const inverted_residual_options& options) {
-  platform::device_properties dev;
-  detail::fused_block_plan plan;
-  index_t fused_workspace = 0;
-  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success)
-    return block_variant::unfused;
-  const bool fused_runs = detail::plan_fused<T>(p, dev, plan, fused_workspace);
-  return detail::choose_variant<T>(p, options, dev, fused_runs, plan, fused_workspace);
+  return detail::explain_choice<T>(p, detail::workspace_given(options)).variant;
 }
 
 namespace detail {
@@ -272,7 +295,7 @@ status inverted_residual_forward(const inverted_residual_params& p, const invert
       [&] {
         planned = true;
         fused_runs = detail::plan_fused<T>(p, dev, plan, fused_workspace);
-        return detail::choose_variant<T>(p, options, dev, fused_runs, plan, fused_workspace);
+        return detail::choose_variant<T>(p, detail::workspace_given(options), dev, fused_runs, fused_workspace).variant;
       },
       dev, variant);
   if (s != status::success) return s;

@@ -75,6 +75,9 @@ constexpr matrix_unit usable_matrix_unit(matrix_unit device_unit, bool code_has_
 
 struct device_properties {
   char name[256] = {};  // the device's name (on the host platform: the emulated profile, e.g. "sm80")
+  // The architecture, as the tuning tables name it: "sm_90" (NVIDIA, compute capability 9.0),
+  // "gfx90a" (AMD, gcnArchName without its features); the host platform: its profile's.
+  char arch[16] = {};
   int multiprocessor_count = 0;
   int warp_size = 0;
   int max_threads_per_block = 0;

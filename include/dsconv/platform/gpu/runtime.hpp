@@ -5,6 +5,7 @@
 
 #include <cstddef>
 #include <cstdio>
+#include <cstring>
 #include <mutex>
 #include <string>
 #include <utility>
@@ -74,6 +75,11 @@ inline status get_device_properties(device_properties& p) {
     if (s != status::success) return s;
     device_properties& d = cache[device];
     std::snprintf(d.name, sizeof d.name, "%s", prop.name);
+#if defined(DSCONV_PLATFORM_CUDA)
+    std::snprintf(d.arch, sizeof d.arch, "sm_%d", 10 * prop.major + prop.minor);
+#else
+    std::snprintf(d.arch, sizeof d.arch, "%.*s", static_cast<int>(std::strcspn(prop.gcnArchName, ":")), prop.gcnArchName);
+#endif
     d.multiprocessor_count = prop.multiProcessorCount;
     d.warp_size = prop.warpSize;
     d.max_threads_per_block = prop.maxThreadsPerBlock;

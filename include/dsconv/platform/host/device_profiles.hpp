@@ -14,11 +14,12 @@ namespace dsconv {
 namespace platform {
 namespace host_detail {
 
-inline device_properties make_profile(const char* name, int sms, int warp, int max_threads_per_sm, int registers,
-                                      std::size_t shared_per_block, std::size_t shared_per_sm, std::size_t reserved_per_block,
-                                      matrix_unit unit) {
+inline device_properties make_profile(const char* name, const char* arch, int sms, int warp, int max_threads_per_sm,
+                                      int registers, std::size_t shared_per_block, std::size_t shared_per_sm,
+                                      std::size_t reserved_per_block, matrix_unit unit) {
   device_properties p;
   std::strncpy(p.name, name, sizeof p.name - 1);
+  std::strncpy(p.arch, arch, sizeof p.arch - 1);
   p.multiprocessor_count = sms;
   p.warp_size = warp;
   p.max_threads_per_block = 1024;
@@ -39,11 +40,11 @@ inline device_properties make_profile(const char* name, int sms, int warp, int m
 inline const device_properties* device_profiles(std::size_t& count) {
   constexpr std::size_t kib = 1024;
   static const device_properties profiles[] = {
-      make_profile("sm80", 108, 32, 2048, 65536, 48 * kib, 164 * kib, kib, matrix_unit::mma_sync),
-      make_profile("sm90", 132, 32, 2048, 65536, 48 * kib, 228 * kib, kib, matrix_unit::mma_sync),
-      make_profile("sm75", 40, 32, 1024, 65536, 48 * kib, 64 * kib, 0, matrix_unit::mma_sync_f16),
-      make_profile("gfx906", 60, 64, 2560, 65536, 64 * kib, 64 * kib, 0, matrix_unit::none),
-      make_profile("gfx90a", 104, 64, 2048, 131072, 64 * kib, 64 * kib, 0, matrix_unit::mfma),
+      make_profile("sm80", "sm_80", 108, 32, 2048, 65536, 48 * kib, 164 * kib, kib, matrix_unit::mma_sync),
+      make_profile("sm90", "sm_90", 132, 32, 2048, 65536, 48 * kib, 228 * kib, kib, matrix_unit::mma_sync),
+      make_profile("sm75", "sm_75", 40, 32, 1024, 65536, 48 * kib, 64 * kib, 0, matrix_unit::mma_sync_f16),
+      make_profile("gfx906", "gfx906", 60, 64, 2560, 65536, 64 * kib, 64 * kib, 0, matrix_unit::none),
+      make_profile("gfx90a", "gfx90a", 104, 64, 2048, 131072, 64 * kib, 64 * kib, 0, matrix_unit::mfma),
   };
   count = sizeof profiles / sizeof profiles[0];
   return profiles;
