@@ -26,14 +26,19 @@ using dsconv::layout;
 using dsconv::status;
 using namespace dsconv_test;
 
-// Whether `variant` must run `p`, by the variants' documented contract (independent of the
-// planner, so a planner that wrongly refused a problem fails the tests): the tiled variants
-// take their layout with multiplier 1 (every test shape's band fits shared memory), the
-// others everything.
-bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p) {
+// Whether `variant` must run `p` with elements of `element_bytes`, by the variants' documented
+// contract (independent of the planner, so a planner that wrongly refused a problem fails the
+// tests): the tiled variants take their layout with multiplier 1 (every test shape's band fits
+// shared memory); the register variant NHWC with multiplier 1, square 3x3 and 5x5 filters of
+// stride 1 or 2 without dilation and channels in whole 16-byte vectors; direct everything.
+bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p, std::size_t element_bytes) {
   switch (variant) {
     case dsconv::depthwise_variant::nchw_tiled: return p.data_layout == layout::nchw && p.multiplier == 1;
     case dsconv::depthwise_variant::nhwc_tiled: return p.data_layout == layout::nhwc && p.multiplier == 1;
+    case dsconv::depthwise_variant::nhwc_register:
+      return p.data_layout == layout::nhwc && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
+             (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) &&
+             p.dilation_h == 1 && p.dilation_w == 1 && p.c % static_cast<int>(16 / element_bytes) == 0;
     default: return true;
   }
 }
@@ -61,7 +66,7 @@ void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::siz
   for (const dsconv::depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
     INFO("variant " << dsconv::to_string(variant));
     guarded_output<T> out(out_count, misalign);
-    const bool expected = supports(variant, p);
+    const bool expected = supports(variant, p, sizeof(T));
     CHECK(dsconv::can_implement<T>(variant, p) == (expected ? status::success : status::unsupported_variant));
     const unsigned long long launches = launches_so_far();
     const status s = dsconv::depthwise_forward(p, dsconv::depthwise_options{variant}, d_input.data(), d_weight.data(),
@@ -175,13 +180,15 @@ TEMPLATE_TEST_CASE("depthwise: every variant accepts every network layer its con
         for (const dsconv::depthwise_variant variant : dsconv::all_depthwise_variants) {
           INFO(describe(p) << ", variant " << dsconv::to_string(variant));
           CHECK(dsconv::can_implement<TestType>(variant, p) ==
-                (supports(variant, p) ? status::success : status::unsupported_variant));
+                (supports(variant, p, sizeof(TestType)) ? status::success : status::unsupported_variant));
         }
-        // The heuristic chooses a concrete variant that runs the problem: the tiled one of
-        // the layout wherever the contract has one.
+        // The heuristic chooses a concrete variant that runs the problem: NHWC's register
+        // kernel wherever its contract covers the layer, else the tiled one of the layout.
         const dsconv::depthwise_variant choice = dsconv::select_variant<TestType>(p);
+        const bool registers = supports(dsconv::depthwise_variant::nhwc_register, p, sizeof(TestType));
         CHECK(choice == (data_layout == layout::nchw ? dsconv::depthwise_variant::nchw_tiled
-                                                     : dsconv::depthwise_variant::nhwc_tiled));
+                         : registers              ? dsconv::depthwise_variant::nhwc_register
+                                                  : dsconv::depthwise_variant::nhwc_tiled));
       }
     }
 }
@@ -249,7 +256,7 @@ TEMPLATE_TEST_CASE("depthwise: input, weight, bias and output misaligned by one 
 }
 
 #if defined(DSCONV_PLATFORM_HOST)
-TEMPLATE_TEST_CASE("depthwise: the tiled kernels' taps read shared memory without bank conflicts on every network layer",
+TEMPLATE_TEST_CASE("depthwise: the heuristic's kernels read shared memory without bank conflicts on every network layer",
                    "[depthwise][banks][network]", float, dsconv::half) {
   // Every depthwise shape of both networks (channels capped at 64: the threads' mapping does
   // not depend on them beyond that) at batch 1 and 4 on the device profile, both layouts.

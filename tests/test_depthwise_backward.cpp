@@ -29,8 +29,8 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 
 // Whether `variant` must run the pass of `p`, by the variants' documented contract: the tiled
 // variants take their layout with multiplier 1, the data gradient only where pad <= (kernel -
-// 1) * dilation in both dimensions (every test shape's tiles fit shared memory); direct takes
-// everything.
+// 1) * dilation in both dimensions (every test shape's tiles fit shared memory); nhwc_register
+// runs no gradient; direct takes everything.
 bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
   const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
                             (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
@@ -40,6 +40,7 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
       return tiled_layout && p.multiplier == 1 &&
              (ps == pass::weight ||
               (p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w));
+    case depthwise_variant::nhwc_register: return false;  // (the forward pass only)
     default: return true;
   }
 }

@@ -221,7 +221,10 @@ void check_odd_shapes(bool allow_tf32) {
                                        block(2, 12, 6, 5, 12, 3, 1, 3, 12, activation::hardswish, true, l),
                                        block(3, 3, 5, 5, 3, 3, 2, 0, 9, activation::relu, false, l),
                                        block(1, 4, 40, 37, 24, 3, 1, 0, 4, activation::sigmoid, true, l),
-                                       block(1, 6, 7, 9, 70, 5, 2, 5, 11, activation::none, false, l)}) {
+                                       block(1, 6, 7, 9, 70, 5, 2, 5, 11, activation::none, false, l),
+                                       // (squeeze-excitation on a map of several fused tiles: the
+                                       // fused kernel's blocks run under several thread schedules)
+                                       block(2, 16, 24, 20, 64, 3, 1, 4, 16, activation::silu, true, l)}) {
       p.allow_tf32 = allow_tf32;
       check_block<T>(p, p.c_in != 8);  // (one block without biases)
     }

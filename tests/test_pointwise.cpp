@@ -32,7 +32,9 @@ using dsconv::pointwise_variant;
 // c_out x pixels GEMM per image, everything else one (n * pixels) x c_out GEMM); the matrix-unit
 // variants need a matrix unit, and float on NVIDIA's also allow_tf32; Turing's multiplies half
 // only; split_k needs more than
-// one 32-channel slice of K; the rest take everything.
+// one 32-channel slice of K; mma_stream takes NHWC 16-bit problems with c_in and c_out multiples
+// of 8 (c_in at most 3072: one slice's weights in 48 KB) on NVIDIA's tensor cores that multiply
+// the type; the rest take everything.
 template <class T>
 bool supports(pointwise_variant variant, const dsconv::pointwise_params& p, const dsconv::platform::device_properties& dev) {
   const long long pixels = static_cast<long long>(p.h) * p.w;
@@ -46,6 +48,10 @@ bool supports(pointwise_variant variant, const dsconv::pointwise_params& p, cons
       return dev.matrix != dsconv::platform::matrix_unit::none &&
              (!std::is_same<T, float>::value || dev.matrix == dsconv::platform::matrix_unit::mfma || p.allow_tf32);
     case pointwise_variant::split_k: return p.c_in > 32;
+    case pointwise_variant::mma_stream:
+      return p.data_layout == layout::nhwc && sizeof(T) == 2 && p.c_in % 8 == 0 && p.c_out % 8 == 0 && p.c_in <= 3072 &&
+             (dev.matrix == dsconv::platform::matrix_unit::mma_sync ||
+              (dev.matrix == dsconv::platform::matrix_unit::mma_sync_f16 && std::is_same<T, dsconv::half>::value));
     default: return true;
   }
 }
@@ -57,6 +63,7 @@ bool on_matrix_unit(pointwise_variant variant, const dsconv::pointwise_params& p
                     const dsconv::platform::device_properties& dev) {
   if (variant == pointwise_variant::automatic) variant = dsconv::select_variant<T>(p, options);
   return variant == pointwise_variant::mma_large || variant == pointwise_variant::mma_small ||
+         variant == pointwise_variant::mma_stream ||
          (variant == pointwise_variant::split_k && supports<T>(pointwise_variant::mma_small, p, dev));
 }
 
@@ -149,7 +156,9 @@ const pointwise_shape_case odd_shapes[] = {
 
 }  // namespace
 
-bool is_tensor_core(pointwise_variant v) { return v == pointwise_variant::mma_large || v == pointwise_variant::mma_small; }
+bool is_tensor_core(pointwise_variant v) {
+  return v == pointwise_variant::mma_large || v == pointwise_variant::mma_small || v == pointwise_variant::mma_stream;
+}
 
 TEMPLATE_TEST_CASE("pointwise: every variant accepts every network layer its contract covers, at batch 1 to 128",
                    "[pointwise][layers]", float, dsconv::half, dsconv::bfloat16) {
@@ -193,7 +202,8 @@ TEST_CASE("pointwise: a build without matrix-unit code never chooses the matrix-
     dsconv::pointwise_params p = make_params(2, c_in, 64, 8, 8);
     p.data_layout = data_layout;
     p.allow_tf32 = true;
-    for (const pointwise_variant v : {pointwise_variant::mma_large, pointwise_variant::mma_small}) {
+    for (const pointwise_variant v :
+         {pointwise_variant::mma_large, pointwise_variant::mma_small, pointwise_variant::mma_stream}) {
       CHECK(dsconv::can_implement<dsconv::half>(v, p) == status::unsupported_variant);
       CHECK(dsconv::can_implement<float>(v, p) == status::unsupported_variant);
     }

@@ -50,6 +50,7 @@ bool supports(pointwise_variant variant, pass ps, const dsconv::pointwise_params
     case pointwise_variant::split_k:
       if (ps == pass::data) return p.c_out > 32;
       return (per_image ? p.n * ((pixels + 31) / 32 * 32) : p.n * pixels) > 32;
+    case pointwise_variant::mma_stream: return false;  // (the forward pass only)
     default: return true;
   }
 }

@@ -36,6 +36,15 @@
 #define DSCONV_LAUNCH_BOUNDS(max_threads, min_blocks) __launch_bounds__(max_threads)
 #endif
 
+// On AMD, the fewest waves a SIMD should hold of a kernel (so its VGPRs stay within 512 / n on
+// gfx90a, 256 / n on gfx906): what DSCONV_LAUNCH_BOUNDS's second argument does on NVIDIA, for
+// kernels whose in-flight loads need several blocks resident. Nothing elsewhere.
+#if defined(DSCONV_PLATFORM_HIP)
+#define DSCONV_WAVES_PER_SIMD(n) __attribute__((amdgpu_waves_per_eu(n)))
+#else
+#define DSCONV_WAVES_PER_SIMD(n)
+#endif
+
 // True while compiling code that runs on a GPU (the device pass of nvcc or hipcc).
 #if defined(__CUDA_ARCH__) || defined(__HIP_DEVICE_COMPILE__)
 #define DSCONV_DEVICE_PASS 1
@@ -49,6 +58,15 @@
 #define DSCONV_UNROLL _Pragma("unroll")
 #else
 #define DSCONV_UNROLL
+#endif
+
+// Asks a GPU compiler to unroll a loop `n` times, n an integral constant expression (a
+// constexpr variable of the kernel, say): whole where a loop's registers fit, once where not.
+#if !defined(DSCONV_PLATFORM_HOST)
+#define DSCONV_UNROLL_BY(n) _Pragma(DSCONV_STRINGIFY(unroll(n)))
+#define DSCONV_STRINGIFY(x) #x
+#else
+#define DSCONV_UNROLL_BY(n)
 #endif
 
 // Keeps a GPU compiler from unrolling a loop of run-time length, where unrolled copies would

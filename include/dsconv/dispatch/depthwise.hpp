@@ -7,6 +7,7 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "depthwise_plan.hpp"
+#include "depthwise_register_plan.hpp"
 #include "launch_shape.hpp"
 #include "prepare.hpp"
 #include "validate.hpp"
@@ -27,6 +28,14 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
+  if (variant == depthwise_variant::nhwc_register) {
+    const std::string limit = detail::register_limits(p, sizeof(T));
+    if (!limit.empty()) return detail::invalid(status::unsupported_variant, "depthwise", "nhwc_register " + limit);
+    detail::register_plan plan;
+    if (!detail::plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan))
+      return detail::invalid(status::unsupported_variant, "depthwise", "nhwc_register: the grid is too large");
+    return status::success;
+  }
   detail::depthwise_plan plan;
   const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
   const bool nchw = variant == depthwise_variant::nchw_tiled;
@@ -43,15 +52,18 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
 }
 
 // The variant that `automatic` runs for `p` with elements of type T on the current device:
-// the shared-memory tiled kernel of the layout where it applies, the direct kernel otherwise.
+// NHWC, the register-blocked kernel where it applies; else the shared-memory tiled kernel of
+// the layout where it applies; the direct kernel otherwise.
 template <class T = float>
 depthwise_variant select_variant(const depthwise_params& p) {
-  const depthwise_variant tiled =
-      p.data_layout == layout::nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled;
+  const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
-  const bool ok = can_implement<T>(tiled, p) == status::success;
+  depthwise_variant v = depthwise_variant::direct;
+  for (depthwise_variant candidate : {nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_register,
+                                      nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
+    if (v == depthwise_variant::direct && can_implement<T>(candidate, p) == status::success) v = candidate;
   platform::error_detail_slot() = detail;
-  return ok ? tiled : depthwise_variant::direct;
+  return v;
 }
 
 namespace detail {
@@ -91,6 +103,12 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
       if (!(nchw ? detail::plan_nchw_tiled(p, dev, input, plan) : detail::plan_nhwc_tiled(p, dev, input, plan))) break;
       return detail::launch_forward_tiled(p, shape, plan, input, detail::gate_tensor<T>{nullptr, activation::none}, weight,
                                           bias, output, pre, stream);
+    }
+    case depthwise_variant::nhwc_register: {
+      detail::register_plan rp;
+      if (!detail::plan_nhwc_register<T>(p, dev, input, output, pre, rp)) break;
+      return platform::launch(detail::register_kernel<T>(p), rp.launch(stream), shape, rp.tile, input, weight, bias,
+                              output, pre);
     }
     case depthwise_variant::automatic:
     case depthwise_variant::direct:

@@ -33,6 +33,11 @@ std::string why_unsupported(pointwise_variant variant, gemm_pass pass, const poi
     if (!mma_usable<T>(p, dev)) return "float runs on NVIDIA tensor cores only with pointwise_params::allow_tf32";
   }
   if (variant == pointwise_variant::split_k) return "K has fewer than two slices of 32 channels";
+  if (variant == pointwise_variant::mma_stream) {
+    if (pass != gemm_pass::forward) return "mma_stream runs the forward pass only";
+    const std::string limit = stream_limits<T>(p, dev);
+    return limit.empty() ? "the weights of one slice exceed shared memory, or the grid the device's limits" : limit;
+  }
   return "the grid exceeds the device's limits";
 }
 
@@ -191,6 +196,7 @@ status run_gemm(pointwise_variant variant, const pointwise_params& p, const plat
         return launch_whole<typename mma_tiles<decltype(unit)>::small, mma_gemm>("pointwise_mma_small", dev, stream, c);
       });
     case pointwise_variant::split_k: return launch_split_k(p, dev, stream, c, workspace, workspace_bytes);
+    case pointwise_variant::mma_stream: break;  // (the forward pass only: pointwise_forward launches it)
     case pointwise_variant::warp_dot: {
       platform::launch_config cfg;
       cfg.stream = stream;
@@ -244,11 +250,13 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
       options.variant, [&] { return can_implement<T>(options.variant, p); },
       [&] { return select_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
+  T* pre = static_cast<T*>(options.pre_activation);
+  if (variant == pointwise_variant::mma_stream)
+    return detail::launch_stream(p, dev, stream, input, weight, bias, residual, output, pre);
   detail::gemm_call<T> c{detail::make_gemm(detail::make_shape(p)), nullptr, nullptr, {}};
   c.a = c.g.weight_is_a ? weight : input;
   c.b = c.g.weight_is_a ? input : weight;
   detail::align_operands(c.g, c.a, c.b);
-  T* pre = static_cast<T*>(options.pre_activation);
   c.out = kernels::fused_output<T>{bias, residual, output, kernels::fused_vector_elems(c.g, bias, residual, output, pre), pre};
   return detail::run_gemm(variant, p, dev, stream, c, options.workspace, options.workspace_bytes);
 }

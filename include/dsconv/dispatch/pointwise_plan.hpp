@@ -11,6 +11,7 @@
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
+#include "pointwise_stream_plan.hpp"
 #include "variants.hpp"
 
 namespace dsconv {
@@ -159,6 +160,14 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
       grid = plan.grid;
       return true;
     }
+    case pointwise_variant::mma_stream: {
+      stream_plan plan;
+      if (pass != gemm_pass::forward || !stream_limits<T>(p, dev).empty() ||
+          !plan_stream(p, dev, nullptr, nullptr, nullptr, nullptr, nullptr, plan))
+        return false;
+      grid = plan.grid;
+      return true;
+    }
     default: return true;  // grid-stride kernels fit any problem
   }
 }
@@ -178,9 +187,17 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
 // cores: 140-176 a thread at 256 threads, on sm_90), so a block's loads wait with no other
 // block's arithmetic to hide them; the small tiles keep two or three resident. The large
 // tiles stay available as forced variants.
+// NHWC forward passes of 16-bit types on NVIDIA tensor cores take mma_stream, which reads the
+// activations straight into the tensor cores' fragments and keeps a slice's weights on chip,
+// where its counted instructions per DRAM byte stay under stream_instruction_limit (the thin and
+// middle layers; the widest re-read their activations once per slice of outputs).
 template <class T>
 pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, const platform::device_properties& dev,
                                    std::size_t workspace_bytes) {
+  platform::dims stream_grid;
+  if (plan_variant<T>(pointwise_variant::mma_stream, pass, p, dev, stream_grid) &&
+      stream_instructions_per_byte(p) <= stream_instruction_limit)
+    return pointwise_variant::mma_stream;
   const bool mma = mma_usable<T>(p, dev);
   const pointwise_variant small = mma ? pointwise_variant::mma_small : pointwise_variant::gemm_small;
   platform::dims grid;

@@ -14,6 +14,9 @@ enum class depthwise_variant {
   direct,      // one output per thread; any shape
   nchw_tiled,  // NCHW, multiplier 1: bands of rows (or groups of small planes) staged in shared memory
   nhwc_tiled,  // NHWC, multiplier 1: bands of rows x 32 bytes of channels staged in shared memory
+  nhwc_register,  // NHWC forward, multiplier 1, 3x3 and 5x5 filters of stride 1 or 2, channels in whole
+                  // 16-byte vectors: a strip of outputs per thread for a vector of channels, inputs
+                  // straight from global memory into registers (kernels/depthwise/nhwc_register.hpp)
 };
 
 enum class pointwise_variant {
@@ -28,11 +31,14 @@ enum class pointwise_variant {
   mma_small,   // matrix-unit GEMM, 64x64 tiles (more blocks for small grids)
   split_k,     // 64x64 tiles (tensor cores where mma_small runs) with K split over several blocks,
                // partial sums in the caller's workspace, summed in a fixed order (deterministic)
+  mma_stream,  // forward, NHWC, half and bfloat16 on NVIDIA tensor cores, c_in and c_out multiples of 8:
+               // activations straight from global memory into the mma fragments, the weights of a
+               // warp's slice of outputs staged once per block (kernels/pointwise/nhwc_stream.hpp)
 };
 
 // The inverted-residual block (dispatch/inverted_residual.hpp).
 enum class block_variant {
-  automatic,  // the planner's choice: fused where it moves fewer bytes than unfused and can run
+  automatic,  // the planner's choice: fused where its architecture measured it faster (dispatch/tuning/block_fusion.hpp)
   unfused,    // the layer calls in sequence (expand, depthwise, squeeze-excitation, project) through
               // the caller's workspace: any block
   fused,      // NHWC blocks whose one-pixel tile fits a block's shared memory: without
@@ -101,12 +107,12 @@ struct pointwise_backward_options {
 
 constexpr bool is_valid(depthwise_variant v) noexcept {
   return v == depthwise_variant::automatic || v == depthwise_variant::direct || v == depthwise_variant::nchw_tiled ||
-         v == depthwise_variant::nhwc_tiled;
+         v == depthwise_variant::nhwc_tiled || v == depthwise_variant::nhwc_register;
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
          v == pointwise_variant::gemm_small || v == pointwise_variant::warp_dot || v == pointwise_variant::mma_large ||
-         v == pointwise_variant::mma_small || v == pointwise_variant::split_k;
+         v == pointwise_variant::mma_small || v == pointwise_variant::split_k || v == pointwise_variant::mma_stream;
 }
 
 constexpr bool is_valid(block_variant v) noexcept {
@@ -119,6 +125,7 @@ inline const char* to_string(depthwise_variant v) noexcept {
     case depthwise_variant::direct: return "direct";
     case depthwise_variant::nchw_tiled: return "nchw_tiled";
     case depthwise_variant::nhwc_tiled: return "nhwc_tiled";
+    case depthwise_variant::nhwc_register: return "nhwc_register";
   }
   return "unknown depthwise variant";
 }
@@ -133,6 +140,7 @@ inline const char* to_string(pointwise_variant v) noexcept {
     case pointwise_variant::mma_large: return "mma_large";
     case pointwise_variant::mma_small: return "mma_small";
     case pointwise_variant::split_k: return "split_k";
+    case pointwise_variant::mma_stream: return "mma_stream";
   }
   return "unknown pointwise variant";
 }
@@ -148,11 +156,12 @@ inline const char* to_string(block_variant v) noexcept {
 
 // Every concrete variant (automatic excluded), for tests and benchmarks that force each.
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
-                                                               depthwise_variant::nhwc_tiled};
+                                                               depthwise_variant::nhwc_tiled,
+                                                               depthwise_variant::nhwc_register};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
                                                                pointwise_variant::gemm_small, pointwise_variant::warp_dot,
                                                                pointwise_variant::mma_large, pointwise_variant::mma_small,
-                                                               pointwise_variant::split_k};
+                                                               pointwise_variant::split_k, pointwise_variant::mma_stream};
 inline constexpr block_variant all_block_variants[] = {block_variant::unfused, block_variant::fused};
 
 }  // namespace dsconv

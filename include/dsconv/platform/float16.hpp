@@ -139,6 +139,46 @@ struct alignas(2) bfloat16 {
 
 static_assert(sizeof(half) == 2 && sizeof(bfloat16) == 2, "16-bit storage types must be 2 bytes");
 
+// Conversions of whole 32-bit words: the two 16-bit elements of `word` (the lower address in
+// its low half, as a vector load leaves them) to floats, and two floats to such a word. A
+// kernel that keeps 16-byte loads as words converts each half of a register in place (one
+// instruction each on NVIDIA: no byte permutes to move a 16-bit element into a register of its
+// own first), and packs two results with one conversion.
+namespace detail {
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void widen_word(unsigned word, float& lo, float& hi, const half*) {
+#if defined(__CUDA_ARCH__)
+  asm("{.reg .f16 l, h;\n mov.b32 {l, h}, %2;\n cvt.f32.f16 %0, l;\n cvt.f32.f16 %1, h;}"
+      : "=f"(lo), "=f"(hi)
+      : "r"(word));
+#else
+  lo = half_bits_to_float(static_cast<unsigned short>(word & 0xffffu));
+  hi = half_bits_to_float(static_cast<unsigned short>(word >> 16));
+#endif
+}
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void widen_word(unsigned word, float& lo, float& hi, const bfloat16*) {
+  lo = bits_float(word << 16);
+  hi = bits_float(word & 0xffff0000u);
+}
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word(float lo, float hi, const half*) {
+#if defined(__CUDA_ARCH__)
+  unsigned r;
+  asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<unsigned>(float_to_half_bits(lo)) | static_cast<unsigned>(float_to_half_bits(hi)) << 16;
+#endif
+}
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word(float lo, float hi, const bfloat16*) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  unsigned r;
+  asm("cvt.rn.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#else
+  return static_cast<unsigned>(float_to_bfloat16_bits(lo)) | static_cast<unsigned>(float_to_bfloat16_bits(hi)) << 16;
+#endif
+}
+}  // namespace detail
+
 // Uniform conversions for kernels and the reference, which are written once for all types.
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float to_float(float v) { return v; }
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float to_float(half v) { return static_cast<float>(v); }

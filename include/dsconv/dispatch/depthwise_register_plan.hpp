@@ -1,0 +1,102 @@
+#pragma once
+// Launch plan of the register-blocked NHWC depthwise variant (kernels/depthwise/nhwc_register.hpp):
+// the channel group of a block, its threads' strips, and the kernel specialisation.
+
+#include <cstdint>
+
+#include "../config.hpp"
+#include "../kernels/depthwise/nhwc_register.hpp"
+#include "../params.hpp"
+#include "../platform/platform.hpp"
+#include "launch_shape.hpp"
+
+namespace dsconv {
+namespace detail {
+
+struct register_plan {
+  nhwc_register_tile tile{};
+  platform::dims grid;
+  std::size_t shared_bytes = 0;
+
+  platform::launch_config launch(stream_t stream) const {
+    return planned_launch(register_block_threads, grid, shared_bytes, "depthwise_nhwc_register", stream);
+  }
+};
+
+// Why the register variant cannot take `p` with elements of `element_bytes` (empty: it can).
+inline const char* register_limits(const depthwise_params& p, std::size_t element_bytes) {
+  if (p.data_layout != layout::nhwc) return "needs the nhwc layout";
+  if (p.multiplier != 1) return "needs multiplier 1";
+  if (p.kernel_h != p.kernel_w || p.stride_h != p.stride_w || p.dilation_h != 1 || p.dilation_w != 1 ||
+      !register_filter(p.kernel_h, p.stride_h))
+    return "needs a square 3x3 or 5x5 filter of stride 1 or 2 without dilation";
+  if (p.c % static_cast<int>(16 / element_bytes) != 0) return "needs channels in whole 16-byte vectors";
+  return "";
+}
+
+// The kernel's compile-time value F<T, K, S>() for the problem's filter (register_strip,
+// register_vector).
+template <class T, template <class, int, int> class F>
+int register_constant(const depthwise_params& p) {
+  const int k = p.kernel_h, s = p.stride_h;
+  return k == 3 ? (s == 1 ? F<T, 3, 1>::value : F<T, 3, 2>::value) : (s == 1 ? F<T, 5, 1>::value : F<T, 5, 2>::value);
+}
+template <class T, int K, int S>
+struct register_strip_of {
+  static constexpr int value = register_strip<T, K, S>();
+};
+template <class T, int K, int S>
+struct register_vector_of {
+  static constexpr int value = register_vector<T, K, S>();
+};
+
+inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// The plan for `p` (which register_limits accepts) with the call's tensors (null: a plan for
+// feasibility only); false where the grid would exceed the device's.
+template <class T>
+bool plan_nhwc_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
+                        const void* output, const void* pre, register_plan& plan) {
+  const int v = register_constant<T, register_vector_of>(p);
+  const int vectors = p.c / v;
+  int group = vectors < 8 ? vectors : 8;
+  while (vectors % group != 0) --group;  // whole groups: no idle channel lanes
+  nhwc_register_tile& t = plan.tile;
+  t.group_vectors = group;
+  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
+  const int tw = register_constant<T, register_strip_of>(p);
+  t.strip_cols = (p.out_w() + tw - 1) / tw;
+  const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
+  if (strips >= (1LL << 31)) return false;
+  t.strips = static_cast<int>(strips);
+  // One strip per thread where that fills the device 8 times over at the blocks' residency;
+  // more (up to 4, each block staging its weights once for them) where the grid is larger.
+  const long long groups = vectors / group;
+  const long long blocks_one = (strips + t.pixel_lanes - 1) / t.pixel_lanes * groups;
+  const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks;
+  long long per_thread = blocks_one / wave;
+  t.strips_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread);
+  t.aligned = (!input || aligned16(input)) && (!output || aligned16(output)) && (!pre || aligned16(pre));
+  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
+  t.image_row = fast_divmod(static_cast<unsigned>(p.out_h()));
+  const long long per_block = static_cast<long long>(t.pixel_lanes) * t.strips_per_thread;
+  const long long grid_x = (strips + per_block - 1) / per_block;
+  if (grid_x > dev.max_grid_x || groups > dev.max_grid_y) return false;
+  plan.grid = platform::dims{static_cast<unsigned>(grid_x), static_cast<unsigned>(groups), 1};
+  plan.shared_bytes = static_cast<std::size_t>(p.kernel_h * p.kernel_w + 1) * group * v * sizeof(float);
+  return true;
+}
+
+// The kernel specialisation for the problem's filter.
+template <class T>
+auto register_kernel(const depthwise_params& p) {
+  switch (p.kernel_h * 10 + p.stride_h) {
+    case 31: return platform::registered<kernels::depthwise_nhwc_register<T, 3, 1>>();
+    case 32: return platform::registered<kernels::depthwise_nhwc_register<T, 3, 2>>();
+    case 51: return platform::registered<kernels::depthwise_nhwc_register<T, 5, 1>>();
+    default: return platform::registered<kernels::depthwise_nhwc_register<T, 5, 2>>();
+  }
+}
+
+}  // namespace detail
+}  // namespace dsconv

@@ -1,0 +1,230 @@
+#pragma once
+// Depthwise NHWC forward, register-blocked (the variant nhwc_register). A thread computes a
+// strip of TW consecutive outputs of one output row for one vector of channels (16 bytes, or 8
+// for some 16-bit filters: register_vector): for each of the K input rows the strip reads it loads the
+// (TW - 1) * S + K input vectors once, straight from global memory (L1 and L2 serve the
+// re-reads of neighbouring strips and rows), widens them to float once, and multiplies each
+// by the tap weights of every output that reads it, accumulating in fp32 registers; the
+// strip's outputs leave as 16-byte stores with bias and activation applied. No shared-memory
+// tile and no barrier stand between the loads and the arithmetic, so many independent
+// loads are in flight per thread: the shared-memory tiled kernels computed one output per
+// thread from 2 K^2 shared-memory loads, 10+ instructions per DRAM byte where an H200 issues
+// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is about 4.5 for a
+// 16-bit 3x3 filter, the 9 fp32 multiply-adds of each output the bulk of it.
+//
+// A block takes a group of channel vectors (blockIdx.y) whose weights and biases it stages
+// in shared memory as floats once (register_weight_index: runs of 4 floats of the group's
+// vectors side by side, so that the 8 lanes of a 16-byte access phase read 8 different runs
+// of banks); its threads take consecutive vectors of one pixel first (so that a warp's loads
+// cover whole runs of a pixel's channels), then strips.
+// Requires multiplier 1, channels a multiple of the vector, a specialised filter (K and S at
+// compile time: 3x3 and 5x5, stride 1 and 2, no dilation). Pointers that are not aligned to
+// the vector are read and written element by element (the plan's `aligned`), the same arithmetic.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/activation.hpp"
+#include "../common/fast_divmod.hpp"
+#include "../common/words.hpp"
+
+namespace dsconv {
+namespace detail {
+
+inline constexpr unsigned register_block_threads = 256;
+// Registers allow two blocks (512 threads) per multiprocessor at least: with 16-byte loads of
+// a whole strip row in flight per thread that is 48 KiB in flight (CUB's aim on an H200).
+inline constexpr int register_resident_blocks = 2;
+
+// Channels per thread: a 16-byte vector of the element type, but 8 bytes (4 channels) of a
+// 16-bit type for 5x5 filters and at stride 2, so that the strip's widened input row (4 floats a
+// vector) stays in the 128 registers a thread of two resident blocks has while the strip is
+// long enough to reuse each input for several outputs (ptxas spilled 16-byte vectors there at
+// any strip worth having).
+template <class T, int K, int S>
+DSCONV_HOST_DEVICE constexpr int register_vector() {
+  return sizeof(T) == 2 && (K == 5 || S == 2) ? 4 : static_cast<int>(16 / sizeof(T));
+}
+
+// Outputs per thread along a row: 4, and 8 for 16-bit 5x5 filters at stride 1 (the widened
+// input row, 12 vectors of 4 floats, fits; each input then serves up to 5 outputs).
+template <class T, int K, int S>
+DSCONV_HOST_DEVICE constexpr int register_strip() {
+#if defined(DSCONV_PLATFORM_HIP)
+  return 2;  // hipcc keeps an address offset per input column in scalar registers: more spilled
+#else
+  return sizeof(T) == 2 && K == 5 && S == 1 ? 8 : 4;
+#endif
+}
+
+// Input rows whose loads a thread issues together: all K of a 3x3 filter on NVIDIA, else one
+// row at a time (its loads still in flight together), for the same reason (hipcc hoists a whole
+// unrolled filter's loads, which spilled on gfx906).
+template <class T, int K, int S>
+DSCONV_HOST_DEVICE constexpr int register_rows_unrolled() {
+#if defined(DSCONV_PLATFORM_HIP)
+  return 1;
+#else
+  return K == 3 ? K : 1;
+#endif
+}
+
+// The filters the register kernel is compiled for.
+DSCONV_HOST_DEVICE constexpr bool register_filter(int k, int s) { return (k == 3 || k == 5) && (s == 1 || s == 2); }
+
+// Where weight `e` of vector `cv` of tap `tap` sits in the block's staged weights (taps = 1:
+// the biases): runs of 4 floats, the runs of all `group` vectors for one (tap, run) side by
+// side. A thread's V weights of a tap are V / 4 16-byte reads, each phase of 8 lanes reading
+// 8 consecutive runs, in every bank once.
+template <int V>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int register_weight_index(int tap, int cv, int e, int group) {
+  return ((tap * (V / 4) + e / 4) * group + cv) * 4 + e % 4;
+}
+
+struct nhwc_register_tile {
+  int group_vectors;      // channel vectors per block (a divisor of c / vector, at most 8)
+  int pixel_lanes;        // threads per channel vector; threads past group_vectors * pixel_lanes idle
+  int strip_cols;         // strips per output row: ceil(out_w / TW)
+  int strips;             // n * out_h * strip_cols
+  int strips_per_thread;  // strips a thread takes, pixel_lanes apart
+  bool aligned;           // input and output (and pre-activation) aligned to the vector: vector accesses
+  fast_divmod strip_row{1u};  // strip -> (n * out_h + oy, strip column): by strip_cols
+  fast_divmod image_row{1u};  // n * out_h + oy -> (n, oy): by out_h
+};
+
+// The strip's epilogue with activation A (a compile-time constant, so the activation's switch
+// folds away): z = acc into `pre` where given, act(z) into `out`, outputs before `count` only.
+template <activation A, class T, int V, int TW>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_strip(float (&acc)[TW][V], T* out, T* pre, int channel_stride, int count,
+                                                 bool aligned) {
+  constexpr int E = elements_per_word<T>(), W = V / E;
+DSCONV_UNROLL
+  for (int o = 0; o < TW; ++o) {
+    if (o >= count) continue;  // (not break: an early exit kept the accumulators out of registers on AMD)
+    platform::vec<unsigned, W> w;
+    if (pre) {
+DSCONV_UNROLL
+      for (int k = 0; k < W; ++k) w[k] = narrow<T>(acc[o] + k * E);
+      store_words<W>(pre + o * channel_stride, w, aligned);
+    }
+DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) acc[o][e] = activate(acc[o][e], A);
+DSCONV_UNROLL
+    for (int k = 0; k < W; ++k) w[k] = narrow<T>(acc[o] + k * E);
+    store_words<W>(out + o * channel_stride, w, aligned);
+  }
+}
+
+}  // namespace detail
+
+namespace kernels {
+
+template <class T, int K, int S>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
+DSCONV_WAVES_PER_SIMD(detail::register_resident_blocks)
+void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_tile t, const T* __restrict__ input,
+                             const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                             T* __restrict__ pre_activation) {
+  namespace pf = platform;
+  constexpr int V = detail::register_vector<T, K, S>(), TW = detail::register_strip<T, K, S>();
+  constexpr int E = detail::elements_per_word<T>(), W = V / E;  // a vector's elements per word, its words
+  constexpr int IW = (TW - 1) * S + K;                             // input columns a strip reads
+  using words = pf::vec<unsigned, W>;
+  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+  const int gc = t.group_vectors * V;  // the block's channels
+  const int c0 = static_cast<int>(pf::block_idx().y) * gc;
+
+  // Weights and biases of the block's channels, as floats (register_weight_index).
+  float* w_s = pf::dynamic_shared<float>();
+  float* b_s = w_s + K * K * gc;
+  for (int c = tid; c < gc; c += threads) {
+    const int vector = c / V, e = c % V;
+DSCONV_UNROLL
+    for (int tap = 0; tap < K * K; ++tap) {
+      const int from = s.rotate_filter ? K * K - 1 - tap : tap;
+      pf::shared_store(w_s + detail::register_weight_index<V>(tap, vector, e, t.group_vectors),
+                       to_float(pf::load(weight + static_cast<index_t>(c0 + c) * (K * K) + from)));
+    }
+    pf::shared_store(b_s + detail::register_weight_index<V>(0, vector, e, t.group_vectors),
+                     bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
+  }
+  pf::sync_threads();
+
+  const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
+  if (lane >= t.pixel_lanes) return;
+  const int c = c0 + cv * V;
+  const index_t row_pitch = static_cast<index_t>(s.w) * s.c, out_pitch = static_cast<index_t>(s.out_w) * s.c;
+  const unsigned first = static_cast<unsigned>(pf::block_idx().x) * t.strips_per_thread * t.pixel_lanes + lane;
+  for (int i = 0; i < t.strips_per_thread; ++i) {
+    const unsigned strip = first + static_cast<unsigned>(i * t.pixel_lanes);
+    if (strip >= static_cast<unsigned>(t.strips)) break;
+    const unsigned row = t.strip_row.div(strip), n = t.image_row.div(row);
+    const int ox0 = static_cast<int>(strip - row * t.strip_cols) * TW, oy = static_cast<int>(row - n * s.out_h);
+    const int ix0 = ox0 * S - s.pad_w, iy0 = oy * S - s.pad_h;
+    const bool columns_inside = ix0 >= 0 && ix0 + IW <= s.w;
+    const T* image = input + static_cast<index_t>(n) * s.h * row_pitch + c;
+
+    float acc[TW][V];
+DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) {
+      const float b = pf::shared_load(b_s + detail::register_weight_index<V>(0, cv, e, t.group_vectors));
+DSCONV_UNROLL
+      for (int o = 0; o < TW; ++o) acc[o][e] = b;
+    }
+    [[maybe_unused]] constexpr int row_unroll = detail::register_rows_unrolled<T, K, S>();  // (host: no pragma)
+DSCONV_UNROLL_BY(row_unroll)
+    for (int ky = 0; ky < K; ++ky) {
+      // A padding row reads zeros and still multiplies them: the threads of a warp keep in step
+      // at the weights' shared loads (a skipped row would split the warp's requests).
+      const int iy = iy0 + ky;
+      const bool row_inside = iy >= 0 && iy < s.h;
+      words raw[IW];
+      if (row_inside && columns_inside) {  // the strips inside the map: loads without checks
+        const T* in_row = image + iy * row_pitch + ix0 * s.c;
+DSCONV_UNROLL
+        for (int j = 0; j < IW; ++j) raw[j] = detail::load_words<W>(in_row + j * s.c, t.aligned);
+      } else {
+DSCONV_UNROLL
+        for (int j = 0; j < IW; ++j) {
+          const int ix = ix0 + j;
+          raw[j] = words{};  // zeros: the padding
+          if (row_inside && ix >= 0 && ix < s.w) raw[j] = detail::load_words<W>(image + iy * row_pitch + ix * s.c, t.aligned);
+        }
+      }
+      float in[IW][V];
+DSCONV_UNROLL
+      for (int j = 0; j < IW; ++j)
+DSCONV_UNROLL
+        for (int k = 0; k < W; ++k) detail::widen<T>(raw[j][k], in[j] + k * E);
+DSCONV_UNROLL
+      for (int kx = 0; kx < K; ++kx) {
+        float w[V];
+DSCONV_UNROLL
+        for (int e = 0; e < V; ++e)
+          w[e] = pf::shared_load(w_s + detail::register_weight_index<V>(ky * K + kx, cv, e, t.group_vectors));
+DSCONV_UNROLL
+        for (int o = 0; o < TW; ++o)
+DSCONV_UNROLL
+          for (int e = 0; e < V; ++e) acc[o][e] += in[o * S + kx][e] * w[e];
+      }
+    }
+
+    const index_t first_out = (static_cast<index_t>(n) * s.out_h + oy) * out_pitch + static_cast<index_t>(ox0) * s.c + c;
+    T* out = output + first_out;
+    T* pre = pre_activation ? pre_activation + first_out : nullptr;
+    const int count = s.out_w - ox0;
+    switch (s.act) {
+      case activation::none: detail::store_strip<activation::none>(acc, out, pre, s.c, count, t.aligned); break;
+      case activation::relu: detail::store_strip<activation::relu>(acc, out, pre, s.c, count, t.aligned); break;
+      case activation::relu6: detail::store_strip<activation::relu6>(acc, out, pre, s.c, count, t.aligned); break;
+      case activation::silu: detail::store_strip<activation::silu>(acc, out, pre, s.c, count, t.aligned); break;
+      case activation::sigmoid: detail::store_strip<activation::sigmoid>(acc, out, pre, s.c, count, t.aligned); break;
+      case activation::hardswish:
+        detail::store_strip<activation::hardswish>(acc, out, pre, s.c, count, t.aligned);
+        break;
+    }
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv
