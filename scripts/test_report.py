@@ -6,6 +6,7 @@ import copy
 import gzip
 import json
 import os
+import pathlib
 import sys
 
 import pytest
@@ -68,19 +69,6 @@ def test_pytorchs_results_get_their_share_of_the_copy_bandwidth():
     assert context["dsconv_platform"] == "cuda" and context["torch_version"] == "2.11.0"
 
 
-def test_the_report_names_the_best_baseline_per_case(tmp_path):
-    assert report.report_bench(SAMPLES, str(tmp_path))
-    md = (tmp_path / "bench.md").read_text()
-    assert "## Summary: dsconv against the best baseline" in md
-    assert "| op | batch | torch_conv | torch_eager | cudnn_graph | cudnn_legacy |" in md
-    header = (tmp_path / "bench.csv").read_text().splitlines()[0].split(",")
-    assert header[:6] == ["op", "shape", "batch", "type", "layout", "dsconv_us"]
-    assert {"torch_conv_us", "cudnn_graph_us", "best_baseline", "speed_ratio", "best_bw_pct"} <= set(header)
-    blocks = (tmp_path / "bench_blocks.csv").read_text()
-    assert "torch_block_us" in blocks.splitlines()[0]
-    assert json.loads((tmp_path / "run.json").read_text())["torch_version"] == "2.11.0"
-
-
 def faster_run(tmp_path, factor):
     """The sample with every dsconv time divided by `factor`, reported into tmp_path."""
     os.makedirs(tmp_path, exist_ok=True)
@@ -102,10 +90,30 @@ def faster_run(tmp_path, factor):
     return str(tmp_path)
 
 
-def test_a_ledger_of_two_runs(tmp_path):
+@pytest.fixture(scope="module")
+def runs(tmp_path_factory):
+    """The sample reported as it is (run a) and with dsconv twice as fast (run b): each report
+    draws its charts, the slow part, so the tests share these two."""
+    base = tmp_path_factory.mktemp("runs")
+    return faster_run(base / "a", 1.0), faster_run(base / "b", 2.0)
+
+
+def test_the_report_names_the_best_baseline_per_case(runs):
+    tmp_path = pathlib.Path(runs[0])
+    md = (tmp_path / "bench.md").read_text()
+    assert "## Summary: dsconv against the best baseline" in md
+    assert "| op | batch | torch_conv | torch_eager | cudnn_graph | cudnn_legacy |" in md
+    header = (tmp_path / "bench.csv").read_text().splitlines()[0].split(",")
+    assert header[:6] == ["op", "shape", "batch", "type", "layout", "dsconv_us"]
+    assert {"torch_conv_us", "cudnn_graph_us", "best_baseline", "speed_ratio", "best_bw_pct"} <= set(header)
+    blocks = (tmp_path / "bench_blocks.csv").read_text()
+    assert "torch_block_us" in blocks.splitlines()[0]
+    assert json.loads((tmp_path / "run.json").read_text())["torch_version"] == "2.11.0"
+
+
+def test_a_ledger_of_two_runs(tmp_path, runs):
     book = str(tmp_path / "ledger.csv")
-    first = faster_run(tmp_path / "a", 1.0)
-    second = faster_run(tmp_path / "b", 2.0)
+    first, second = runs
     n = ledger.append(book, first, "run-a", "aaaa111", driver="580.1", date="2026-11-24")
     assert ledger.append(book, second, "run-b", "bbbb222", date="2026-11-25") == n
     rows = ledger.read(book)
@@ -123,13 +131,13 @@ def test_a_ledger_of_two_runs(tmp_path):
     assert len(ledger.read(book)) == 2 * n
 
 
-def test_the_progress_chart(tmp_path):
+def test_the_progress_chart(tmp_path, runs):
     matplotlib = pytest.importorskip("matplotlib")
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
     book = str(tmp_path / "ledger.csv")
-    ledger.append(book, faster_run(tmp_path / "a", 1.0), "run-a", "aaaa111", date="2026-11-24")
-    ledger.append(book, faster_run(tmp_path / "b", 1.5), "run-b", "bbbb222", date="2026-11-25")
+    ledger.append(book, runs[0], "run-a", "aaaa111", date="2026-11-24")
+    ledger.append(book, runs[1], "run-b", "bbbb222", date="2026-11-25")
     out = str(tmp_path / "progress.png")
     assert ledger.chart_progress(out, ledger.read(book), plt)
     assert os.path.getsize(out) > 10000

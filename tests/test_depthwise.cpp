@@ -302,6 +302,23 @@ TEMPLATE_TEST_CASE("depthwise NHWC: bands of partial rows where a band of full r
   }
 }
 
+TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it specialises, strips cut by the map's edge",
+                   "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  // Each specialisation (3x3 and 5x5, stride 1 and 2) on maps whose widths leave a last strip
+  // shorter than the others, with channel groups of 1, 3 and 5 vectors and several images:
+  // outside the network sweeps (which the sanitizer build leaves out) nothing else reaches all four.
+  for (const int k : {3, 5})
+    for (const int s : {1, 2})
+      for (const int vectors : {1, 3, 5}) {
+        const int c = vectors * static_cast<int>(16 / sizeof(TestType));
+        dsconv::depthwise_params p = make_params(2, c, 9 + vectors, 13 - vectors, k, k, s, s, k / 2, k / 2, 1, 1, 1);
+        p.data_layout = layout::nhwc;
+        p.act = all_activations[(k + s + vectors) % 6];
+        REQUIRE(dsconv::select_variant<TestType>(p) == dsconv::depthwise_variant::nhwc_register);
+        check_depthwise<TestType>(p, vectors != 3);
+      }
+}
+
 #if defined(DSCONV_PLATFORM_HOST)
 TEMPLATE_TEST_CASE("depthwise: the tiled plans keep a multiprocessor busy on every layer and device profile",
                    "[depthwise][occupancy]", float, dsconv::half) {

@@ -63,7 +63,7 @@
 // Asks a GPU compiler to unroll a loop `n` times, n an integral constant expression (a
 // constexpr variable of the kernel, say): whole where a loop's registers fit, once where not.
 #if !defined(DSCONV_PLATFORM_HOST)
-#define DSCONV_UNROLL_BY(n) _Pragma(DSCONV_STRINGIFY(unroll(n)))
+#define DSCONV_UNROLL_BY(n) _Pragma(DSCONV_STRINGIFY(unroll n))
 #define DSCONV_STRINGIFY(x) #x
 #else
 #define DSCONV_UNROLL_BY(n)

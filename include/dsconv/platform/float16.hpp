@@ -160,9 +160,15 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void widen_word(unsigned word, float& lo, 
   hi = bits_float(word & 0xffff0000u);
 }
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word(float lo, float hi, const half*) {
-#if defined(__CUDA_ARCH__)
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   unsigned r;
   asm("cvt.rn.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  return r;
+#elif defined(__CUDA_ARCH__)  // (the paired conversion needs sm_80)
+  unsigned r;
+  asm("{.reg .f16 l, h;\n cvt.rn.f16.f32 l, %1;\n cvt.rn.f16.f32 h, %2;\n mov.b32 %0, {l, h};}"
+      : "=r"(r)
+      : "f"(lo), "f"(hi));
   return r;
 #else
   return static_cast<unsigned>(float_to_half_bits(lo)) | static_cast<unsigned>(float_to_half_bits(hi)) << 16;

@@ -134,6 +134,10 @@ void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_ti
   const int gc = t.group_vectors * V;  // the block's channels
   const int c0 = static_cast<int>(pf::block_idx().y) * gc;
 
+  // (this thread's channel vector and pixel lane, divided before the staging loop so that no
+  // compiler places the division inside it)
+  const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
+
   // Weights and biases of the block's channels, as floats (register_weight_index).
   float* w_s = pf::dynamic_shared<float>();
   float* b_s = w_s + K * K * gc;
@@ -150,7 +154,6 @@ DSCONV_UNROLL
   }
   pf::sync_threads();
 
-  const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
   if (lane >= t.pixel_lanes) return;
   const int c = c0 + cv * V;
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c, out_pitch = static_cast<index_t>(s.out_w) * s.c;
