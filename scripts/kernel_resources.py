@@ -183,12 +183,16 @@ def ptxas_rows(report):
     return rows
 
 
+# The sm_90 cubin, kept for the SASS budgets (scripts/sass_budget.py) until the script ends.
+KEPT = tempfile.TemporaryDirectory()
+
+
 def cuda_rows(arch):
     """The kernels' rows for a CUDA target: nvcc compiles the source to PTX once (read for
     mma.sync, divisions and 128-bit loads), ptxas that PTX to a cubin (registers, shared
     memory and spills from its report, HMMA from the cubin), as nvcc itself would."""
     with tempfile.TemporaryDirectory() as tmp:
-        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(tmp, "kernels.cubin")
+        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(KEPT.name, f"kernels_{arch}.cubin")
         compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
                          SOURCE, "-o", ptx_path])
         with open(ptx_path) as f:
@@ -324,7 +328,9 @@ def occupancy_tables(rows, plan_tool, out_dir):
         print(f"launched but not in the resource table: {name}", file=sys.stderr)
     lines = ["| kernel | target | launches | resident blocks (min) | occupancy (min) | limited by | below target |",
              "|---|---|---|---|---|---|---|"]
-    tiled = lambda name: name.startswith("depthwise_n")
+    # (the register-blocked kernel keeps its loads in flight in registers at 2 blocks: its budget
+    # is the bytes in flight of scripts/sass_budget.py, not this occupancy)
+    tiled = lambda name: name.startswith("depthwise_n") and "register" not in name
     fused = lambda name: name.startswith("inverted_residual")  # (reported, not yet failed: gfx906 holds 3 blocks)
     for (name, target), s in sorted(summary.items()):
         limits = ", ".join(f"{k} {v}" for k, v in s["limits"].most_common())
@@ -339,6 +345,53 @@ def occupancy_tables(rows, plan_tool, out_dir):
             f"them); {below_backward} backward ones; {below_fused} fused block launches below it (reported, not yet a failure); "
             f"{len(unknown)} launched kernels missing from the resource table")
     return lines, note, bool(unknown), below + below_backward
+
+
+def sass_budget_lines(rows):
+    """The two budgets of the memory-bound kernels modelled by scripts/sass_budget.py, from the
+    sm_90 cubin (reported; not a failure: 16-bit 5x5 depthwise filters need 6.25 fp32
+    multiply-adds per DRAM byte alone)."""
+    cubin = os.path.join(KEPT.name, "kernels_sm_90.cubin")
+    if not os.path.exists(cubin):
+        return ""
+    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+    import sass_budget
+    if not sass_budget.find_nvdisasm():
+        print("no nvdisasm (pip install nvidia-cuda-nvdisasm): SASS budgets skipped", file=sys.stderr)
+        return ""
+    registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
+    lines = ["", "## Instruction and in-flight budgets (sm_90 SASS)", "",
+             "scripts/sass_budget.py: the cheapest path once around each kernel's main loop that does what an "
+             "iteration of the modelled case does, its instructions over the DRAM bytes the iteration moves (an H200 "
+             "issues %.1f a byte at full bandwidth; the aim is at most %.0f), and the most global-load bytes a thread "
+             "has issued and not yet used; per multiprocessor, times the threads its registers let reside "
+             "(NVIDIA's CUB aims at 48 KiB on an H200)." % (sass_budget.ISSUE_LIMIT, sass_budget.TARGET), "",
+             "| kernel | iteration | instructions | instr / DRAM byte | bytes in flight / thread | resident threads / SM | "
+             "bytes in flight / SM |", "|---|---|---|---|---|---|---|"]
+    layered = []
+    for name, what, b in sass_budget.budgets(cubin):
+        threads = 65536 // max(64, -(-registers.get(name.replace("dsconv::", ""), 64) // 8) * 8)
+        threads = min(2048, threads // 128 * 128)
+        if isinstance(b, dict):
+            layered.append((name, what, b, threads))
+            continue
+        if b is None:
+            lines.append(f"| {name} | {what} | no path | | | | |")
+            continue
+        lines.append(f"| {name} | {what} | {b[0]} | {b[1]:.2f} | {b[2]} | {threads} | {b[2] * threads // 1024} KiB |")
+    if layered:
+        lines += ["", "pointwise_nhwc_stream per layer (c_in -> c_out): a warp's 32-pixel tile's instructions, instructions "
+                  "per DRAM byte of the layer (every slice of outputs runs every tile), bytes in flight per thread.", "",
+                  "| kernel | " + " | ".join("%d->%d" % l for l in sass_budget.STREAM_LAYERS) + " |",
+                  "|---|" + "---|" * len(sass_budget.STREAM_LAYERS)]
+        for name, what, per_layer, threads in layered:
+            cells = []
+            for layer in sass_budget.STREAM_LAYERS:
+                b = per_layer.get(layer, "-")
+                cells.append(b if b == "-" else "no path" if b is None else
+                             "%d, %.2f, %d" % (b[0], sass_budget.stream_layer_budget(b[0], *layer), b[2]))
+            lines.append("| %s | %s |" % (name, " | ".join(cells)))
+    return "\n".join(lines) + "\n"
 
 
 def find_plan_tool():
@@ -387,7 +440,7 @@ def main():
     # only for half: Turing has no bf16 or tf32 mma.sync, and those kernels only trap there),
     # matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
     # (the matrix-unit GEMM, and the fused block whose project step runs on a unit)
-    matrix_kernel = lambda r: (r["kernel"].startswith("pointwise_gemm_mma") or
+    matrix_kernel = lambda r: (r["kernel"].startswith("pointwise_gemm_mma") or r["kernel"].startswith("pointwise_nhwc_stream") or
                                re.match(r"inverted_residual_fused_nhwc<.*(mma_sync_unit|mfma_unit)>", r["kernel"]))
     traps_on_turing = lambda r: r["target"] == "sm_75" and not re.match(r"\w+<half,", r["kernel"])
     no_hmma = [r for r in rows if matrix_kernel(r) and r.get("hmma") == 0 and not traps_on_turing(r)]
@@ -405,7 +458,11 @@ def main():
     # (The NCHW weight gradient stages element by element on AMD, to fit 4 waves per SIMD,
     # and for 16-bit elements of 5x5 and 7x7 filters, to fit 4 blocks without spilling:
     # kernels/depthwise/weight_reduce.hpp, weight_stages_elements.)
-    expects_128 = lambda k: (k.startswith("depthwise_n") or re.search(r"mma_tile<128, 128, .*, true>", k) or
+    # (The register-blocked depthwise kernel's 16-bit 5x5 and stride-2 forms move 8-byte vectors:
+    # kernels/depthwise/nhwc_register.hpp, register_vector.)
+    eight_byte_vectors = lambda k: re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2)>", k)
+    expects_128 = lambda k: ((k.startswith("depthwise_n") and not eight_byte_vectors(k)) or
+                             k.startswith("pointwise_nhwc_stream") or re.search(r"mma_tile<128, 128, .*, true>", k) or
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", k))
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
                                    (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
@@ -438,6 +495,9 @@ def main():
     else:
         print("no dsconv_plan_launches (build the host project first, or pass --plan-tool): occupancy skipped",
               file=sys.stderr)
+    budget_lines = sass_budget_lines(rows)
+    text += budget_lines
+    print(budget_lines)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
         f.write(text)
     for r in dividing:

@@ -1,0 +1,358 @@
+#!/usr/bin/env python3
+"""The two budgets of a memory-bound kernel, counted from its SASS (no GPU needed):
+instructions issued per DRAM byte in its main loop, and the bytes of global loads a thread has
+in flight at once.
+
+For each kernel of a cubin (nvdisasm -c's listing, with jump-table targets resolved) and a
+model of one iteration of its main loop (KERNELS below: which loop, what the iteration must
+contain, the DRAM bytes it moves), it finds the cheapest path once around that loop that
+contains the instructions an iteration of the modelled case executes (so many 16-byte global
+loads, so many stores, shared loads; the vector path rather than the element path, a padding
+row skipped or not), counts the instructions on it, predicated ones included (they issue),
+and follows the path to find the most global-load bytes issued and not yet consumed at any
+point (bytes in flight per thread). The H200 issues about 7.9 thread-instructions per DRAM
+byte at full bandwidth (132 SMs x 4 schedulers x 32 lanes x 1.98 GHz / 4.25 TB/s): the aim is
+at most 4. Bytes in flight per SM = that per thread x the threads its registers let reside;
+NVIDIA's CUB aims at 48 KiB on an H200.
+
+Usage: scripts/sass_budget.py CUBIN [--kernel REGEX] (nvdisasm from the CUDA toolkit or
+NVIDIA's PyPI package nvidia-cuda-nvdisasm; NVDISASM names it). scripts/kernel_resources.py
+calls budgets() for its report.
+"""
+
+import argparse
+import collections
+import heapq
+import os
+import re
+import shutil
+import subprocess
+import sys
+
+ISSUE_LIMIT = 132 * 4 * 32 * 1.98e9 / 4.25e12  # thread-instructions per DRAM byte on an H200
+TARGET = 4.0
+CUB_BYTES_IN_FLIGHT = 48 * 1024
+
+INSTRUCTION = re.compile(r"^\s*/\*([0-9a-f]+)\*/\s+(@!?U?P[T0-9]+\s+)?([A-Z][A-Z0-9_.]*)\s*(.*?);")
+LABEL = re.compile(r"^(\.L_x_\d+):")
+FUNCTION = re.compile(r"^\.text\.(\S+):")
+TARGETS = re.compile(r"BRANCH_TARGETS ([.\w,]+)")
+REGISTER = re.compile(r"\bR(\d+)\b")
+
+
+def find_nvdisasm():
+    for candidate in (os.environ.get("NVDISASM"), shutil.which("nvdisasm"), "/usr/local/cuda/bin/nvdisasm"):
+        if candidate and os.path.exists(candidate):
+            return candidate
+    try:
+        import nvidia.cu13  # noqa: F401  (pip install nvidia-cuda-nvdisasm)
+        import glob
+        for path in glob.glob(os.path.join(os.path.dirname(nvidia.cu13.__file__), "bin", "nvdisasm")):
+            return path
+    except ImportError:
+        pass
+    return None
+
+
+class Instruction:
+    def __init__(self, addr, pred, op, operands):
+        self.addr, self.pred, self.op, self.operands = addr, pred, op, operands
+        self.targets = []
+
+    @property
+    def base(self):
+        return self.op.split(".")[0]
+
+    def global_load_bytes(self):
+        if self.base not in ("LDG", "LDGSTS"):
+            return 0
+        for width, size in ((".128", 16), (".64", 8), (".U16", 2), (".S16", 2), (".U8", 1), (".S8", 1)):
+            if width in self.op:
+                return size
+        return 4
+
+    def registers(self):
+        """(written, read) register numbers, by operand position: the first operand is written
+        (but by stores, branches and the like, which write nothing)."""
+        parts = [p.strip() for p in self.operands.split(",")] if self.operands else []
+        regs = [[int(r) for r in REGISTER.findall(p)] for p in parts]
+        if not regs or self.base in ("STG", "STS", "ST", "STL", "RED", "BRA", "BRX", "EXIT", "BAR", "RET", "CALL",
+                                     "LDGSTS", "DEPBAR", "MEMBAR"):
+            return [], [r for group in regs for r in group]
+        written = regs[0]
+        if written:  # vector results: R20 of a .128 load is R20..R23
+            n = {16: 4, 8: 2}.get(self.global_load_bytes(), 1)
+            if self.base == "LDS" and ".128" in self.op:
+                n = 4
+            elif self.base == "LDS" and ".64" in self.op:
+                n = 2
+            written = list(range(written[0], written[0] + n))
+        return written, [r for group in regs[1:] for r in group]
+
+
+def parse_listing(text):
+    """{mangled function name: [Instruction]} with branch targets as instruction indices."""
+    functions, current, labels, pending = {}, None, {}, []
+    for line in text.splitlines():
+        m = FUNCTION.match(line)
+        if m:
+            current = functions.setdefault(m.group(1), [])
+            labels = {}
+            continue
+        if current is None:
+            continue
+        m = LABEL.match(line.strip())
+        if m:
+            labels[m.group(1)] = len(current)
+            continue
+        m = INSTRUCTION.match(line)
+        if not m:
+            continue
+        ins = Instruction(int(m.group(1), 16), (m.group(2) or "").strip() or None, m.group(3), m.group(4))
+        t = TARGETS.search(line)
+        names = t.group(1).split(",") if t else re.findall(r"`\((\.L_x_\d+)\)", line)
+        pending.append((ins, names, labels))
+        current.append(ins)
+    for ins, names, labels in pending:
+        ins.targets = [labels[n] for n in names if n in labels]
+    return functions
+
+
+def successors(code, i):
+    """Instruction indices that can follow instruction i."""
+    ins = code[i]
+    nxt = [i + 1] if i + 1 < len(code) else []
+    if ins.base == "BRA":
+        return ins.targets + (nxt if ins.pred else [])
+    if ins.base == "BRX":
+        return ins.targets
+    if ins.base in ("EXIT", "RET"):
+        return nxt if ins.pred else []
+    return nxt
+
+
+def loops(code):
+    """Back edges (from, to) with to <= from: one per loop, its header `to`."""
+    return [(i, t) for i in range(len(code)) for t in successors(code, i) if t <= i]
+
+
+def cheapest_iteration(code, header, latch, need):
+    """The cheapest path header -> ... -> latch -> header (instruction indices) whose
+    instructions include need[k] of each class k (a predicate on Instruction); it may leave the
+    span [header, latch] (compilers place cold paths after a loop) but comes back through the
+    latch's edge; None if none does."""
+    classes = list(need.items())
+    start = (header, tuple(0 for _ in classes))
+    best = {start: 0}
+    heap = [(0, header, start[1], None)]
+    parent = {}
+    while heap:
+        cost, i, counts, prev = heapq.heappop(heap)
+        if best.get((i, counts), 1 << 60) < cost:
+            continue
+        ins = code[i]
+        counted = tuple(min(c + (1 if test(ins) else 0), n) for c, (test, n) in zip(counts, (v for _, v in classes)))
+        for s in successors(code, i):
+            if i == latch and s == header:
+                if all(c >= n for c, (_, n) in zip(counted, (v for _, v in classes))):
+                    path = [i]
+                    key = (i, counts)
+                    while key in parent:
+                        key = parent[key]
+                        path.append(key[0])
+                    return list(reversed(path))
+                continue
+            if s == header:
+                continue  # (back to the header only through the latch's edge)
+            state = (s, counted)
+            if cost + 1 < best.get(state, 1 << 60):
+                best[state] = cost + 1
+                parent[state] = (i, counts)
+                heapq.heappush(heap, (cost + 1, s, counted, i))
+    return None
+
+
+def peak_in_flight(code, path):
+    """Most global-load bytes issued and not yet read along `path` (bytes in flight per thread)."""
+    outstanding = {}  # register -> (load id, bytes)
+    loads = {}
+    peak = 0
+    for n, i in enumerate(path):
+        ins = code[i]
+        written, read = ins.registers()
+        for r in read:
+            if r in outstanding:
+                loads.pop(outstanding[r][0], None)
+        for r in list(outstanding):
+            if outstanding[r][0] not in loads:
+                del outstanding[r]
+        size = ins.global_load_bytes()
+        if size and ins.base == "LDG":
+            loads[n] = size
+            for r in written:
+                outstanding[r] = (n, size)
+        elif ins.base == "LDGSTS":
+            loads[n] = size  # asynchronous copies stay in flight until the wait (not modelled: counted once)
+        peak = max(peak, sum(loads.values()))
+    return peak
+
+
+def is_op(name):
+    return lambda ins: ins.op.startswith(name)
+
+
+# Models of one main-loop iteration per kernel (a regular expression on the demangled name):
+# what its instructions must include, the DRAM bytes it moves (the layer's minimum bytes per
+# output x its outputs), and which loop: the outermost one that loads from global memory.
+def register_model(t, k, s):
+    """depthwise_nhwc_register (kernels/depthwise/nhwc_register.hpp): a strip of tw outputs x v
+    channels; its k input rows of iw vectors each, tw vector stores, the k x k taps' weights as
+    16-byte shared loads."""
+    sixteen = t in ("half", "bfloat16")
+    v = 4 if sixteen and (k == 5 or s == 2) else (8 if sixteen else 4)
+    tw = 8 if sixteen and k == 5 and s == 1 else 4
+    iw = (tw - 1) * s + k
+    size = 2 if sixteen else 4
+    width = "LDG.E.128" if v * size == 16 else "LDG.E.64"
+    store = "STG.E.128" if v * size == 16 else "STG.E.64"
+    need = {"vector loads": (is_op(width), k * iw), "vector stores": (is_op(store), tw),
+            "weight reads": (is_op("LDS.128"), k * k * v // 4)}
+    # a strip's outputs: tw x v elements; each output reads s^2 inputs and writes one (minimum bytes)
+    return need, tw * v * size * (s * s + 1), "strip: %d outputs x %d channels" % (tw, v)
+
+
+def stream_model(t, nt):
+    """pointwise_nhwc_stream (kernels/pointwise/nhwc_stream.hpp): one 32-pixel tile of a warp's
+    slice of 8 nt outputs, for a layer of `chunks` 32-channel chunks: 4 16-byte loads a chunk (the
+    tile's rows; the last chunk's go to the next tile), the slice's nt 16-byte weight reads and
+    4 nt products a chunk, and a relu epilogue (a min/max per output; 4 rows of nt words stored:
+    relu6 takes one select more per output, silu a few). A layer's budget: STREAM_LAYERS."""
+    def need(chunks):  # (a chunk's weight reads and products come with its loads: not tracked)
+        return {"16-byte loads": (is_op("LDG.E.128"), 4 * chunks), "clamps": (is_op("FMNMX"), 4 * 2 * nt),
+                "stores": (is_op("STG"), 4 if nt != 3 else 12)}
+    return need, nt
+
+
+# (c_in, c_out) of 1x1 layers whose budget the stream kernel's report gives.
+STREAM_LAYERS = [(32, 16), (16, 96), (96, 24), (24, 144), (144, 24), (144, 32), (192, 64), (384, 96), (576, 160),
+                 (960, 160), (160, 960), (960, 320), (672, 112), (1152, 192)]
+
+
+def stream_slice_tiles(c_in, c_out):
+    chunks = (c_in + 31) // 32
+    for nt in (4, 3, 2, 1):
+        if (c_out // 8) % nt == 0 and nt * chunks * 512 <= 48 * 1024:
+            return nt
+    return 0
+
+
+def stream_layer_budget(tile_instructions, c_in, c_out):
+    """Instructions per DRAM byte of a layer: each of its c_out / 8 nt slices runs a warp's tile
+    path on every 32-pixel tile, which moves 32 x (c_in + c_out) x 2 bytes: 2 (c_in + c_out) a lane."""
+    nt = stream_slice_tiles(c_in, c_out)
+    slices = c_out // (8 * nt)
+    return slices * tile_instructions / (2.0 * (c_in + c_out))
+
+
+KERNELS = [
+    (re.compile(r"pointwise_nhwc_stream<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)>"),
+     lambda m: stream_model(m.group(1), int(m.group(2)))),
+    (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
+     lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
+]
+
+
+def demangled(names):
+    out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True).stdout
+    return dict(zip(names, out.splitlines()))
+
+
+def budget(code, need, dram_bytes):
+    """(instructions per iteration, per DRAM byte, bytes in flight per thread, op counts) of the
+    cheapest iteration of the outermost global-loading loop; None where no loop qualifies."""
+    candidates = []
+    for latch, header in loops(code):
+        if any(code[i].global_load_bytes() for i in range(header, latch + 1)):
+            candidates.append((header, latch))
+    candidates.sort(key=lambda hl: hl[0] - hl[1])  # the widest loop first (the outermost)
+    for header, latch in candidates:
+        path = cheapest_iteration(code, header, latch, need)
+        if path is None:
+            continue
+        ops = collections.Counter(code[i].base for i in path)
+        return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops
+    return None
+
+
+def budgets(cubin, kernel_filter=""):
+    """[(kernel, what, instructions, per byte, bytes in flight per thread, ops)] of the cubin's
+    modelled kernels."""
+    tool = find_nvdisasm()
+    if not tool:
+        raise SystemExit("nvdisasm not found (pip install nvidia-cuda-nvdisasm, or set NVDISASM)")
+    listing = subprocess.run([tool, "-c", cubin], capture_output=True, text=True, check=True).stdout
+    functions = parse_listing(listing)
+    names = demangled(list(functions))
+    rows = []
+    for mangled, code in functions.items():
+        name = names[mangled].split("(")[0].replace("void ", "").replace("dsconv::kernels::", "")
+        if kernel_filter and not re.search(kernel_filter, name):
+            continue
+        for pattern, model in KERNELS:
+            m = pattern.search(name)
+            if not m:
+                continue
+            spec = model(m)
+            if len(spec) == 2:  # a layer-dependent budget (the stream kernel): a tile's path per layer
+                need, nt = spec
+                per_layer = {}
+                for ci, co in STREAM_LAYERS:
+                    if stream_slice_tiles(ci, co) == nt:
+                        per_layer[(ci, co)] = budget(code, need((ci + 31) // 32), 1.0)
+                rows.append((name, "a 32-pixel tile of %d outputs" % (8 * nt), per_layer))
+                continue
+            need, dram, what = spec
+            b = budget(code, need, dram)
+            rows.append((name, what, b))
+    return sorted(rows)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    parser.add_argument("cubin")
+    parser.add_argument("--kernel", default="", help="only kernels whose name matches")
+    args = parser.parse_args()
+    print("| kernel | iteration | instructions | instr / DRAM byte | issue ceiling | bytes in flight / thread | "
+          "16-byte loads | FFMA | conversions |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    layered = []
+    for name, what, b in budgets(args.cubin, args.kernel):
+        if isinstance(b, dict):
+            layered.append((name, what, b))
+            continue
+        if b is None:
+            print("| %s | %s | no path | | | | | | |" % (name, what))
+            continue
+        n, per_byte, in_flight, ops = b
+        print("| %s | %s | %d | %.2f | %.0f %% | %d | %d | %d | %d |" % (
+            name, what, n, per_byte, min(100.0, 100 * ISSUE_LIMIT / per_byte), in_flight, ops["LDG"], ops["FFMA"],
+            ops["HADD2"] + ops["F2FP"] + ops["PRMT"]))
+    if layered:
+        print()
+        print("Per layer (c_in -> c_out): instructions of a warp's 32-pixel tile, instructions per DRAM byte, "
+              "bytes in flight per thread.")
+        print()
+        print("| kernel | " + " | ".join("%d->%d" % l for l in STREAM_LAYERS) + " |")
+        print("|---|" + "---|" * len(STREAM_LAYERS))
+        for name, what, per_layer in layered:
+            cells = []
+            for layer in STREAM_LAYERS:
+                b = per_layer.get(layer, "-")
+                cells.append(b if b in ("-",) else "no path" if b is None else "%d, %.2f, %d" % (
+                    b[0], stream_layer_budget(b[0], *layer), b[2]))
+            print("| %s | %s |" % (name, " | ".join(cells)))
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
