@@ -6,9 +6,19 @@ platform) and, where PyTorch has CUDA and a CUDA compiler is found (or ``DSCONV_
 ``dsconv._C_cuda`` (the CUDA kernels) for ``TORCH_CUDA_ARCH_LIST`` (e.g. "9.0" for an H100).
 ``DSCONV_CUDA=0`` leaves CUDA out. Each library is its own module: the host and the CUDA
 builds of dsconv's functions share names (csrc/ops.hpp).
+
+The CUDA kernels need no PyTorch: ``DSCONV_PREBUILT_CUDA`` may name a static library of them
+built beforehand (scripts/gpu_check.sh torch-prebuild, on any machine with nvcc), with its
+manifest beside it (the same path + ".json": nvcc release, architectures). Where the manifest's
+nvcc release is this machine's and it has every architecture of TORCH_CUDA_ARCH_LIST, only
+csrc/ops_cuda.cu compiles here and links it (about a minute); else the kernels compile here too,
+and the build says why.
 """
 
+import json
 import os
+import re
+import subprocess
 
 from setuptools import setup
 import torch
@@ -54,16 +64,65 @@ def instantiation_sources(suffix):
     return sources
 
 
+def _nvcc_release():
+    """"major.minor" of the nvcc that builds the CUDA extension here, or None."""
+    home = cpp_extension.CUDA_HOME
+    nvcc = os.path.join(home, "bin", "nvcc") if home else "nvcc"
+    try:
+        out = subprocess.run([nvcc, "--version"], capture_output=True, text=True, check=True).stdout
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    m = re.search(r"release (\d+\.\d+)", out)
+    return m.group(1) if m else None
+
+
+def _requested_architectures():
+    """The compute capabilities of TORCH_CUDA_ARCH_LIST as "90", "80", ... (None: not set)."""
+    text = os.environ.get("TORCH_CUDA_ARCH_LIST")
+    if not text:
+        return None
+    return sorted({a.split("+")[0].replace(".", "") for a in re.split(r"[;\s]+", text.strip()) if a})
+
+
+def prebuilt_cuda_kernels():
+    """The prebuilt kernels' library where it fits this build (module docstring), else None."""
+    library = os.environ.get("DSCONV_PREBUILT_CUDA")
+    if not library:
+        return None
+    try:
+        with open(library + ".json") as f:
+            manifest = json.load(f)
+    except OSError as e:
+        print("dsconv: DSCONV_PREBUILT_CUDA without its manifest (%s): compiling the kernels here" % e)
+        return None
+    release, wanted = _nvcc_release(), _requested_architectures()
+    if manifest.get("nvcc") != release:
+        print("dsconv: the prebuilt kernels come from nvcc %s, this machine has %s: compiling them here" % (
+            manifest.get("nvcc"), release))
+        return None
+    if wanted is None or not set(wanted) <= set(manifest.get("architectures", [])):
+        print("dsconv: the prebuilt kernels are for sm_%s, TORCH_CUDA_ARCH_LIST asks for %s: compiling them here" % (
+            ", sm_".join(manifest.get("architectures", [])), wanted))
+        return None
+    print("dsconv: linking the prebuilt CUDA kernels %s (nvcc %s, sm_%s)" % (
+        library, release, ", sm_".join(manifest["architectures"])))
+    return library
+
+
 cxx_flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-DDSCONV_EXTERN_TEMPLATES=1"]
+# The CUDA kernels' flags, which scripts/gpu_check.sh torch-prebuild repeats (NVCC_KERNEL_FLAGS).
+nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-DDSCONV_EXTERN_TEMPLATES=1",
+              "-Xcompiler=-fvisibility=hidden"]
 extensions = [cpp_extension.CppExtension("dsconv._C", ["csrc/ops_cpu.cpp"] + instantiation_sources("cpp"),
                                          include_dirs=[INCLUDE], extra_compile_args={"cxx": cxx_flags})]
 if _want_cuda():
     # dsconv's half types are its own: PyTorch's -D__CUDA_NO_HALF_OPERATORS__ and friends do
     # not concern it. --expt-relaxed-constexpr as dsconv's CMake build passes it.
+    prebuilt = prebuilt_cuda_kernels()
     extensions.append(cpp_extension.CUDAExtension(
-        "dsconv._C_cuda", ["csrc/ops_cuda.cu"] + instantiation_sources("cu"), include_dirs=[INCLUDE],
-        extra_compile_args={"cxx": cxx_flags, "nvcc": ["-O3", "-std=c++17", "--expt-relaxed-constexpr",
-                                                        "-DDSCONV_EXTERN_TEMPLATES=1", "-Xcompiler=-fvisibility=hidden"]}))
+        "dsconv._C_cuda", ["csrc/ops_cuda.cu"] + ([] if prebuilt else instantiation_sources("cu")), include_dirs=[INCLUDE],
+        extra_compile_args={"cxx": cxx_flags, "nvcc": nvcc_flags},
+        extra_link_args=["-Wl,--whole-archive", prebuilt, "-Wl,--no-whole-archive"] if prebuilt else []))
 
 setup(
     name="dsconv",

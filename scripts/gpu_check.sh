@@ -40,9 +40,16 @@
 #             (scripts/report.py; needs no GPU; without matplotlib only the tables)
 #   torch     the PyTorch package with its CUDA kernels: `pip install --no-build-isolation
 #             ./python` into PYTHON's environment (for the GPU's architecture, --jobs compiles
-#             at once), its pytest suite on CPU and CUDA tensors (OUT/pytest.txt), and
-#             scripts/model_check.py: the converted networks against PyTorch on the GPU, and
-#             their forward and training-step times against plain PyTorch (OUT/models.md)
+#             at once; with the kernels torch-prebuild left beside PACK where they fit, only the
+#             bindings compile), its pytest suite on CPU and CUDA tensors (OUT/pytest.txt:
+#             torch.library's opcheck, torch.compile without graph breaks, forward and a
+#             training step), and scripts/model_check.py: the converted networks against
+#             PyTorch on the GPU, and their forward and training-step times against plain
+#             PyTorch (OUT/models.md). Within --budget (default 540 s).
+#   torch-prebuild  (development machine) the PyTorch package's CUDA kernels, which need no
+#             PyTorch, compiled with nvcc for --arch (default 80,90) into a static library
+#             beside PACK (torch-kernels.a.xz and its manifest torch-kernels.a.json: nvcc
+#             release, architectures, commit), so that the torch step builds in about a minute
 #   all       build, test, sanitize, bench (until every chunk is done), sweep, report
 #   lease     the GPU checks of one short lease (a task may be lent 15 minutes of a device, a
 #             command at most 10), in priority order while --budget lasts (default 540 s), into
@@ -55,6 +62,17 @@
 #             and the run folder's lease.tar.gz, the run and the ledger in one file (a lease
 #             brings back few files). The torch step is a lease command of its own (its pip
 #             build takes minutes).
+#   experiments  the open issues' prepared GPU questions, the second command of a lease, within
+#             --budget (default 540 s), into OUT/<the lease's run>/experiments/ (the latest run
+#             folder with a forward/bench.csv, or --run-dir): ncu.csv, Nsight Compute
+#             (--clock-control none) on the ten forward cases at batch 128 furthest behind their
+#             best baseline in that run (DRAM throughput, issue-slot use, achieved occupancy,
+#             the warps' stall reasons), a kernel launch each; then sweep/, every depthwise and
+#             1x1 variant forced on every forward case at batch 8 and 128, float and half, both
+#             layouts (what the heuristics' per-architecture tables are to follow); then blocks/,
+#             every block fused and unfused at batch 1, 8, 32 and 128, float and half, NHWC, with
+#             torchvision's blocks (the fusion table: scripts/tuning_tables.py blocks); reports,
+#             and experiments.tar.gz
 #   sweep     every variant of each operation forced in turn (dsconv_bench --variant) on every
 #             case of --batch/--type/--layout/--pass, dsconv alone (no baseline: fast), each
 #             variant's JSON gzipped in OUT/sweep/; the report step then sets them beside
@@ -88,6 +106,7 @@
 #   --fresh              bench: discard earlier chunks instead of continuing them
 #   --pack FILE          pack, unpack: the archive [DSCONV_GPU_PACK], default gpu-pack/programs.tar.xz
 #   --tools LIST         sanitize: compute-sanitizer tools, default memcheck,racecheck,synccheck
+#   --run-dir DIR        experiments: the run whose yardstick picks the cases for ncu
 #   --tags LIST          sanitize: Catch2 tags in priority order, default
 #                        shapes,platform,tf32,split_k,misaligned,epilogue,network
 # cuDNN is looked for in CUDNN_ROOT, then in the Python packages (nvidia.cudnn, as PyTorch's
@@ -99,9 +118,9 @@ script_args=("$@")
 
 step=${1:-}
 case "$step" in
-  env|build|test|sanitize|bench|sweep|report|torch|all|lease|pack|unpack) shift ;;
+  env|build|test|sanitize|bench|sweep|report|torch|torch-prebuild|all|lease|experiments|pack|unpack) shift ;;
   -h|--help|help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
-  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|torch|all|lease|pack|unpack [options] (--help)" >&2
+  *) echo "usage: scripts/gpu_check.sh env|build|test|sanitize|bench|sweep|report|torch|torch-prebuild|all|lease|experiments|pack|unpack [options] (--help)" >&2
      exit 2 ;;
 esac
 
@@ -120,6 +139,7 @@ kind=all
 repetitions=3
 min_time=0.02
 fresh=0
+run_dir=""
 legacy=0
 torch_baselines=1
 torch_share=0.4
@@ -150,6 +170,7 @@ while [ $# -gt 0 ]; do
     --pass) passes=$2 ;;
     --kind) kind=$2 ;;
     --torch-share) torch_share=$2 ;;
+    --run-dir) run_dir=$2 ;;
     --repetitions) repetitions=$2 ;;
     --min-time) min_time=$2 ;;
     --tools) tools=$2 ;;
@@ -814,8 +835,8 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
 # The variants dsconv_bench --variant takes, per operation (dsconv::to_string of each).
 sweep_variants() {  # kind: dw or pw
   case "$1" in
-    dw) echo direct nchw_tiled nhwc_tiled ;;
-    pw) echo direct gemm_large gemm_small warp_dot mma_large mma_small split_k ;;
+    dw) echo direct nchw_tiled nhwc_tiled nhwc_register ;;
+    pw) echo direct gemm_large gemm_small warp_dot mma_large mma_small split_k mma_stream ;;
   esac
 }
 
@@ -909,6 +930,7 @@ step_pack() {
     (cd "$root" && xargs -0 -r stat -c %s -- 2>/dev/null) | awk '{ s += $1 } END { print s + 0 }')
   deps_bytes=$(find "$deps" -type f -printf '%s\n' 2>/dev/null | awk '{ s += $1 } END { print s + 0 }')
   pack_bytes=$(stat -c %s "$pack")
+  [ -f "$torch_kernels.xz" ] && pack_bytes=$((pack_bytes + $(stat -c %s "$torch_kernels.xz")))
   awk -v t="$tree_bytes" -v d="$deps_bytes" -v p="$pack_bytes" 'BEGIN {
     m = 1048576
     printf "travelling tree: %.1f MiB (sources %.1f, deps %.1f, pack %.1f), limit 64 MiB\n", (t + d + p) / m, t / m, d / m, p / m
@@ -929,25 +951,85 @@ step_unpack() {
     "$(sed -n 's/^CMAKE_CUDA_ARCHITECTURES:[A-Z]*=//p' "$build/CMakeCache.txt") (this GPU: $(detect_arch))"
 }
 
+# The PyTorch package's CUDA kernels as torch-prebuild leaves them beside the pack.
+torch_kernels=$(dirname "$pack")/torch-kernels.a
+
+# pip installs ./python with its CUDA kernels for sm_ARCH (the environment assignments after it,
+# DSCONV_PREBUILT_CUDA=..., passed on), and the package must load them.
+install_torch_package() {  # arch [VAR=value...]
+  local a=$1
+  shift
+  (cd "$root/python" && env "$@" TORCH_CUDA_ARCH_LIST="${a%?}.${a: -1}" MAX_JOBS=$jobs DSCONV_CUDA=1 \
+     "$python" -m pip install --no-build-isolation --no-deps --no-index -v .) > "$logs/torch_install.log" 2>&1 || return 1
+  grep -m1 '^dsconv: ' "$logs/torch_install.log" | sed 's/^/  /' || true
+  (cd "$out" && "$python" -c "import dsconv; assert dsconv.has_cuda_kernels()") >> "$logs/torch_install.log" 2>&1 ||
+    { echo "the package loaded without its CUDA kernels" >> "$logs/torch_install.log"; return 1; }
+}
+
 step_torch() {
   require_gpu
   "$python" -c "import torch, torchvision; assert torch.cuda.is_available()" 2>/dev/null ||
     die "$python has no PyTorch with CUDA and torchvision (PYTHON names another interpreter)"
-  local a rc=0 failed=""
+  local a rc=0 failed="" prebuilt=()
   a=$(detect_arch)
   [[ "$a" =~ ^[0-9]+$ ]] || die "no compute capability from nvidia-smi (--arch 90 names one)"
-  say "installing the package with its CUDA kernels for sm_$a"
-  (cd "$root/python" && TORCH_CUDA_ARCH_LIST="${a%?}.${a: -1}" MAX_JOBS=$jobs DSCONV_CUDA=1 \
-     "$python" -m pip install --no-build-isolation --no-deps --no-index -q .) > "$logs/torch_install.log" 2>&1 ||
-    { record_step torch failed "pip install (gpu_check_logs/torch_install.log)"; die "pip install failed: $logs/torch_install.log"; }
-  "$python" -c "import dsconv; assert dsconv.has_cuda_kernels()" || die "the package loaded without its CUDA kernels"
+  if [ -f "$torch_kernels.xz" ] && [ -f "$torch_kernels.json" ]; then
+    xz -dc "$torch_kernels.xz" > "$logs/torch-kernels.a" && cp "$torch_kernels.json" "$logs/torch-kernels.a.json" &&
+      prebuilt=(DSCONV_PREBUILT_CUDA="$logs/torch-kernels.a")
+  fi
+  say "installing the package with its CUDA kernels for sm_$a$([ ${#prebuilt[@]} -gt 0 ] && echo ", the prebuilt ones where they fit")"
+  if ! install_torch_package "$a" "${prebuilt[@]}"; then
+    # (objects from another machine's compilers may not link or load here: then every kernel
+    # compiles on this one, minutes more)
+    [ ${#prebuilt[@]} -gt 0 ] || { record_step torch failed "pip install (gpu_check_logs/torch_install.log)"; die "pip install failed: $logs/torch_install.log"; }
+    say "the prebuilt kernels did not install or load (gpu_check_logs/torch_install.log): compiling them here"
+    mv "$logs/torch_install.log" "$logs/torch_install_prebuilt.log"
+    install_torch_package "$a" ||
+      { record_step torch failed "pip install (gpu_check_logs/torch_install.log)"; die "pip install failed: $logs/torch_install.log"; }
+  fi
   say "pytest (CPU and CUDA tensors)"
-  (cd "$out" && "$python" -m pytest -q -p no:cacheprovider "$root/python/tests") > "$out/pytest.txt" 2>&1 || { rc=1; failed="pytest"; }
+  (cd "$out" && timeout -k 10 "$((budget > 0 ? budget / 2 : 3600))" "$python" -m pytest -q -p no:cacheprovider \
+     "$root/python/tests") > "$out/pytest.txt" 2>&1 || { rc=1; failed="pytest"; }
   tail -3 "$out/pytest.txt"
   say "model check: converted networks against PyTorch, and their times"
   "$python" "$root/scripts/model_check.py" --out "$out" --device cuda || { rc=1; failed="$failed model_check"; }
   record_step torch "$([ "$rc" = 0 ] && echo passed || echo failed)" "${failed:-pytest, model_check (models.md)}"
   return "$rc"
+}
+
+# The operations and element types of the package's CUDA kernels (python/setup.py:
+# instantiation_sources), and nvcc's flags for them (setup.py: nvcc_flags, and -fPIC for a
+# shared library).
+step_torch-prebuild() {
+  local nvcc arches="${arch:-80,90}" gencode=() src op ty spelled objects=() release commit
+  nvcc=$(find_nvcc) || die "nvcc not found"
+  release=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
+  for a in ${arches//,/ }; do gencode+=("-gencode=arch=compute_$a,code=sm_$a"); done
+  mkdir -p "$logs/torch-prebuild" "$(dirname "$pack")"
+  for op in depthwise pointwise; do
+    for ty in float half bfloat16; do
+      spelled=$ty
+      [ "$ty" = float ] || spelled="::dsconv::$ty"
+      src=$logs/torch-prebuild/${op}_$ty.cu
+      sed -e "s/@DSCONV_OPERATION@/$op/g" -e "s/@DSCONV_TYPE@/$spelled/g" \
+        -e "s/@DSCONV_OPERATION_MACRO@/$(echo "$op" | tr a-z A-Z)/g" "$root/cmake/instantiate.cpp.in" > "$src"
+      objects+=("${src%.cu}.o")
+      say "nvcc $op $ty for sm_${arches//,/, sm_}"
+      "$nvcc" -O3 -std=c++17 --expt-relaxed-constexpr -DDSCONV_EXTERN_TEMPLATES=1 -Xcompiler=-fvisibility=hidden \
+        -Xcompiler=-fPIC "${gencode[@]}" -I "$root/include" -c "$src" -o "${src%.cu}.o" &
+      # (two at a time: each takes gigabytes and minutes)
+      [ "$(jobs -r | wc -l)" -lt "$(( jobs > 1 ? 2 : 1 ))" ] || wait -n
+    done
+  done
+  wait
+  for o in "${objects[@]}"; do [ -s "$o" ] || die "nvcc left no $o"; done
+  rm -f "$logs/torch-kernels.a"
+  ar rcs "$logs/torch-kernels.a" "${objects[@]}"
+  xz -6 -T0 -c "$logs/torch-kernels.a" > "$torch_kernels.xz"
+  commit=$(source_commit)
+  printf '{"nvcc": "%s", "architectures": [%s], "commit": "%s"}\n' "$release" \
+    "$(echo "$arches" | sed 's/\([0-9]*\)/"\1"/g')" "$commit" > "$torch_kernels.json"
+  say "the package's CUDA kernels for sm_${arches//,/, sm_} (nvcc $release): $torch_kernels.xz ($(du -h "$torch_kernels.xz" | cut -f1))"
 }
 
 step_all() {
@@ -1012,6 +1094,86 @@ step_lease() {
   tar czf "$logs/lease.tar.gz" -C "$out" "$run" $([ -f "$out/ledger.csv" ] && echo ledger.csv) &&
     mv "$logs/lease.tar.gz" "$run_dir/lease.tar.gz"
   say "every result in $run_dir/lease.tar.gz ($(du -h "$run_dir/lease.tar.gz" | cut -f1))"
+  return "$status"
+}
+
+# The ten forward cases at batch 128 furthest behind their best baseline in a report's
+# bench.csv, as dsconv_bench's exact names of their dsconv benchmarks.
+worst_cases() {  # bench.csv
+  "$python" - "$1" <<'EOF'
+import csv, sys
+rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("batch") == "128" and r.get("speed_ratio")]
+rows.sort(key=lambda r: float(r["speed_ratio"]))
+for r in rows[:10]:
+    print("%s/%s/b%s/%s/%s/dsconv/manual_time" % (r["op"], r["shape"], r["batch"], r["type"], r["layout"]))
+EOF
+}
+
+# The metrics Nsight Compute takes of each case: time, DRAM throughput, issue-slot use, achieved
+# occupancy, and the warps' stall reasons per issue.
+ncu_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
+ncu_metrics+=,sm__inst_issued.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
+for stall in long_scoreboard barrier lg_throttle mio_throttle short_scoreboard math_pipe_throttle wait; do
+  ncu_metrics+=,smsp__average_warps_issue_stalled_${stall}_per_issue_active.ratio
+done
+
+step_experiments() {
+  require_gpu
+  require_built bench/dsconv_bench
+  runtime_env
+  local deadline=$(($(now) + budget)) left rc status=0 dir ncu case n=0 csv filter
+  if [ -z "$run_dir" ]; then
+    run_dir=$(ls -td "$out"/*/forward/bench.csv 2>/dev/null | head -1 | xargs -r dirname | xargs -r dirname)
+  fi
+  [ -n "$run_dir" ] && [ -d "$run_dir" ] || die "no run with a forward/bench.csv in $out (run the lease first, or --run-dir)"
+  dir=$run_dir/experiments
+  mkdir -p "$dir"
+  say "experiments of run $(basename "$run_dir") into $dir"
+  # 1. Nsight Compute on the ten worst forward cases at batch 128: one launch of dsconv's kernel
+  # each, its fourth (after the agreement check's and the calibration's).
+  if ncu=$(find_tool ncu) && [ -s "$run_dir/forward/bench.csv" ]; then
+    csv=$dir/ncu.csv
+    : > "$csv"
+    while read -r case; do
+      [ -n "$case" ] || continue
+      left=$((deadline - $(now)))
+      [ "$left" -gt 360 ] || { say "ncu: stopped for the budget after $n cases"; break; }
+      filter="^$(printf '%s' "$case" | sed 's/[][().*+?{}|^$\\]/\\&/g')\$"
+      timeout -k 5 60 "$ncu" --clock-control none --csv --target-processes all \
+        --kernel-name regex:'(depthwise|pointwise|inverted_residual)' --launch-skip 3 --launch-count 1 \
+        --metrics "$ncu_metrics" "$build/bench/dsconv_bench" "--benchmark_filter=$filter" \
+        --benchmark_min_time=0.001 --benchmark_repetitions=1 2> /dev/null |
+        sed -n '/^"ID"/,$p' | sed "s|^|\"$case\",|" >> "$csv" || true
+      n=$((n + 1))
+    done < <(worst_cases "$run_dir/forward/bench.csv")
+    say "ncu: $n cases into $csv"
+  else
+    say "ncu or the run's forward/bench.csv not found: no Nsight Compute"
+  fi
+  # 2. The variant sweep; 3. the blocks, for the fusion table.
+  left=$((deadline - $(now) - 60))
+  if [ "$left" -gt 60 ]; then
+    rc=0
+    "$root/scripts/gpu_check.sh" sweep --out "$dir" --build "$build" --batch 8,128 --type float,half --layout nchw,nhwc \
+      --pass forward --repetitions 2 --min-time 0.01 --budget $((left * 2 / 3)) || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || status=1
+    if ls "$dir/sweep/"*.json.gz > /dev/null 2>&1 && [ -s "$run_dir/forward/bench.csv" ]; then
+      "$python" "$root/scripts/sweep_report.py" "$dir"/sweep/*.json.gz --bench-csv "$run_dir/forward/bench.csv" \
+        --out "$dir/sweep.md" > /dev/null || status=1
+    fi
+  fi
+  left=$((deadline - $(now) - 45))
+  if [ "$left" -gt 60 ]; then
+    rc=0
+    "$root/scripts/gpu_check.sh" bench --out "$dir/blocks" --build "$build" --kind block --batch 1,8,32,128 \
+      --type float,half --layout nhwc --pass forward --budget "$left" || rc=$?
+    [ "$rc" -eq 0 ] || [ "$rc" -eq 3 ] || status=1
+    if ls "$dir/blocks/bench/"*.json.gz > /dev/null 2>&1; then
+      "$root/scripts/gpu_check.sh" report --out "$dir/blocks" > /dev/null || status=1
+    fi
+  fi
+  tar czf "$logs/experiments.tar.gz" -C "$run_dir" experiments && mv "$logs/experiments.tar.gz" "$dir/experiments.tar.gz"
+  say "every experiment's result in $dir/experiments.tar.gz ($(du -h "$dir/experiments.tar.gz" | cut -f1))"
   return "$status"
 }
 
