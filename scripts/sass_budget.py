@@ -44,13 +44,14 @@ def find_nvdisasm():
     for candidate in (os.environ.get("NVDISASM"), shutil.which("nvdisasm"), "/usr/local/cuda/bin/nvdisasm"):
         if candidate and os.path.exists(candidate):
             return candidate
-    try:
-        import nvidia.cu13  # noqa: F401  (pip install nvidia-cuda-nvdisasm)
-        import glob
-        for path in glob.glob(os.path.join(os.path.dirname(nvidia.cu13.__file__), "bin", "nvdisasm")):
+    # NVIDIA's PyPI package (pip install nvidia-cuda-nvdisasm) puts it in a namespace package,
+    # nvidia/cu13/bin/ or nvidia/cuda_nvdisasm/bin/ by its release: no __file__, so its paths.
+    import glob
+    import importlib.util
+    spec = importlib.util.find_spec("nvidia")
+    for root in (spec.submodule_search_locations or []) if spec else []:
+        for path in sorted(glob.glob(os.path.join(root, "*", "bin", "nvdisasm"))):
             return path
-    except ImportError:
-        pass
     return None
 
 
