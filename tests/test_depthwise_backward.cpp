@@ -209,7 +209,7 @@ TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on e
   // batch 2, with the layer's activation's gradient. (bfloat16 runs the same kernels as half
   // but for its conversions, here on the odd shapes and activations above; the sweeps are
   // most of the suite's time.)
-  for (const layer_case& lc : layer_cases(layer_kind::dw, 2'000'000, {1}, 2)) {
+  for (const layer_case& lc : layer_cases(layer_kind::dw, network_sweep_cap(2'000'000), {1}, 2)) {
     INFO(lc.name());
     const layer_row& r = *lc.row;
     dsconv::depthwise_params p =

@@ -238,7 +238,7 @@ TEMPLATE_TEST_CASE("pointwise backward: every variant matches the reference on e
   // (bfloat16: as in the depthwise backward sweep, on the odd shapes and activations above.)
   // Each 224x224 1x1 shape of at most 2.5M multiply-adds at batch 1, the 32x32 ones at batch
   // 2, with the layer's own activation's gradient.
-  for (const layer_case& lc : layer_cases(layer_kind::pw, 2'500'000, {1}, 2)) {
+  for (const layer_case& lc : layer_cases(layer_kind::pw, network_sweep_cap(2'500'000), {1}, 2)) {
     INFO(lc.name());
     const layer_row& r = *lc.row;
     const dsconv::pointwise_params p = make_params(lc.batch, r.cin, r.cout, r.h_in, r.h_in, lc.data_layout, r.act);
