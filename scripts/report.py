@@ -373,7 +373,8 @@ def clock_lines(path):
         table = [[c.strip() for c in row] for row in csv.reader(f) if row]
     if len(table) < 2:
         return []
-    head, samples = table[0], table[1:]
+    # (a sample with fewer fields than the header, nvidia-smi's output cut short, is left out)
+    head, samples = table[0], [r for r in table[1:] if len(r) >= len(table[0])]
     col = {name: i for i, name in enumerate(head)}
     load = [r for r in samples if r[0].startswith("load")]
 

@@ -141,3 +141,14 @@ def test_the_progress_chart(tmp_path, runs):
     out = str(tmp_path / "progress.png")
     assert ledger.chart_progress(out, ledger.read(book), plt)
     assert os.path.getsize(out) > 10000
+
+
+def test_clock_samples_cut_short_are_left_out(tmp_path):
+    clocks = tmp_path / "clocks.csv"
+    clocks.write_text("phase,timestamp,clocks.sm,clocks.mem\n"
+                      "before, 0, 1980, 3201\n"
+                      "load-1, 1, 1755, 3201\n"
+                      "after, 0\n")
+    text = "\n".join(report.clock_lines(str(clocks)))
+    assert "1 while benchmarks ran (every 2 s), 1 before, between and after" in text
+    assert "before: 1980 / 3201" in text and "after" not in text.split("phase:")[-1]
