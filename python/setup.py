@@ -109,9 +109,21 @@ def prebuilt_cuda_kernels():
     return library
 
 
-cxx_flags = ["-O2", "-std=c++17", "-fvisibility=hidden", "-DDSCONV_EXTERN_TEMPLATES=1"]
+def cxx_standard():
+    """C++17, dsconv's own, unless PyTorch's headers ask for more: newer releases' ATen refuses
+    to compile below C++20 (dsconv compiles as either; prebuilt kernels stay C++17, which links)."""
+    aten = os.path.join(os.path.dirname(torch.__file__), "include", "ATen", "ATen.h")
+    try:
+        with open(aten) as f:
+            return "c++20" if "C++20 or later" in f.read() else "c++17"
+    except OSError:
+        return "c++17"
+
+
+STANDARD = cxx_standard()
+cxx_flags = ["-O2", "-std=" + STANDARD, "-fvisibility=hidden", "-DDSCONV_EXTERN_TEMPLATES=1"]
 # The CUDA kernels' flags, which scripts/gpu_check.sh torch-prebuild repeats (NVCC_KERNEL_FLAGS).
-nvcc_flags = ["-O3", "-std=c++17", "--expt-relaxed-constexpr", "-DDSCONV_EXTERN_TEMPLATES=1",
+nvcc_flags = ["-O3", "-std=" + STANDARD, "--expt-relaxed-constexpr", "-DDSCONV_EXTERN_TEMPLATES=1",
               "-Xcompiler=-fvisibility=hidden"]
 extensions = [cpp_extension.CppExtension("dsconv._C", ["csrc/ops_cpu.cpp"] + instantiation_sources("cpp"),
                                          include_dirs=[INCLUDE], extra_compile_args={"cxx": cxx_flags})]

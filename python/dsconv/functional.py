@@ -101,21 +101,34 @@ def _pointwise_backward(ctx, grad_output, _grad_pre_activation=None):
 if REGISTERED_AUTOGRAD:
     from torch._prims_common import suggest_memory_format as _memory_format  # the operators' rule (ops.hpp)
 
+    def _empty(like, shape, fmt):
+        # (Tensor.new_empty takes no memory_format)
+        return torch.empty(shape, dtype=like.dtype, device=like.device, memory_format=fmt)
+
+    def _same_device(op, x, **tensors):
+        # The operators' own device check (csrc/ops.hpp), which the fake kernels repeat: on the
+        # meta device they are the only kernel that runs.
+        for name, t in tensors.items():
+            if t is not None and t.device != x.device:
+                raise RuntimeError(f"dsconv.{op}: {name} is on {t.device} but input is on {x.device}")
+
     def _fake_forward(x, out_channels, out_h, out_w, activation, save_pre_activation):
         fmt = _memory_format(x)
-        out = x.new_empty((x.shape[0], out_channels, out_h, out_w), memory_format=fmt)
-        pre = x.new_empty((x.shape[0], out_channels, out_h, out_w), memory_format=fmt) \
+        out = _empty(x, (x.shape[0], out_channels, out_h, out_w), fmt)
+        pre = _empty(x, (x.shape[0], out_channels, out_h, out_w), fmt) \
             if save_pre_activation and activation in _READS_PRE_ACTIVATION else x.new_empty(0)
         return out, pre
 
     def _fake_backward(grad_output, x, weight, mask):
         fmt = _memory_format(x)
-        return (x.new_empty(x.shape, memory_format=fmt) if mask[0] else None,
+        return (_empty(x, x.shape, fmt) if mask[0] else None,
                 weight.new_empty(weight.shape) if mask[1] else None,
                 weight.new_empty(weight.shape[0]) if mask[2] else None)
 
     @torch.library.register_fake("dsconv::depthwise_conv2d")
     def _(x, weight, bias, stride, padding, dilation, activation, save_pre_activation):
+        _same_device("depthwise_conv2d", x, weight=weight, bias=bias)
+
         def extent(size, k, s, p, d):
             return (size + 2 * p - d * (k - 1) - 1) // s + 1
         out_h = extent(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
@@ -124,14 +137,17 @@ if REGISTERED_AUTOGRAD:
 
     @torch.library.register_fake("dsconv::depthwise_conv2d_backward")
     def _(grad_output, x, weight, saved, stride, padding, dilation, activation, mask):
+        _same_device("depthwise_conv2d_backward", x, grad_output=grad_output, weight=weight, saved=saved)
         return _fake_backward(grad_output, x, weight, mask)
 
     @torch.library.register_fake("dsconv::pointwise_conv2d")
     def _(x, weight, bias, activation, save_pre_activation):
+        _same_device("pointwise_conv2d", x, weight=weight, bias=bias)
         return _fake_forward(x, weight.shape[0], x.shape[2], x.shape[3], activation, save_pre_activation)
 
     @torch.library.register_fake("dsconv::pointwise_conv2d_backward")
     def _(grad_output, x, weight, saved, activation, mask):
+        _same_device("pointwise_conv2d_backward", x, grad_output=grad_output, weight=weight, saved=saved)
         return _fake_backward(grad_output, x, weight, mask)
 
     torch.library.register_autograd("dsconv::depthwise_conv2d", _depthwise_backward,

@@ -55,12 +55,24 @@ def test_pointwise_bad_arguments_raise(changes, message):
 
 
 def test_tensors_on_another_device_raise():
-    # A second device here is PyTorch's meta device: the operators have no kernel for it, and a
-    # mix of devices is refused by the dispatcher or by the operator's checks.
+    # A second device here is PyTorch's meta device: a mix of devices is refused by the
+    # dispatcher or by the operator's checks (the fake kernels' too, where torch >= 2.4 has them).
     with pytest.raises((RuntimeError, NotImplementedError)):
         _depthwise(weight=torch.randn(4, 1, 3, 3, device="meta"))
     with pytest.raises((RuntimeError, NotImplementedError)):
-        _pointwise(x=torch.randn(2, 4, 6, 6, device="meta"), weight=torch.randn(8, 4, 1, 1, device="meta"))
+        _pointwise(weight=torch.randn(8, 4, 1, 1, device="meta"))
+
+
+def test_meta_tensors_get_shapes_where_fake_kernels_are_registered():
+    # On torch >= 2.4 the fake kernels are the operators' meta kernels (shape inference, as
+    # torch.compile uses them); before, the meta device has no kernel.
+    x, weight = torch.randn(2, 4, 6, 6, device="meta"), torch.randn(8, 4, 1, 1, device="meta")
+    if not dsconv.functional.REGISTERED_AUTOGRAD:
+        with pytest.raises((RuntimeError, NotImplementedError)):
+            _pointwise(x=x, weight=weight)
+        return
+    y = _pointwise(x=x.contiguous(memory_format=torch.channels_last), weight=weight)
+    assert y.device.type == "meta" and y.shape == (2, 8, 6, 6) and y.is_contiguous(memory_format=torch.channels_last)
 
 
 def test_operator_errors_carry_dsconv_status_and_detail():
