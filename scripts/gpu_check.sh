@@ -45,7 +45,8 @@
 #             torch.library's opcheck, torch.compile without graph breaks, forward and a
 #             training step), and scripts/model_check.py: the converted networks against
 #             PyTorch on the GPU, and their forward and training-step times against plain
-#             PyTorch (OUT/models.md). Within --budget (default 540 s).
+#             PyTorch, both memory formats (OUT/models.md; the times appended to the ledger
+#             OUT/ledger.csv as op "model" cases of the lease's run). Within --budget (default 540 s).
 #   torch-prebuild  (development machine) the PyTorch package's CUDA kernels, which need no
 #             PyTorch, compiled with nvcc for --arch (default 80,90) into a static library
 #             beside PACK (torch-kernels.a.xz and its manifest torch-kernels.a.json: nvcc
@@ -993,6 +994,11 @@ step_torch() {
   tail -3 "$out/pytest.txt"
   say "model check: converted networks against PyTorch, and their times"
   "$python" "$root/scripts/model_check.py" --out "$out" --device cuda || { rc=1; failed="$failed model_check"; }
+  if [ -s "$out/models/bench.csv" ]; then
+    "$python" "$root/scripts/ledger.py" append --ledger "$out/ledger.csv" --report "$out/models" \
+      --run "$(run_name "$(source_commit)")" --commit "$(source_commit)" --driver "$(gpu_value driver_version)" ||
+      { rc=1; failed="$failed ledger"; }
+  fi
   record_step torch "$([ "$rc" = 0 ] && echo passed || echo failed)" "${failed:-pytest, model_check (models.md)}"
   return "$rc"
 }
@@ -1049,6 +1055,12 @@ step_all() {
   exit "$status"
 }
 
+# A lease's run, as the ledger names it: date, GPU and commit (the torch step's network timings
+# join the run of the same day, GPU and commit).
+run_name() {  # commit
+  echo "$(date -u +%Y-%m-%d)-$(gpu_value name | sed 's/^NVIDIA //' | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')-$1"
+}
+
 step_lease() {
   local deadline=$(($(now) + budget)) left rc status=0 dir run run_dir commit
   # A step of this lease with the time that is left (less a reserve for the reports, the ledger
@@ -1069,7 +1081,7 @@ step_lease() {
   require_built bench/dsconv_bench
   # This run's folder, named for the ledger: date, GPU and the programs' commit.
   commit=$(source_commit)
-  run="$(date -u +%Y-%m-%d)-$(gpu_value name | sed 's/^NVIDIA //' | tr ' ' '-' | tr -cd 'A-Za-z0-9._-')-$commit"
+  run=$(run_name "$commit")
   run_dir=$out/$run
   mkdir -p "$run_dir"
   say "run $run: results in $run_dir, the ledger $out/ledger.csv"

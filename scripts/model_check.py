@@ -10,9 +10,12 @@ Checks (every device; the networks' CIFAR-size input, 32x32, batch 8, float32):
     down to 1x1 is ill-conditioned, so PyTorch's float32 error is the yardstick).
 Timings (CUDA only; 224x224 input; batches of --batch): forward (eval, no autograd) and one
 training step (forward, backward, SGD), median of --repeat after warm-up, float32 and float16,
+contiguous and channels_last,
 for both networks converted and unconverted, in the same run.
 
-Writes OUT/models.md and OUT/models.csv. Exit status 1 where a check fails.
+Writes OUT/models.md and OUT/models.csv, and on CUDA OUT/models/ (bench.csv and run.json, the timings as
+cases that scripts/ledger.py append takes: op "model", the plain network as the eager baseline).
+Exit status 1 where a check fails.
 Usage: PYTHONPATH=python /usr/bin/python3 scripts/model_check.py [--out results] [--device cpu|cuda]
                                                                 [--batch 1,8,32,128] [--repeat 20]
 """
@@ -81,12 +84,16 @@ def median_ms(fn, repeat):
     return sorted(times)[len(times) // 2]
 
 
-def timings(name, batch, dtype, repeat):
-    """{(variant, pass): ms} for dsconv and PyTorch on one network, batch and dtype (CUDA)."""
+FORMATS = {"nchw": torch.contiguous_format, "nhwc": torch.channels_last}
+
+
+def timings(name, batch, dtype, layout, repeat):
+    """{(variant, pass): ms} for dsconv and PyTorch on one network, batch, dtype and memory
+    format (CUDA)."""
     torch.manual_seed(0)
-    plain = NETWORKS[name](num_classes=1000).cuda().to(dtype)
+    plain = NETWORKS[name](num_classes=1000).cuda().to(dtype).to(memory_format=FORMATS[layout])
     models = {"pytorch": plain, "dsconv": dsconv.convert(copy.deepcopy(plain))}
-    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype)
+    x = torch.randn(batch, 3, 224, 224, device="cuda", dtype=dtype).contiguous(memory_format=FORMATS[layout])
     target = torch.randint(0, 1000, (batch,), device="cuda")
     result = {}
     for variant, model in models.items():
@@ -106,6 +113,31 @@ def timings(name, batch, dtype, repeat):
         model.train()
         result[(variant, "train_step")] = median_ms(train_step, repeat)
     return result
+
+
+def ledger_case(network, what, batch, dtype, layout, dsconv_ms, pytorch_ms):
+    """One timing as a case of scripts/report.py's bench.csv, for scripts/ledger.py: op "model",
+    the plain network as PyTorch's eager baseline."""
+    return {"op": "model", "shape": f"{network}:{what}", "batch": batch,
+            "type": {torch.float32: "float", torch.float16: "half"}[dtype], "layout": layout,
+            "dsconv_us": f"{dsconv_ms * 1e3:.3f}", "torch_eager_us": f"{pytorch_ms * 1e3:.3f}",
+            "best_baseline": "torch_eager", "best_us": f"{pytorch_ms * 1e3:.3f}",
+            "speed_ratio": f"{pytorch_ms / dsconv_ms:.4f}", "dsconv_label": "variant=converted"}
+
+
+def write_ledger_report(folder, cases, gpu):
+    """The timings as a report folder scripts/ledger.py append takes (bench.csv, run.json)."""
+    import datetime
+    import json
+    os.makedirs(folder, exist_ok=True)
+    with open(os.path.join(folder, "bench.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=list(cases[0]))
+        writer.writeheader()
+        writer.writerows(cases)
+    with open(os.path.join(folder, "run.json"), "w") as f:
+        json.dump({"dsconv_device": gpu or "", "torch_version": torch.__version__, "cuda_version": torch.version.cuda or "",
+                   "cudnn_version": str(torch.backends.cudnn.version() or ""),
+                   "date": datetime.date.today().isoformat()}, f)
 
 
 def main():
@@ -136,20 +168,26 @@ def main():
 
     if device.type == "cuda":
         lines += ["", "## Time per call, ms (224x224 input, median of %d; speedup = PyTorch / dsconv)" % args.repeat, "",
-                  "| network | dtype | batch | forward PyTorch | forward dsconv | speedup | train step PyTorch | "
-                  "train step dsconv | speedup |", "|---|---|---|---|---|---|---|---|---|"]
+                  "| network | dtype | layout | batch | forward PyTorch | forward dsconv | speedup | train step PyTorch | "
+                  "train step dsconv | speedup |", "|---|---|---|---|---|---|---|---|---|---|"]
+        bench = []  # the ledger's cases (models/bench.csv)
         for name in NETWORKS:
             for dtype in (torch.float32, torch.float16):
-                for batch in (int(b) for b in args.batch.split(",")):
-                    t = timings(name, batch, dtype, args.repeat)
-                    for (variant, what), ms in t.items():
-                        rows.append(dict(network=name, check=f"{what}_ms_{variant}_{str(dtype)[6:]}_b{batch}",
-                                         value=f"{ms:.4g}"))
-                    fp, fd, tp, td = (t[("pytorch", "forward")], t[("dsconv", "forward")], t[("pytorch", "train_step")],
-                                      t[("dsconv", "train_step")])
-                    lines.append(f"| {name} | {str(dtype)[6:]} | {batch} | {fp:.3f} | {fd:.3f} | {fp / fd:.2f}x | "
-                                 f"{tp:.3f} | {td:.3f} | {tp / td:.2f}x |")
-                    print(lines[-1], flush=True)
+                for layout in FORMATS:
+                    for batch in (int(b) for b in args.batch.split(",")):
+                        t = timings(name, batch, dtype, layout, args.repeat)
+                        for (variant, what), ms in t.items():
+                            rows.append(dict(network=name, value=f"{ms:.4g}",
+                                             check=f"{what}_ms_{variant}_{str(dtype)[6:]}_{layout}_b{batch}"))
+                        for what in ("forward", "train_step"):
+                            bench.append(ledger_case(name, what, batch, dtype, layout, t[("dsconv", what)],
+                                                     t[("pytorch", what)]))
+                        fp, fd, tp, td = (t[("pytorch", "forward")], t[("dsconv", "forward")],
+                                          t[("pytorch", "train_step")], t[("dsconv", "train_step")])
+                        lines.append(f"| {name} | {str(dtype)[6:]} | {layout} | {batch} | {fp:.3f} | {fd:.3f} | "
+                                     f"{fp / fd:.2f}x | {tp:.3f} | {td:.3f} | {tp / td:.2f}x |")
+                        print(lines[-1], flush=True)
+        write_ledger_report(os.path.join(args.out, "models"), bench, gpu)
     else:
         lines += ["", "No GPU: the networks are not timed (the host platform's times say nothing about a GPU's)."]
 
