@@ -122,7 +122,8 @@ def cxx_standard():
 
 STANDARD = cxx_standard()
 cxx_flags = ["-O2", "-std=" + STANDARD, "-fvisibility=hidden", "-DDSCONV_EXTERN_TEMPLATES=1"]
-# The CUDA kernels' flags, which scripts/gpu_check.sh torch-prebuild repeats (NVCC_KERNEL_FLAGS).
+# The CUDA kernels' flags; scripts/gpu_check.sh torch-prebuild spells the same ones for the prebuilt kernels
+# (at C++17: they link with bindings of either standard).
 nvcc_flags = ["-O3", "-std=" + STANDARD, "--expt-relaxed-constexpr", "-DDSCONV_EXTERN_TEMPLATES=1",
               "-Xcompiler=-fvisibility=hidden"]
 extensions = [cpp_extension.CppExtension("dsconv._C", ["csrc/ops_cpu.cpp"] + instantiation_sources("cpp"),
