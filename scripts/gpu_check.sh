@@ -70,7 +70,7 @@
 #             best baseline in that run (DRAM throughput, issue-slot use, achieved occupancy,
 #             the warps' stall reasons), a kernel launch each; then sweep/, every depthwise and
 #             1x1 variant forced on every forward case at batch 8 and 128, float and half, both
-#             layouts (what the heuristics' per-architecture tables are to follow); then blocks/,
+#             layouts (the variant table: scripts/tuning_tables.py variants); then blocks/,
 #             every block fused and unfused at batch 1, 8, 32 and 128, float and half, NHWC, with
 #             torchvision's blocks (the fusion table: scripts/tuning_tables.py blocks); reports,
 #             and experiments.tar.gz

@@ -19,6 +19,19 @@ def load(path):
         return json.load(f)
 
 
+def timed_runs(results):
+    """The benchmarks of a dsconv_bench JSON that ran, each case once: the median over its
+    repetitions (a single repetition has no aggregates: its own time)."""
+    runs = results.get("benchmarks", [])
+    with_median = {b["run_name"] for b in runs if b.get("aggregate_name") == "median"}
+    for b in runs:
+        if b.get("error_occurred") or "label" not in b:
+            continue
+        if b.get("aggregate_name") != "median" and (b["run_name"] in with_median or b.get("run_type") != "iteration"):
+            continue
+        yield b
+
+
 def geomean(xs):
     return math.exp(sum(math.log(x) for x in xs) / len(xs)) if xs else float("nan")
 
@@ -39,14 +52,7 @@ def main():
     for path in a.json:
         d = load(path)
         device = device or d.get("context", {}).get("dsconv_device", "")
-        # The median over repetitions; a single repetition has no aggregates: its own time.
-        runs = d.get("benchmarks", [])
-        with_median = {b["run_name"] for b in runs if b.get("aggregate_name") == "median"}
-        for b in runs:
-            if b.get("error_occurred") or "label" not in b:
-                continue
-            if b.get("aggregate_name") != "median" and (b["run_name"] in with_median or b.get("run_type") != "iteration"):
-                continue
+        for b in timed_runs(d):
             op, shape, batch, typ, lay = b["run_name"].split("/")[:5]
             forced[(op, shape, int(batch[1:]), typ, lay)][variant_of(b["label"])] = b["real_time"]
     chosen = {}

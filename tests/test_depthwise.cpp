@@ -324,6 +324,49 @@ TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it s
       }
 }
 
+TEST_CASE("depthwise: automatic runs the variant its architecture measured fastest, where that variant runs the call",
+          "[depthwise][tuning]") {
+  namespace t = dsconv::detail::tuning;
+  using dsconv::depthwise_variant;
+  const dsconv::platform::device_properties dev = current_device();
+  INFO("device " << dev.name << ", architecture " << dev.arch);
+  // 32 channels at 112x112, 3x3, stride 1, NHWC float: nhwc_tiled fastest at batch 8, direct at
+  // 128; and a 30-channel layer (no whole 16-byte vectors) whose winner is nhwc_register.
+  const t::variant_row rows[] = {{'d', 32, 32, 3, 1, 112, 8, 'f', 'h', "nhwc_tiled", 10.0},
+                                 {'d', 32, 32, 3, 1, 112, 128, 'f', 'h', "direct", 90.0},
+                                 {'d', 30, 30, 3, 1, 112, 8, 'f', 'h', "nhwc_register", 10.0}};
+  const t::variant_table tables[] = {{dev.arch, "a test GPU", "today", t::variant_kernels_revision, rows, 3},
+                                     {"sm_none", "another GPU", "today", t::variant_kernels_revision, rows, 3}};
+  const t::variant_table stale[] = {{dev.arch, "a test GPU", "before", t::variant_kernels_revision - 1, rows, 3}};
+  dsconv::depthwise_params p = make_params(8, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.data_layout = layout::nhwc;
+  const auto chosen = [&](const t::variant_table* with, std::size_t count) {
+    return dsconv::detail::select_depthwise<float>(p, with, count);
+  };
+  // The rule where nothing was measured: the register kernel for this layer.
+  REQUIRE(chosen(tables + 1, 1) == depthwise_variant::nhwc_register);
+  CHECK(chosen(stale, 1) == depthwise_variant::nhwc_register);  // measured on other kernels
+  CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);
+  for (const int n : {1, 16, 32}) {  // nearest to 8 (32: as near to 8 as to 128, the smaller)
+    p.n = n;
+    CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);
+  }
+  p.n = 64;
+  CHECK(chosen(tables, 2) == depthwise_variant::direct);
+  CHECK(dsconv::detail::select_depthwise<dsconv::half>(p, tables, 2) == depthwise_variant::nhwc_register);  // not measured
+  p.dilation_h = p.dilation_w = 2, p.pad_h = p.pad_w = 2;  // not a layer of the tables
+  CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);
+  p = make_params(8, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1);  // NCHW: not measured
+  CHECK(chosen(tables, 2) == depthwise_variant::nchw_tiled);
+  p = make_params(8, 30, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.data_layout = layout::nhwc;  // the winner cannot run 30 channels of float: the rule's next
+  CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);
+  // With no table of the architecture's (the generated tables have none for the host's profiles
+  // until a GPU of that architecture measures), automatic is the rule's choice.
+  if (t::table_of(dev.arch, t::variant_kernels_revision, t::variant_tables, t::variant_table_count) == nullptr)
+    CHECK(dsconv::select_variant<float>(p) == depthwise_variant::nhwc_tiled);
+}
+
 #if defined(DSCONV_PLATFORM_HOST)
 TEMPLATE_TEST_CASE("depthwise: the tiled plans keep a multiprocessor busy on every layer and device profile",
                    "[depthwise][occupancy]", float, dsconv::half) {

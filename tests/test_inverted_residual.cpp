@@ -310,7 +310,7 @@ void check_planner_follows_measurements() {
   INFO("device " << dev.name << ", architecture " << dev.arch);
   const t::block_fusion_table* table = nullptr;
   for (const t::block_fusion_table& candidate : t::block_fusion_tables)
-    if (std::string(candidate.arch) == dev.arch && candidate.fused_revision == t::fused_block_revision) table = &candidate;
+    if (std::string(candidate.arch) == dev.arch && candidate.revision == t::fused_block_revision) table = &candidate;
   if (!table) {
     for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
       const inverted_residual_params p = b.at(8, layout::nhwc);

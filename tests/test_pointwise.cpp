@@ -397,6 +397,40 @@ TEMPLATE_TEST_CASE("pointwise: split_k needs its own workspace, and automatic ta
   }
 }
 
+TEST_CASE("pointwise: automatic runs the forward variant its architecture measured fastest, where that variant runs "
+          "the call", "[pointwise][tuning]") {
+  namespace t = dsconv::detail::tuning;
+  namespace d = dsconv::detail;
+  using dsconv::pointwise_variant;
+  const dsconv::platform::device_properties dev = current_device();
+  INFO("device " << dev.name << ", architecture " << dev.arch);
+  // 32 -> 16 at 112x112, NHWC half: gemm_large (which the rule never takes) fastest at batch 8;
+  // 576 -> 40 at 7x7 (a long K over a small map): split_k at batch 1.
+  const t::variant_row rows[] = {{'p', 32, 16, 1, 1, 112, 8, 'h', 'h', "gemm_large", 10.0},
+                                 {'p', 576, 40, 1, 1, 7, 1, 'h', 'h', "split_k", 5.0}};
+  const t::variant_table tables[] = {{dev.arch, "a test GPU", "today", t::variant_kernels_revision, rows, 2}};
+  const t::variant_table none[] = {{"sm_none", "another GPU", "today", t::variant_kernels_revision, rows, 2}};
+  dsconv::pointwise_params p = make_params(8, 32, 16, 112, 112);
+  p.data_layout = layout::nhwc;
+  const auto chosen = [&](d::gemm_pass pass, std::size_t workspace, const t::variant_table* with) {
+    return d::choose_pointwise<dsconv::half>(pass, p, dev, workspace, with, 1);
+  };
+  CHECK(chosen(d::gemm_pass::forward, 0, tables) == pointwise_variant::gemm_large);
+  CHECK(chosen(d::gemm_pass::forward, 0, none) != pointwise_variant::gemm_large);
+  // The backward passes were not measured: the rule.
+  CHECK(chosen(d::gemm_pass::backward_data, 0, tables) == chosen(d::gemm_pass::backward_data, 0, none));
+  CHECK(d::choose_pointwise<float>(d::gemm_pass::forward, p, dev, 0, tables, 1) ==
+        d::choose_pointwise<float>(d::gemm_pass::forward, p, dev, 0, none, 1));  // float not measured
+  p = make_params(1, 576, 40, 7, 7);
+  p.data_layout = layout::nhwc;
+  const std::size_t bytes = dsconv::pointwise_workspace_size<dsconv::half>(p);
+  REQUIRE(bytes > 0);
+  CHECK(chosen(d::gemm_pass::forward, bytes, tables) == pointwise_variant::split_k);
+  // Without its workspace the winner cannot run: the rule's choice.
+  CHECK(chosen(d::gemm_pass::forward, bytes - 4, tables) == chosen(d::gemm_pass::forward, bytes - 4, none));
+  CHECK(chosen(d::gemm_pass::forward, bytes - 4, tables) != pointwise_variant::split_k);
+}
+
 #if defined(DSCONV_PLATFORM_HOST)
 TEMPLATE_TEST_CASE("pointwise: the GEMM kernels' shared-memory stores and loads are free of bank conflicts",
                    "[pointwise][banks]", float, dsconv::half, dsconv::bfloat16) {

@@ -40,14 +40,22 @@ def _check_activation(activation):
         raise ValueError(f"dsconv: unknown activation {activation!r} (one of {', '.join(ACTIVATIONS)})")
 
 
+def _autocast_dtype(device):
+    """The autocast dtype of device type `device`, None where autocast is off for it (or has no
+    autocast at all: meta tensors, whose query would raise)."""
+    if device not in ("cuda", "cpu"):
+        return None
+    if hasattr(torch, "get_autocast_dtype"):  # torch >= 2.4 asks by device type (the per-device calls are deprecated)
+        return torch.get_autocast_dtype(device) if torch.is_autocast_enabled(device) else None
+    if device == "cuda":
+        return torch.get_autocast_gpu_dtype() if torch.is_autocast_enabled() else None
+    return torch.get_autocast_cpu_dtype() if torch.is_autocast_cpu_enabled() else None
+
+
 def _autocast(*tensors):
     """The tensors in the autocast dtype of their device where autocast is on (None stays None)."""
-    device = tensors[0].device.type
-    if device == "cuda" and torch.is_autocast_enabled():
-        dtype = torch.get_autocast_gpu_dtype()
-    elif device == "cpu" and torch.is_autocast_cpu_enabled():
-        dtype = torch.get_autocast_cpu_dtype()
-    else:
+    dtype = _autocast_dtype(tensors[0].device.type)
+    if dtype is None:
         return tensors
     return tuple(t.to(dtype) if t is not None and t.is_floating_point() else t for t in tensors)
 

@@ -10,6 +10,7 @@
 #include "depthwise_register_plan.hpp"
 #include "launch_shape.hpp"
 #include "prepare.hpp"
+#include "tuning/variant_choice.hpp"
 #include "validate.hpp"
 #include "variants.hpp"
 
@@ -51,19 +52,38 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
   return status::success;
 }
 
+namespace detail {
+
 // The variant that `automatic` runs for `p` with elements of type T on the current device:
-// NHWC, the register-blocked kernel where it applies; else the shared-memory tiled kernel of
-// the layout where it applies; the direct kernel otherwise.
-template <class T = float>
-depthwise_variant select_variant(const depthwise_params& p) {
+// the variant a GPU of the device's architecture measured fastest on this layer where it can run
+// `p` (`tables`: tuning/variant_choice.hpp); else, by rule, NHWC's register-blocked kernel where
+// it applies (the fewest instructions per DRAM byte by count: scripts/sass_budget.py), else the
+// shared-memory tiled kernel of the layout where it applies, else the direct kernel.
+template <class T>
+depthwise_variant select_depthwise(const depthwise_params& p, const tuning::variant_table* tables,
+                                   std::size_t table_count) {
   const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
-  depthwise_variant v = depthwise_variant::direct;
-  for (depthwise_variant candidate : {nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_register,
+  platform::device_properties dev;
+  const tuning::variant_row* row =
+      platform::get_device_properties(dev) == status::success ? tuning::measured_depthwise<T>(dev.arch, p, tables, table_count)
+                                                              : nullptr;
+  const depthwise_variant measured = row ? tuning::variant_named(row->variant, all_depthwise_variants) : depthwise_variant::automatic;
+  depthwise_variant v = depthwise_variant::automatic;
+  for (depthwise_variant candidate : {measured, nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
-    if (v == depthwise_variant::direct && can_implement<T>(candidate, p) == status::success) v = candidate;
+    if (v == depthwise_variant::automatic && candidate != depthwise_variant::automatic &&
+        can_implement<T>(candidate, p) == status::success)
+      v = candidate;
   platform::error_detail_slot() = detail;
-  return v;
+  return v == depthwise_variant::automatic ? depthwise_variant::direct : v;
+}
+
+}  // namespace detail
+
+template <class T = float>
+depthwise_variant select_variant(const depthwise_params& p) {
+  return detail::select_depthwise<T>(p, detail::tuning::variant_tables, detail::tuning::variant_table_count);
 }
 
 namespace detail {

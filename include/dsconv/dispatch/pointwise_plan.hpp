@@ -12,6 +12,7 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "pointwise_stream_plan.hpp"
+#include "tuning/variant_choice.hpp"
 #include "variants.hpp"
 
 namespace dsconv {
@@ -191,9 +192,25 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
 // activations straight into the tensor cores' fragments and keeps a slice's weights on chip,
 // where its counted instructions per DRAM byte stay under stream_instruction_limit (the thin and
 // middle layers; the widest re-read their activations once per slice of outputs).
+// All of this is the rule where nothing was measured: on an architecture whose GPU measured the
+// forward pass's variants on this layer (`tables`: tuning/variant_choice.hpp), the forward pass
+// takes the fastest that can run it (split_k only with the workspace it needs).
 template <class T>
 pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, const platform::device_properties& dev,
-                                   std::size_t workspace_bytes) {
+                                   std::size_t workspace_bytes,
+                                   const tuning::variant_table* tables = tuning::variant_tables,
+                                   std::size_t table_count = tuning::variant_table_count) {
+  if (const tuning::variant_row* row =
+          pass == gemm_pass::forward ? tuning::measured_pointwise<T>(dev.arch, p, tables, table_count) : nullptr) {
+    const pointwise_variant measured = tuning::variant_named(row->variant, all_pointwise_variants);
+    platform::dims grid;
+    split_k_plan plan;
+    if (measured != pointwise_variant::automatic && plan_variant<T>(measured, pass, p, dev, grid) &&
+        (measured != pointwise_variant::split_k ||
+         (plan_split_k<T>(p, make_pass_gemm(pass, p), dev, false, plan) &&
+          static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)))
+      return measured;
+  }
   platform::dims stream_grid;
   if (plan_variant<T>(pointwise_variant::mma_stream, pass, p, dev, stream_grid) &&
       stream_instructions_per_byte(p) <= stream_instruction_limit)

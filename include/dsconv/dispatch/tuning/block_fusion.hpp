@@ -11,15 +11,12 @@
 // kernel moved a quarter to half of the unfused bytes on an H200 and was still slower on most
 // blocks (../shared anchors, h200_blocks.csv).
 
-#include <cmath>
 #include <cstdio>
 #include <cstddef>
-#include <cstring>
 #include <string>
-#include <type_traits>
 
 #include "../../block_params.hpp"
-#include "../../types.hpp"
+#include "measured.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -40,20 +37,8 @@ struct block_fusion_row {
   double fused_us, unfused_us;
 };
 
-// One architecture's table: where and when it was measured, on which fused-kernel revision.
-struct block_fusion_table {
-  const char* arch;  // device_properties::arch, e.g. "sm_90"
-  const char* device;
-  const char* measured;  // date and commit of the run
-  int fused_revision;
-  const block_fusion_row* rows;
-  std::size_t count;
-};
-
-template <class T>
-constexpr char type_tag() {
-  return std::is_same<T, half>::value ? 'h' : std::is_same<T, bfloat16>::value ? 'b' : 'f';
-}
+// One architecture's table (its revision: the fused kernel's, fused_block_revision).
+using block_fusion_table = measured_table<block_fusion_row>;
 
 }  // namespace tuning
 }  // namespace detail
@@ -98,16 +83,9 @@ fusion_verdict measured_fusion(const char* arch, const inverted_residual_params&
                                const block_fusion_table* tables = block_fusion_tables,
                                std::size_t count = sizeof block_fusion_tables / sizeof block_fusion_tables[0]) {
   fusion_verdict v;
-  for (std::size_t i = 0; i < count; ++i)
-    if (std::strcmp(tables[i].arch, arch) == 0 && tables[i].fused_revision == fused_block_revision) v.table = &tables[i];
+  v.table = table_of(arch, fused_block_revision, tables, count);
   if (!v.table) return v;
-  double nearest = 0;
-  for (std::size_t i = 0; i < v.table->count; ++i) {
-    const block_fusion_row& r = v.table->rows[i];
-    if (!same_block(r, p, type_tag<T>())) continue;
-    const double distance = std::fabs(std::log2(static_cast<double>(r.batch) / p.n));
-    if (!v.row || distance < nearest || (distance == nearest && r.batch < v.row->batch)) v.row = &r, nearest = distance;
-  }
+  v.row = nearest_batch(*v.table, p.n, [&](const block_fusion_row& r) { return same_block(r, p, type_tag<T>()); });
   if (v.row) {
     v.speedup = v.row->unfused_us / v.row->fused_us;
     v.fuse = v.speedup >= fusion_min_speedup;
