@@ -73,7 +73,9 @@
 #             layouts (the variant table: scripts/tuning_tables.py variants); then blocks/,
 #             every block fused and unfused at batch 1, 8, 32 and 128, float and half, NHWC, with
 #             torchvision's blocks (the fusion table: scripts/tuning_tables.py blocks); reports,
-#             and experiments.tar.gz
+#             the two planner tables generated for this GPU's architecture (variant_tables.hpp,
+#             block_fusion_tables.hpp: copy them to include/dsconv/dispatch/tuning/), and
+#             experiments.tar.gz
 #   sweep     every variant of each operation forced in turn (dsconv_bench --variant) on every
 #             case of --batch/--type/--layout/--pass, dsconv alone (no baseline: fast), each
 #             variant's JSON gzipped in OUT/sweep/; the report step then sets them beside
@@ -1129,6 +1131,21 @@ for stall in long_scoreboard barrier lg_throttle mio_throttle short_scoreboard m
   ncu_metrics+=,smsp__average_warps_issue_stalled_${stall}_per_issue_active.ratio
 done
 
+# The tables of the experiments in DIR, as DIR/variant_tables.hpp (from DIR/sweep/) and
+# DIR/block_fusion_tables.hpp (from DIR/blocks/bench_blocks.csv), where those results are.
+planner_tables() {  # dir
+  local tag cc
+  cc=$(gpu_value compute_cap)
+  tag="sm_${cc/./}|$(gpu_value name)|$(date -u +%Y-%m-%d), commit $(source_commit)"
+  if ls "$1/sweep/"*.json.gz > /dev/null 2>&1; then
+    "$python" "$root/scripts/tuning_tables.py" variants --run "$tag|$1/sweep" --out "$1/variant_tables.hpp" || return 1
+  fi
+  if [ -s "$1/blocks/bench_blocks.csv" ]; then
+    "$python" "$root/scripts/tuning_tables.py" blocks --run "$tag|$1/blocks/bench_blocks.csv" \
+      --out "$1/block_fusion_tables.hpp" || return 1
+  fi
+}
+
 step_experiments() {
   require_gpu
   require_built bench/dsconv_bench
@@ -1184,6 +1201,10 @@ step_experiments() {
       "$root/scripts/gpu_check.sh" report --out "$dir/blocks" > /dev/null || status=1
     fi
   fi
+  # 4. The planners' tables of this architecture from 2 and 3 (scripts/tuning_tables.py), for the
+  # commit that brings the results home to take as tuning/variant_tables.hpp and
+  # tuning/block_fusion_tables.hpp.
+  planner_tables "$dir" || status=1
   tar czf "$logs/experiments.tar.gz" -C "$run_dir" experiments && mv "$logs/experiments.tar.gz" "$dir/experiments.tar.gz"
   say "every experiment's result in $dir/experiments.tar.gz ($(du -h "$dir/experiments.tar.gz" | cut -f1))"
   return "$status"
