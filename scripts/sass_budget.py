@@ -137,39 +137,60 @@ def loops(code):
     return [(i, t) for i in range(len(code)) for t in successors(code, i) if t <= i]
 
 
+def basic_blocks(code):
+    """[(first, last)] instruction spans of the basic blocks, and the block of each leader."""
+    leaders = {0}
+    for i, ins in enumerate(code):
+        targets = successors(code, i)
+        if ins.base in ("BRA", "BRX", "EXIT", "RET"):
+            leaders.update(targets)
+            if i + 1 < len(code):
+                leaders.add(i + 1)
+    starts = sorted(leaders)
+    spans = [(s, (starts[n + 1] if n + 1 < len(starts) else len(code)) - 1) for n, s in enumerate(starts)]
+    return spans, {s: n for n, (s, _) in enumerate(spans)}
+
+
 def cheapest_iteration(code, header, latch, need):
     """The cheapest path header -> ... -> latch -> header (instruction indices) whose
     instructions include need[k] of each class k (a predicate on Instruction); it may leave the
     span [header, latch] (compilers place cold paths after a loop) but comes back through the
-    latch's edge; None if none does."""
-    classes = list(need.items())
-    start = (header, tuple(0 for _ in classes))
+    latch's edge; None if none does. (A search over basic blocks, each taken whole: the header
+    is a branch target and the latch a branch, so both bound blocks.)"""
+    classes = [v for _, v in sorted(need.items())]
+    spans, block_of = basic_blocks(code)
+    counts_of = [tuple(sum(1 for i in range(a, b + 1) if test(code[i])) for test, _ in classes) for a, b in spans]
+    goal = tuple(n for _, n in classes)
+    start = (block_of[header], tuple(0 for _ in classes))
     best = {start: 0}
-    heap = [(0, header, start[1], None)]
     parent = {}
+    heap = [(0, start)]
     while heap:
-        cost, i, counts, prev = heapq.heappop(heap)
-        if best.get((i, counts), 1 << 60) < cost:
+        cost, state = heapq.heappop(heap)
+        if best.get(state, 1 << 60) < cost:
             continue
-        ins = code[i]
-        counted = tuple(min(c + (1 if test(ins) else 0), n) for c, (test, n) in zip(counts, (v for _, v in classes)))
-        for s in successors(code, i):
-            if i == latch and s == header:
-                if all(c >= n for c, (_, n) in zip(counted, (v for _, v in classes))):
-                    path = [i]
-                    key = (i, counts)
-                    while key in parent:
+        block, counts = state
+        first, last = spans[block]
+        counted = tuple(min(c + d, n) for c, d, n in zip(counts, counts_of[block], goal))
+        cost += last - first + 1
+        for s in successors(code, last):
+            if last == latch and s == header:
+                if counted == goal:
+                    path, key = [], state
+                    while True:
+                        a, b = spans[key[0]]
+                        path[:0] = range(a, b + 1)
+                        if key not in parent:
+                            return path
                         key = parent[key]
-                        path.append(key[0])
-                    return list(reversed(path))
                 continue
-            if s == header:
+            if s == header or s not in block_of:
                 continue  # (back to the header only through the latch's edge)
-            state = (s, counted)
-            if cost + 1 < best.get(state, 1 << 60):
-                best[state] = cost + 1
-                parent[state] = (i, counts)
-                heapq.heappush(heap, (cost + 1, s, counted, i))
+            nxt = (block_of[s], counted)
+            if cost < best.get(nxt, 1 << 60):
+                best[nxt] = cost
+                parent[nxt] = state
+                heapq.heappush(heap, (cost, nxt))
     return None
 
 
