@@ -2,6 +2,7 @@
 // The activations of the epilogue, written once for float (kernels) and double (reference).
 
 #include <cmath>
+#include <type_traits>
 
 #include "../../config.hpp"
 #include "../../types.hpp"
@@ -29,6 +30,20 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activate(F x, activation a) {
     case activation::hardswish: return x * clamp_relu6(x + F(3)) / F(6);
   }
   return x;
+}
+
+// f(std::integral_constant<activation, a>{}): the activation known at run time made a
+// compile-time constant for f (an epilogue's switch then folds away), one switch for all of f.
+template <class F>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void with_activation(activation a, F&& f) {
+  switch (a) {
+    case activation::none: f(std::integral_constant<activation, activation::none>{}); break;
+    case activation::relu: f(std::integral_constant<activation, activation::relu>{}); break;
+    case activation::relu6: f(std::integral_constant<activation, activation::relu6>{}); break;
+    case activation::silu: f(std::integral_constant<activation, activation::silu>{}); break;
+    case activation::sigmoid: f(std::integral_constant<activation, activation::sigmoid>{}); break;
+    case activation::hardswish: f(std::integral_constant<activation, activation::hardswish>{}); break;
+  }
 }
 
 // The activation's derivative at the point the forward saw, from the tensor the forward saved

@@ -216,16 +216,9 @@ DSCONV_UNROLL
     T* out = output + first_out;
     T* pre = pre_activation ? pre_activation + first_out : nullptr;
     const int count = s.out_w - ox0;
-    switch (s.act) {
-      case activation::none: detail::store_strip<activation::none>(acc, out, pre, s.c, count, t.aligned); break;
-      case activation::relu: detail::store_strip<activation::relu>(acc, out, pre, s.c, count, t.aligned); break;
-      case activation::relu6: detail::store_strip<activation::relu6>(acc, out, pre, s.c, count, t.aligned); break;
-      case activation::silu: detail::store_strip<activation::silu>(acc, out, pre, s.c, count, t.aligned); break;
-      case activation::sigmoid: detail::store_strip<activation::sigmoid>(acc, out, pre, s.c, count, t.aligned); break;
-      case activation::hardswish:
-        detail::store_strip<activation::hardswish>(acc, out, pre, s.c, count, t.aligned);
-        break;
-    }
+    detail::with_activation(s.act, [&](auto a) {
+      detail::store_strip<decltype(a)::value>(acc, out, pre, s.c, count, t.aligned);
+    });
   }
 }
 

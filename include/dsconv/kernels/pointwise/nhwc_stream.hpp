@@ -233,14 +233,7 @@ void pointwise_nhwc_stream(detail::pointwise_shape s, detail::stream_tile t, con
         detail::store_slice<NT>(y + at, w, t.aligned);
       }
     };
-    switch (s.act) {
-      case activation::none: epilogue(std::integral_constant<activation, activation::none>{}); break;
-      case activation::relu: epilogue(std::integral_constant<activation, activation::relu>{}); break;
-      case activation::relu6: epilogue(std::integral_constant<activation, activation::relu6>{}); break;
-      case activation::silu: epilogue(std::integral_constant<activation, activation::silu>{}); break;
-      case activation::sigmoid: epilogue(std::integral_constant<activation, activation::sigmoid>{}); break;
-      case activation::hardswish: epilogue(std::integral_constant<activation, activation::hardswish>{}); break;
-    }
+    detail::with_activation(s.act, epilogue);
     tile += t.warps;
     if (tile >= t.tiles) break;
   }
