@@ -122,10 +122,10 @@ def cxx_standard():
 
 STANDARD = cxx_standard()
 cxx_flags = ["-O2", "-std=" + STANDARD, "-fvisibility=hidden", "-DDSCONV_EXTERN_TEMPLATES=1"]
-# The CUDA kernels' flags; scripts/gpu_check.sh torch-prebuild spells the same ones for the prebuilt kernels
-# (at C++17: they link with bindings of either standard).
-nvcc_flags = ["-O3", "-std=" + STANDARD, "--expt-relaxed-constexpr", "-DDSCONV_EXTERN_TEMPLATES=1",
-              "-Xcompiler=-fvisibility=hidden"]
+# The CUDA kernels' flags (cuda_flags.txt, one a line), which scripts/gpu_check.sh torch-prebuild
+# reads too for the prebuilt kernels (at C++17: they link with bindings of either standard).
+with open(os.path.join(HERE, "cuda_flags.txt")) as _flags:
+    nvcc_flags = ["-std=" + STANDARD] + [line.strip() for line in _flags if line.strip()]
 extensions = [cpp_extension.CppExtension("dsconv._C", ["csrc/ops_cpu.cpp"] + instantiation_sources("cpp"),
                                          include_dirs=[INCLUDE], extra_compile_args={"cxx": cxx_flags})]
 if _want_cuda():

@@ -1010,6 +1010,8 @@ step_torch() {
 # shared library).
 step_torch-prebuild() {
   local nvcc arches="${arch:-80,90}" gencode=() src op ty spelled objects=() release commit
+  local flags=()  # the package's CUDA flags (python/setup.py reads the same file)
+  mapfile -t flags < <(grep -v '^[[:space:]]*$' "$root/python/cuda_flags.txt")
   nvcc=$(find_nvcc) || die "nvcc not found"
   release=$("$nvcc" --version | sed -n 's/.*release \([0-9]*\.[0-9]*\).*/\1/p')
   for a in ${arches//,/ }; do gencode+=("-gencode=arch=compute_$a,code=sm_$a"); done
@@ -1023,8 +1025,7 @@ step_torch-prebuild() {
         -e "s/@DSCONV_OPERATION_MACRO@/$(echo "$op" | tr a-z A-Z)/g" "$root/cmake/instantiate.cpp.in" > "$src"
       objects+=("${src%.cu}.o")
       say "nvcc $op $ty for sm_${arches//,/, sm_}"
-      "$nvcc" -O3 -std=c++17 --expt-relaxed-constexpr -DDSCONV_EXTERN_TEMPLATES=1 -Xcompiler=-fvisibility=hidden \
-        -Xcompiler=-fPIC "${gencode[@]}" -I "$root/include" -c "$src" -o "${src%.cu}.o" &
+      "$nvcc" -std=c++17 "${flags[@]}" -Xcompiler=-fPIC "${gencode[@]}" -I "$root/include" -c "$src" -o "${src%.cu}.o" &
       # (two at a time: each takes gigabytes and minutes)
       [ "$(jobs -r | wc -l)" -lt "$(( jobs > 1 ? 2 : 1 ))" ] || wait -n
     done
