@@ -347,6 +347,26 @@ def occupancy_tables(rows, plan_tool, out_dir):
     return lines, note, bool(unknown), below + below_backward
 
 
+# The block size of each kernel the SASS budgets model, as its header declares it.
+BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
+                 "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads")}
+
+
+def block_threads_of(kernel):
+    header, constant = BLOCK_THREADS[kernel.split("<")[0]]
+    with open(os.path.join(ROOT, "include", "dsconv", header)) as f:
+        return int(re.search(constant + r" = (\d+);", f.read()).group(1))
+
+
+def resident_threads(registers, block):
+    """Threads of `block`-thread blocks that a Hopper multiprocessor's 64K registers hold (whole
+    blocks; registers allocated per warp in runs of 256, so per thread in runs of 8), at most
+    2048. (Shared memory does not bind for these kernels: a few KiB a block, or at most 48 KiB a
+    block of 128 threads, 4 of which fit with 512 threads.)"""
+    warps = 65536 // (max(64, -(-registers // 8) * 8) * 32)
+    return min(2048, warps // (block // 32) * block)
+
+
 def sass_budget_lines(rows):
     """The two budgets of the memory-bound kernels modelled by scripts/sass_budget.py, from the
     sm_90 cubin (reported; not a failure: 16-bit 5x5 depthwise filters need 6.25 fp32
@@ -370,8 +390,7 @@ def sass_budget_lines(rows):
              "bytes in flight / SM |", "|---|---|---|---|---|---|---|"]
     layered = []
     for name, what, b in sass_budget.budgets(cubin):
-        threads = 65536 // max(64, -(-registers.get(name.replace("dsconv::", ""), 64) // 8) * 8)
-        threads = min(2048, threads // 128 * 128)
+        threads = resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
         if isinstance(b, dict):
             layered.append((name, what, b, threads))
             continue
