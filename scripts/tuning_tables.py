@@ -57,6 +57,13 @@ def block_rows(path):
     return rows
 
 
+def add_table(lines, tables, row_type, name, rows, stamp):
+    """One architecture's rows as the array `name` into `lines`, and its entry, stamp = (arch,
+    device, measured, revision), into `tables`."""
+    lines += ["inline constexpr %s %s[] = {" % (row_type, name)] + rows + ["};", ""]
+    tables.append('    {"%s", "%s", "%s", %d, %s, sizeof %s / sizeof %s[0]},' % (stamp + (name, name, name)))
+
+
 def write_header(out, command, about, body, table_type, table_name, tables):
     """A generated header: `about` (comment lines after the first), the row arrays `body`, and the
     array `table_name` of `table_type` entries `tables`."""
@@ -83,12 +90,8 @@ def write_blocks(runs, out):
         faster = sum(1 for r in rows if r[10] / r[9] >= 1.05)
         lines.append("// %s, %s (%s): %d cases, the fused kernel at least 1.05x faster in %d." % (
             arch, device, measured, len(rows), faster))
-        lines.append("inline constexpr block_fusion_row %s[] = {" % name)
-        for r in rows:
-            lines.append("    {%d, %d, %d, %d, %d, %d, %d, %d, '%s', %.3f, %.3f}," % r)
-        lines += ["};", ""]
-        tables.append('    {"%s", "%s", "%s", %d, %s, sizeof %s / sizeof %s[0]},' % (
-            arch, device, measured, revision, name, name, name))
+        add_table(lines, tables, "block_fusion_row", name,
+                  ["    {%d, %d, %d, %d, %d, %d, %d, %d, '%s', %.3f, %.3f}," % r for r in rows], (arch, device, measured, revision))
     write_header(out, "blocks", ["the fused and unfused times of every measured block case (tuning/block_fusion.hpp reads them).",
                        "Row: c_in, expanded, c_out, kernel, stride, h (= w), se_channels, batch, type, fused us, unfused us."],
                  lines, "block_fusion_table", "block_fusion_tables", tables)
@@ -131,13 +134,11 @@ def write_variants(runs, out):
         name = "variants_" + re.sub(r"\W", "_", arch)
         lines.append("// %s, %s (%s): %d cases, each the fastest of its forced variants." % (
             arch, device, measured, len(times)))
-        lines.append("inline constexpr variant_row %s[] = {" % name)
+        rows = []
         for key in sorted(times):
             variant, us = min(times[key].items(), key=lambda vt: (vt[1], vt[0]))
-            lines.append("    {'%s', %d, %d, %d, %d, %d, %d, '%s', '%s', \"%s\", %.3f}," % (key + (variant, us)))
-        lines += ["};", ""]
-        tables.append('    {"%s", "%s", "%s", %d, %s, sizeof %s / sizeof %s[0]},' % (
-            arch, device, measured, kernels, name, name, name))
+            rows.append("    {'%s', %d, %d, %d, %d, %d, %d, '%s', '%s', \"%s\", %.3f}," % (key + (variant, us)))
+        add_table(lines, tables, "variant_row", name, rows, (arch, device, measured, kernels))
     write_header(out, "variants", ["the fastest depthwise and 1x1 variant of every measured layer case (tuning/variant_choice.hpp",
                        "reads them). Row: op, c_in, c_out, kernel, stride, h (= w), batch, type, layout, variant, us."],
                  lines, "variant_table", "variant_tables", tables)
