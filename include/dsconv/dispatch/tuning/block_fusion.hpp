@@ -16,6 +16,7 @@
 #include <string>
 
 #include "../../block_params.hpp"
+#include "block_fusion_tables.hpp"
 #include "measured.hpp"
 
 namespace dsconv {
@@ -28,27 +29,6 @@ inline constexpr int fused_block_revision = 1;
 
 // Fused only where it measured at least this much faster: a margin for the noise of one run.
 inline constexpr double fusion_min_speedup = 1.05;
-
-// One measured block case: the block's shape, batch and element type ('f' float, 'h' half, 'b'
-// bfloat16), and the fused and unfused times in microseconds.
-struct block_fusion_row {
-  int c_in, expanded, c_out, kernel, stride, h, se_channels, batch;
-  char type;
-  double fused_us, unfused_us;
-};
-
-// One architecture's table (its revision: the fused kernel's, fused_block_revision).
-using block_fusion_table = measured_table<block_fusion_row>;
-
-}  // namespace tuning
-}  // namespace detail
-}  // namespace dsconv
-
-#include "block_fusion_tables.hpp"
-
-namespace dsconv {
-namespace detail {
-namespace tuning {
 
 // What the tables say of a block on an architecture.
 struct fusion_verdict {

@@ -3,6 +3,8 @@
 // the fused and unfused times of every measured block case (tuning/block_fusion.hpp reads them).
 // Row: c_in, expanded, c_out, kernel, stride, h (= w), se_channels, batch, type, fused us, unfused us.
 
+#include "measured.hpp"
+
 namespace dsconv {
 namespace detail {
 namespace tuning {

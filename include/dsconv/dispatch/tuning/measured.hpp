@@ -1,7 +1,8 @@
 #pragma once
-// What the per-architecture tuning tables share (block_fusion.hpp, variant_choice.hpp): a
-// table is one GPU run's measurements, counted only for the kernels' revision it measured, and
-// a call takes the row of its own case measured at the batch nearest its own.
+// The per-architecture tuning tables' formats (the generated block_fusion_tables.hpp and
+// variant_tables.hpp hold them; block_fusion.hpp and variant_choice.hpp read them): a table is
+// one GPU run's measurements, counted only for the kernels' revision it measured, and a call
+// takes the row of its own case measured at the batch nearest its own.
 
 #include <cmath>
 #include <cstddef>
@@ -25,6 +26,32 @@ struct measured_table {
   const Row* rows;
   std::size_t count;
 };
+
+// One measured block case: the block's shape, batch and element type ('f' float, 'h' half, 'b'
+// bfloat16), and the fused and unfused times in microseconds.
+struct block_fusion_row {
+  int c_in, expanded, c_out, kernel, stride, h, se_channels, batch;
+  char type;
+  double fused_us, unfused_us;
+};
+
+// One architecture's table (its revision: the fused kernel's, fused_block_revision).
+using block_fusion_table = measured_table<block_fusion_row>;
+
+// One measured case: op 'd' (depthwise: c_in = c_out channels, a square kernel x kernel filter of
+// stride `stride`, padding kernel / 2) or 'p' (1x1: c_in -> c_out), an h x h input map, batch,
+// element type (type_tag), layout ('c' NCHW, 'h' NHWC), and the fastest variant (to_string's
+// name) with its time in microseconds.
+struct variant_row {
+  char op;
+  int c_in, c_out, kernel, stride, h, batch;
+  char type, layout;
+  const char* variant;
+  double us;
+};
+
+// One architecture's table (its revision: the kernels', variant_kernels_revision).
+using variant_table = measured_table<variant_row>;
 
 // The element type as the tables name it: 'f' float, 'h' half, 'b' bfloat16.
 template <class T>

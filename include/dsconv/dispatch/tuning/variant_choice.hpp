@@ -16,6 +16,7 @@
 #include "../../params.hpp"
 #include "../variants.hpp"
 #include "measured.hpp"
+#include "variant_tables.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -24,31 +25,6 @@ namespace tuning {
 // The depthwise and 1x1 kernels' revision: a change to one of them that can change its speed
 // bumps it, so that tables measured on the old kernels stop deciding.
 inline constexpr int variant_kernels_revision = 1;
-
-// One measured case: op 'd' (depthwise: c_in = c_out channels, a square kernel x kernel filter of
-// stride `stride`, padding kernel / 2) or 'p' (1x1: c_in -> c_out), an h x h input map, batch,
-// element type (type_tag), layout ('c' NCHW, 'h' NHWC), and the fastest variant (to_string's
-// name) with its time in microseconds.
-struct variant_row {
-  char op;
-  int c_in, c_out, kernel, stride, h, batch;
-  char type, layout;
-  const char* variant;
-  double us;
-};
-
-// One architecture's table (its revision: the kernels', variant_kernels_revision).
-using variant_table = measured_table<variant_row>;
-
-}  // namespace tuning
-}  // namespace detail
-}  // namespace dsconv
-
-#include "variant_tables.hpp"
-
-namespace dsconv {
-namespace detail {
-namespace tuning {
 
 inline constexpr std::size_t variant_table_count = sizeof variant_tables / sizeof variant_tables[0];
 

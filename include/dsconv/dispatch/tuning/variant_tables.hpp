@@ -3,6 +3,8 @@
 // the fastest depthwise and 1x1 variant of every measured layer case (tuning/variant_choice.hpp
 // reads them). Row: op, c_in, c_out, kernel, stride, h (= w), batch, type, layout, variant, us.
 
+#include "measured.hpp"
+
 namespace dsconv {
 namespace detail {
 namespace tuning {
