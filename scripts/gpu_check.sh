@@ -838,7 +838,7 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
 # The variants dsconv_bench --variant takes, per operation (dsconv::to_string of each).
 sweep_variants() {  # kind: dw or pw
   case "$1" in
-    dw) echo direct nchw_tiled nhwc_tiled nhwc_register ;;
+    dw) echo direct nchw_tiled nhwc_tiled nhwc_register nchw_register ;;
     pw) echo direct gemm_large gemm_small warp_dot mma_large mma_small split_k mma_stream ;;
   esac
 }

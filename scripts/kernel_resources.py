@@ -349,6 +349,7 @@ def occupancy_tables(rows, plan_tool, out_dir):
 
 # The block size of each kernel the SASS budgets model, as its header declares it.
 BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
+                 "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads")}
 
 
@@ -479,13 +480,17 @@ def main():
     # kernels/depthwise/weight_reduce.hpp, weight_stages_elements.)
     # (The register-blocked depthwise kernel's 16-bit 5x5 and stride-2 forms move 8-byte vectors:
     # kernels/depthwise/nhwc_register.hpp, register_vector.)
-    eight_byte_vectors = lambda k: re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2)>", k)
-    expects_128 = lambda k: ((k.startswith("depthwise_n") and not eight_byte_vectors(k)) or
-                             k.startswith("pointwise_nhwc_stream") or re.search(r"mma_tile<128, 128, .*, true>", k) or
-                             re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", k))
+    # (The NCHW one's 5x5 filters move at most 8 bytes at a time on AMD:
+    # kernels/depthwise/nchw_register.hpp, nchw_register_widest_chunk.)
+    eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2)>", r["kernel"]) or
+                                    (re.match(r"depthwise_nchw_register<[^,]*, 5,", r["kernel"]) and r["target"].startswith("gfx")))
+    expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r)) or
+                             r["kernel"].startswith("pointwise_nhwc_stream") or
+                             re.search(r"mma_tile<128, 128, .*, true>", r["kernel"]) or
+                             re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", r["kernel"]))
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
                                    (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
-    narrow = [r for r in rows if expects_128(r["kernel"]) and not staged_by_element(r) and not r["load128"]]
+    narrow = [r for r in rows if expects_128(r) and not staged_by_element(r) and not r["load128"]]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
                f"{len(no_hmma)} tensor-core builds without HMMA; {len(no_mfma)} gfx90a matrix-core builds without MFMA; "

@@ -243,6 +243,18 @@ def register_model(t, k, s):
     return need, tw * v * size * (s * s + 1), "strip: %d outputs x %d channels" % (tw, v)
 
 
+def nchw_register_model(t, k, s):
+    """depthwise_nchw_register (kernels/depthwise/nchw_register.hpp) in its 16-byte form: one band
+    of th output rows x vo outputs (16 bytes of a row) of one plane, its (th - 1) s + k input rows
+    of s 16-byte loads each (the halo loads are predicated in the same stretch), th 16-byte stores."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    vo = 16 // size
+    th = 2 if size == 2 and (s == 2 or k == 5) else 4  # nchw_register_rows
+    rows = (th - 1) * s + k
+    need = {"vector loads": (is_op("LDG.E.128"), rows * s), "stores": (is_op("STG.E.128"), th)}
+    return need, th * vo * size * (s * s + 1), "band: %d rows x %d outputs" % (th, vo)
+
+
 def stream_model(t, nt):
     """pointwise_nhwc_stream (kernels/pointwise/nhwc_stream.hpp): one 32-pixel tile of a warp's
     slice of 8 nt outputs, for a layer of `chunks` 32-channel chunks: 4 16-byte loads a chunk (the
@@ -279,6 +291,8 @@ def stream_layer_budget(tile_instructions, c_in, c_out):
 KERNELS = [
     (re.compile(r"pointwise_nhwc_stream<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)>"),
      lambda m: stream_model(m.group(1), int(m.group(2)))),
+    (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
+     lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
 ]

@@ -29,8 +29,9 @@ using namespace dsconv_test;
 // Whether `variant` must run `p` with elements of `element_bytes`, by the variants' documented
 // contract (independent of the planner, so a planner that wrongly refused a problem fails the
 // tests): the tiled variants take their layout with multiplier 1 (every test shape's band fits
-// shared memory); the register variant NHWC with multiplier 1, square 3x3 and 5x5 filters of
-// stride 1 or 2 without dilation and channels in whole 16-byte vectors; direct everything.
+// shared memory); the register variants their layout with multiplier 1, square 3x3 and 5x5
+// filters of stride 1 or 2 without dilation, NHWC's with channels in whole 16-byte vectors, NCHW's
+// with padding kernel / 2; direct everything.
 bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p, std::size_t element_bytes) {
   switch (variant) {
     case dsconv::depthwise_variant::nchw_tiled: return p.data_layout == layout::nchw && p.multiplier == 1;
@@ -39,6 +40,10 @@ bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params&
       return p.data_layout == layout::nhwc && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
              (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) &&
              p.dilation_h == 1 && p.dilation_w == 1 && p.c % static_cast<int>(16 / element_bytes) == 0;
+    case dsconv::depthwise_variant::nchw_register:
+      return p.data_layout == layout::nchw && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
+             (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) &&
+             p.dilation_h == 1 && p.dilation_w == 1 && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
     default: return true;
   }
 }
@@ -182,13 +187,15 @@ TEMPLATE_TEST_CASE("depthwise: every variant accepts every network layer its con
           CHECK(dsconv::can_implement<TestType>(variant, p) ==
                 (supports(variant, p, sizeof(TestType)) ? status::success : status::unsupported_variant));
         }
-        // The heuristic chooses a concrete variant that runs the problem: NHWC's register
+        // The heuristic chooses a concrete variant that runs the problem: the layout's register
         // kernel wherever its contract covers the layer, else the tiled one of the layout.
         const dsconv::depthwise_variant choice = dsconv::select_variant<TestType>(p);
-        const bool registers = supports(dsconv::depthwise_variant::nhwc_register, p, sizeof(TestType));
-        CHECK(choice == (data_layout == layout::nchw ? dsconv::depthwise_variant::nchw_tiled
-                         : registers              ? dsconv::depthwise_variant::nhwc_register
-                                                  : dsconv::depthwise_variant::nhwc_tiled));
+        const bool nchw = data_layout == layout::nchw;
+        const dsconv::depthwise_variant registers =
+            nchw ? dsconv::depthwise_variant::nchw_register : dsconv::depthwise_variant::nhwc_register;
+        CHECK(choice == (supports(registers, p, sizeof(TestType)) ? registers
+                         : nchw                                    ? dsconv::depthwise_variant::nchw_tiled
+                                                                   : dsconv::depthwise_variant::nhwc_tiled));
       }
     }
 }
@@ -324,6 +331,63 @@ TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it s
       }
 }
 
+TEMPLATE_TEST_CASE("depthwise NCHW register kernel: every filter, stride and access width, bands and strips cut by the map's edge",
+                   "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  // Each specialisation (3x3 and 5x5, stride 1 and 2) on maps whose output width (32, 20, 18
+  // and 9 elements) makes the plan move chunks of 16, 8, 4 bytes and single elements (16-bit) or
+  // 16, 16, 8 and 4 bytes (float), heights that leave a last band shorter than the others, and
+  // pointers misaligned by one element, which take the narrowest chunks where the widths would
+  // allow 16 bytes.
+  for (const int k : {3, 5})
+    for (const int s : {1, 2})
+      for (const int width : {32, 20, 18, 9})
+        for (const std::size_t misalign : {std::size_t{0}, std::size_t{1}}) {
+          if (misalign && width != 32) continue;
+          const int w = s == 1 ? width : 2 * width;
+          dsconv::depthwise_params p = make_params(3, 5, 11 + 2 * k, w, k, k, s, s, k / 2, k / 2, 1, 1, 1);
+          p.data_layout = layout::nchw;
+          p.act = all_activations[(k + s + width) % 6];
+          dsconv::detail::nchw_register_plan plan;
+          REQUIRE(dsconv::detail::plan_nchw_register<TestType>(p, current_device(), nullptr, nullptr, nullptr, plan));
+          REQUIRE(dsconv::select_variant<TestType>(p) == dsconv::depthwise_variant::nchw_register);
+          check_depthwise<TestType>(p, width != 20, misalign);
+        }
+}
+
+TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down several bands", "[depthwise][shapes]", float,
+                   dsconv::half) {
+  // The plan gives a thread several bands only where the grid would fill the device 8 times
+  // over, which no test-sized problem does on a real profile: planned here for a one-multiprocessor
+  // device, launched directly, and checked against the reference.
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5}) {
+    dsconv::depthwise_params p = make_params(64, 16, 26, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+    p.data_layout = layout::nchw;
+    p.act = activation::silu;
+    INFO(describe(p) << ", device " << dev.name);
+    const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+    const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+    const std::vector<TestType> input = random_tensor<TestType>(in_count);
+    const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
+    const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
+    std::vector<double> ref(out_count);
+    REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
+            status::success);
+    const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
+    guarded_output<TestType> out(out_count);
+    dsconv::detail::nchw_register_plan plan;
+    REQUIRE(dsconv::detail::plan_nchw_register<TestType>(p, dev, d_input.data(), out.data(), nullptr, plan));
+    REQUIRE(plan.tile.bands_per_thread > 1);
+    REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
+    REQUIRE(dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType>(p), plan.launch({}),
+                                     dsconv::detail::make_shape(p), plan.tile, d_input.data(), d_weight.data(),
+                                     d_bias.data(), out.data(), static_cast<TestType*>(nullptr)) == status::success);
+    REQUIRE(dsconv::synchronize() == status::success);
+    check_close(out.download_checked(), ref, depthwise_bound(p, input, weight, bias.data()));
+  }
+}
+
 TEST_CASE("depthwise: automatic runs the variant its architecture measured fastest, where that variant runs the call",
           "[depthwise][tuning]") {
   namespace t = dsconv::detail::tuning;
@@ -357,7 +421,7 @@ TEST_CASE("depthwise: automatic runs the variant its architecture measured faste
   p.dilation_h = p.dilation_w = 2, p.pad_h = p.pad_w = 2;  // not a layer of the tables
   CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);
   p = make_params(8, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1);  // NCHW: not measured
-  CHECK(chosen(tables, 2) == depthwise_variant::nchw_tiled);
+  CHECK(chosen(tables, 2) == depthwise_variant::nchw_register);
   p = make_params(8, 30, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   p.data_layout = layout::nhwc;  // the winner cannot run 30 channels of float: the rule's next
   CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);

@@ -40,7 +40,8 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
       return tiled_layout && p.multiplier == 1 &&
              (ps == pass::weight ||
               (p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w));
-    case depthwise_variant::nhwc_register: return false;  // (the forward pass only)
+    case depthwise_variant::nhwc_register:
+    case depthwise_variant::nchw_register: return false;  // (the forward pass only)
     default: return true;
   }
 }

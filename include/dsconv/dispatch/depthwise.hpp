@@ -6,6 +6,7 @@
 #include "../kernels/depthwise/direct.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
+#include "depthwise_nchw_register_plan.hpp"
 #include "depthwise_plan.hpp"
 #include "depthwise_register_plan.hpp"
 #include "launch_shape.hpp"
@@ -37,6 +38,14 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
       return detail::invalid(status::unsupported_variant, "depthwise", "nhwc_register: the grid is too large");
     return status::success;
   }
+  if (variant == depthwise_variant::nchw_register) {
+    const std::string limit = detail::nchw_register_limits(p);
+    if (!limit.empty()) return detail::invalid(status::unsupported_variant, "depthwise", "nchw_register " + limit);
+    detail::nchw_register_plan plan;
+    if (!detail::plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, plan))
+      return detail::invalid(status::unsupported_variant, "depthwise", "nchw_register: the grid is too large");
+    return status::success;
+  }
   detail::depthwise_plan plan;
   const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
   const bool nchw = variant == depthwise_variant::nchw_tiled;
@@ -56,9 +65,9 @@ namespace detail {
 
 // The variant that `automatic` runs for `p` with elements of type T on the current device:
 // the variant a GPU of the device's architecture measured fastest on this layer where it can run
-// `p` (`tables`: tuning/variant_choice.hpp); else, by rule, NHWC's register-blocked kernel where
-// it applies (the fewest instructions per DRAM byte by count: scripts/sass_budget.py), else the
-// shared-memory tiled kernel of the layout where it applies, else the direct kernel.
+// `p` (`tables`: tuning/variant_choice.hpp); else, by rule, the layout's register-blocked kernel
+// where it applies (the fewest instructions per DRAM byte by count: scripts/sass_budget.py), else
+// the shared-memory tiled kernel of the layout where it applies, else the direct kernel.
 template <class T>
 depthwise_variant select_depthwise(const depthwise_params& p, const tuning::variant_table* tables,
                                    std::size_t table_count) {
@@ -70,7 +79,7 @@ depthwise_variant select_depthwise(const depthwise_params& p, const tuning::vari
                                                               : nullptr;
   const depthwise_variant measured = row ? tuning::variant_named(row->variant, all_depthwise_variants) : depthwise_variant::automatic;
   depthwise_variant v = depthwise_variant::automatic;
-  for (depthwise_variant candidate : {measured, nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_register,
+  for (depthwise_variant candidate : {measured, nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
     if (v == depthwise_variant::automatic && candidate != depthwise_variant::automatic &&
         can_implement<T>(candidate, p) == status::success)
@@ -129,6 +138,12 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
       if (!detail::plan_nhwc_register<T>(p, dev, input, output, pre, rp)) break;
       return platform::launch(detail::register_kernel<T>(p), rp.launch(stream), shape, rp.tile, input, weight, bias,
                               output, pre);
+    }
+    case depthwise_variant::nchw_register: {
+      detail::nchw_register_plan rp;
+      if (!detail::plan_nchw_register<T>(p, dev, input, output, pre, rp)) break;
+      return platform::launch(detail::nchw_register_kernel<T>(p), rp.launch(stream), shape, rp.tile, input, weight,
+                              bias, output, pre);
     }
     case depthwise_variant::automatic:
     case depthwise_variant::direct:

@@ -33,8 +33,8 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
   if (variant == depthwise_variant::automatic || variant == depthwise_variant::direct) return status::success;
-  if (variant == depthwise_variant::nhwc_register)
-    return invalid(status::unsupported_variant, op, "nhwc_register runs the forward pass only");
+  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register)
+    return invalid(status::unsupported_variant, op, std::string(to_string(variant)) + " runs the forward pass only");
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;

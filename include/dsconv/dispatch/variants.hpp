@@ -17,6 +17,9 @@ enum class depthwise_variant {
   nhwc_register,  // NHWC forward, multiplier 1, 3x3 and 5x5 filters of stride 1 or 2, channels in whole
                   // 16-byte vectors: a strip of outputs per thread for a vector of channels, inputs
                   // straight from global memory into registers (kernels/depthwise/nhwc_register.hpp)
+  nchw_register,  // NCHW forward, multiplier 1, 3x3 and 5x5 filters of stride 1 or 2 with padding kernel / 2:
+                  // bands of rows x 16 bytes of outputs of one plane per thread, inputs straight from
+                  // global memory into registers (kernels/depthwise/nchw_register.hpp)
 };
 
 enum class pointwise_variant {
@@ -107,7 +110,8 @@ struct pointwise_backward_options {
 
 constexpr bool is_valid(depthwise_variant v) noexcept {
   return v == depthwise_variant::automatic || v == depthwise_variant::direct || v == depthwise_variant::nchw_tiled ||
-         v == depthwise_variant::nhwc_tiled || v == depthwise_variant::nhwc_register;
+         v == depthwise_variant::nhwc_tiled || v == depthwise_variant::nhwc_register ||
+         v == depthwise_variant::nchw_register;
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
@@ -126,6 +130,7 @@ inline const char* to_string(depthwise_variant v) noexcept {
     case depthwise_variant::nchw_tiled: return "nchw_tiled";
     case depthwise_variant::nhwc_tiled: return "nhwc_tiled";
     case depthwise_variant::nhwc_register: return "nhwc_register";
+    case depthwise_variant::nchw_register: return "nchw_register";
   }
   return "unknown depthwise variant";
 }
@@ -157,7 +162,8 @@ inline const char* to_string(block_variant v) noexcept {
 // Every concrete variant (automatic excluded), for tests and benchmarks that force each.
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
                                                                depthwise_variant::nhwc_tiled,
-                                                               depthwise_variant::nhwc_register};
+                                                               depthwise_variant::nhwc_register,
+                                                               depthwise_variant::nchw_register};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
                                                                pointwise_variant::gemm_small, pointwise_variant::warp_dot,
                                                                pointwise_variant::mma_large, pointwise_variant::mma_small,

@@ -22,9 +22,10 @@ namespace dsconv {
 namespace detail {
 namespace tuning {
 
-// The depthwise and 1x1 kernels' revision: a change to one of them that can change its speed
-// bumps it, so that tables measured on the old kernels stop deciding.
-inline constexpr int variant_kernels_revision = 1;
+// The depthwise and 1x1 kernels' revision: a change to one of them that can change its speed,
+// or a new variant (which a table measured before it never considered), bumps it, so that
+// tables measured on the old kernels stop deciding. 2: nchw_register.
+inline constexpr int variant_kernels_revision = 2;
 
 inline constexpr std::size_t variant_table_count = sizeof variant_tables / sizeof variant_tables[0];
 

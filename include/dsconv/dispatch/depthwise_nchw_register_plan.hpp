@@ -1,0 +1,96 @@
+#pragma once
+// Launch plan of the register-blocked NCHW depthwise variant (kernels/depthwise/nchw_register.hpp):
+// the width of its memory accesses, its threads' strips and bands, and the kernel specialisation.
+
+#include <cstdint>
+
+#include "../config.hpp"
+#include "../kernels/depthwise/nchw_register.hpp"
+#include "../params.hpp"
+#include "../platform/platform.hpp"
+#include "launch_shape.hpp"
+
+namespace dsconv {
+namespace detail {
+
+struct nchw_register_plan {
+  nchw_register_tile tile{};
+  platform::dims grid;
+
+  platform::launch_config launch(stream_t stream) const {
+    return planned_launch(nchw_register_block_threads, grid, 0, "depthwise_nchw_register", stream);
+  }
+};
+
+// Why the NCHW register variant cannot take `p` (empty: it can).
+inline const char* nchw_register_limits(const depthwise_params& p) {
+  if (p.data_layout != layout::nchw) return "needs the nchw layout";
+  if (p.multiplier != 1) return "needs multiplier 1";
+  if (p.kernel_h != p.kernel_w || p.stride_h != p.stride_w || p.dilation_h != 1 || p.dilation_w != 1 ||
+      !(p.kernel_h == 3 || p.kernel_h == 5) || !(p.stride_h == 1 || p.stride_h == 2))
+    return "needs a square 3x3 or 5x5 filter of stride 1 or 2 without dilation";
+  if (p.pad_h != p.kernel_h / 2 || p.pad_w != p.kernel_w / 2) return "needs padding kernel / 2";
+  if (static_cast<long long>(p.h) * p.w >= (1LL << 31)) return "needs planes of fewer than 2^31 elements";
+  return "";
+}
+
+// The widest access (16 or nchw_register_widest_chunk, 8 or 4 bytes, or one element) that divides both rows' bytes and the
+// alignment of every pointer given (null: not yet known, taken as aligned to an element only).
+template <class T>
+int nchw_register_chunk(const depthwise_params& p, const void* input, const void* output, const void* pre) {
+  const auto divides = [](int bytes, const void* ptr) {
+    return ptr && reinterpret_cast<std::uintptr_t>(ptr) % static_cast<std::uintptr_t>(bytes) == 0;
+  };
+  const int element = static_cast<int>(sizeof(T));
+  int chunk = nchw_register_widest_chunk(p.kernel_h);
+  while (chunk > element && ((p.w * element) % chunk != 0 || (p.out_w() * element) % chunk != 0 ||
+                             !divides(chunk, input) || !divides(chunk, output) || (pre && !divides(chunk, pre))))
+    chunk /= 2;
+  return chunk < element ? element : chunk;
+}
+
+// The plan for `p` (which nchw_register_limits accepts) with the call's tensors (null: a plan
+// for feasibility only, with the narrowest accesses, whose grid is the largest); false where the
+// grid would exceed the device's.
+template <class T>
+bool plan_nchw_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
+                        const void* output, const void* pre, nchw_register_plan& plan) {
+  nchw_register_tile& t = plan.tile;
+  const int element = static_cast<int>(sizeof(T));
+  t.chunk_bytes = nchw_register_chunk<T>(p, input, output, pre);
+  const int vo = nchw_register_strip(element, p.kernel_h, t.chunk_bytes);
+  const int th = nchw_register_rows(element, p.kernel_h, p.stride_h, t.chunk_bytes);
+  t.strip_cols = (p.out_w() + vo - 1) / vo;
+  t.bands = (p.out_h() + th - 1) / th;
+  // One band per thread where that fills the device 8 times over at two resident blocks; more
+  // (up to 4, each thread loading its taps once for them) where the grid is larger.
+  const long long planes = static_cast<long long>(p.n) * p.c;
+  const long long one_each = planes * t.bands * t.strip_cols;
+  const long long wave = 8LL * dev.multiprocessor_count * nchw_register_resident_blocks * nchw_register_block_threads;
+  const long long per_thread = one_each / wave;
+  t.bands_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread);
+  t.band_groups = (t.bands + t.bands_per_thread - 1) / t.bands_per_thread;
+  const long long items = planes * t.band_groups * t.strip_cols;
+  const long long grid_x = (items + nchw_register_block_threads - 1) / nchw_register_block_threads;
+  if (items >= (1LL << 31) || grid_x > dev.max_grid_x) return false;
+  t.items = static_cast<int>(items);
+  t.strip_col = fast_divmod(static_cast<unsigned>(t.strip_cols));
+  t.band_group = fast_divmod(static_cast<unsigned>(t.band_groups));
+  t.plane_channel = fast_divmod(static_cast<unsigned>(p.c));
+  plan.grid = platform::dims{static_cast<unsigned>(grid_x), 1, 1};
+  return true;
+}
+
+// The kernel specialisation for the problem's filter.
+template <class T>
+auto nchw_register_kernel(const depthwise_params& p) {
+  switch (p.kernel_h * 10 + p.stride_h) {
+    case 31: return platform::registered<kernels::depthwise_nchw_register<T, 3, 1>>();
+    case 32: return platform::registered<kernels::depthwise_nchw_register<T, 3, 2>>();
+    case 51: return platform::registered<kernels::depthwise_nchw_register<T, 5, 1>>();
+    default: return platform::registered<kernels::depthwise_nchw_register<T, 5, 2>>();
+  }
+}
+
+}  // namespace detail
+}  // namespace dsconv

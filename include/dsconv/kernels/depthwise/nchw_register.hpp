@@ -1,0 +1,271 @@
+#pragma once
+// Depthwise NCHW forward, register-blocked (the variant nchw_register). A thread computes a
+// band of TH output rows x VO consecutive outputs (16 bytes of an output row) of one (image,
+// channel) plane, then the same columns of the next bands (bands_per_thread of them). For a band
+// it reads each of its (TH - 1) * S + K input rows once: the 16 * S bytes under its outputs and
+// the few halo elements either side (which neighbouring threads load too: L1 serves them),
+// widens them to float once, and adds each to the fp32 accumulators of every output row that
+// reads it, times the tap weights, which the thread keeps in registers (one channel per thread:
+// its K x K weights and bias are loaded once, not per output). The outputs leave with bias and
+// activation applied. In NCHW a plane's rows are contiguous, so the vector runs along the
+// outputs of one channel: the accumulators are TH x VO floats and the widened input row VO S +
+// K - S, which leaves registers for several rows where the NHWC kernel, whose vector runs across
+// channels, holds one. No shared memory and no barrier; all of a band's loads are issued before
+// its arithmetic needs them (each is predicated, none behind a branch).
+//
+// Memory moves in chunks of CB bytes (the plan's chunk_bytes: 16 where the rows and pointers are
+// 16-byte aligned, else 8, 4 or one 16-bit element), so that a chunk lies wholly inside or
+// wholly outside a row and each is one predicated access.
+//
+// Threads take consecutive strip columns of a band first (a warp's loads cover whole runs of a
+// row), then groups of bands, then planes. Requires multiplier 1, a square 3x3 or 5x5 filter of
+// stride 1 or 2 without dilation, padding K / 2 (the map kept, or halved at stride 2).
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/activation.hpp"
+#include "../common/fast_divmod.hpp"
+#include "../common/words.hpp"
+
+namespace dsconv {
+namespace detail {
+
+inline constexpr unsigned nchw_register_block_threads = 256;
+// Registers for two resident blocks at least (128 a thread).
+inline constexpr int nchw_register_resident_blocks = 2;
+
+// Output rows a thread computes per band: each input row is widened once and serves up to K of
+// them, so conversions per output fall as TH grows ((TH - 1) S + K rows for TH rows), but all
+// of a band's loads are in registers at once (they are issued together): 4, and 2 where a
+// band's 16-bit loads would not fit 128 registers beside the accumulators (stride 2: 9 rows of
+// 32 bytes; 5x5: 8 rows and 25 taps); half that where memory moves in chunks of 4 bytes or less,
+// one register per element or pair (ptxas spilled the 16-bit 5x5 stride 2 band otherwise); on
+// AMD at most 2 for 5x5 filters at stride 2 (11 float rows spilled on gfx906).
+DSCONV_HOST_DEVICE constexpr int nchw_register_rows(int element_bytes, int k, int s, int chunk_bytes) {
+  int rows = element_bytes == 2 && (s == 2 || k == 5) ? 2 : 4;
+#if defined(DSCONV_PLATFORM_HIP)
+  if (k == 5 && s == 2) rows = 2;
+#endif
+  return chunk_bytes >= 8 ? rows : rows / 2;
+}
+
+// The widest access, and the bytes of outputs a strip row has with it: 16, but 8 for 5x5 filters
+// on AMD, whose compiler spilled their bands at the 128 registers of two waves per SIMD on gfx906.
+DSCONV_HOST_DEVICE constexpr int nchw_register_widest_chunk(int k) {
+#if defined(DSCONV_PLATFORM_HIP)
+  return k == 5 ? 8 : 16;
+#else
+  return (void)k, 16;
+#endif
+}
+
+// Outputs of a strip row: the widest access's bytes of them, half that where memory moves element
+// by element (16-bit elements in rows that are not 4-byte aligned), so that a band's element loads
+// fit the registers.
+DSCONV_HOST_DEVICE constexpr int nchw_register_strip(int element_bytes, int k, int chunk_bytes) {
+  return nchw_register_widest_chunk(k) / (chunk_bytes == 2 ? 2 : 1) / element_bytes;
+}
+
+struct nchw_register_tile {
+  int strip_cols;        // strips per output row: ceil(out_w / VO)
+  int bands;             // bands per plane: ceil(out_h / TH)
+  int band_groups;       // groups of bands_per_thread consecutive bands per plane
+  int bands_per_thread;  // bands a thread walks down, one after the other
+  int items;             // threads with work: n * c * band_groups * strip_cols
+  int chunk_bytes;       // 16, 8, 4 or 2 (16-bit types): divides both rows' bytes and every pointer's alignment
+  fast_divmod strip_col{1u};      // item -> (rest, strip column): by strip_cols
+  fast_divmod band_group{1u};     // rest -> (plane, band group): by band_groups
+  fast_divmod plane_channel{1u};  // plane -> (image, channel): by c
+};
+
+// The kernel's compile-time shape for elements T, a K x K filter of stride S and chunks of CB bytes.
+template <class T, int K, int S, int CB = 16>
+struct nchw_register_geometry {
+  static constexpr int VO = nchw_register_strip(sizeof(T), K, CB);  // outputs of a strip row
+  static constexpr int TH = nchw_register_rows(sizeof(T), K, S, CB);
+  static constexpr int E = elements_per_word<T>();
+  static constexpr int L = K / 2, R = K / 2 + 1 - S;  // halo columns left and right of the VO S under a strip
+  static constexpr int IW = L + VO * S + R;           // input columns a strip reads: (VO - 1) S + K
+  static constexpr int IR = (TH - 1) * S + K;         // input rows a band reads
+  static constexpr int CE = CB / static_cast<int>(sizeof(T));  // elements per chunk
+  // Halo granules: whole 32-bit words (aligned: the strip starts on a chunk of at least 4 bytes),
+  // or single elements where chunks are.
+  static constexpr int G = CB >= 4 ? E : 1;
+  static constexpr int LG = (L + G - 1) / G, RG = (R + G - 1) / G;
+};
+
+// CE elements at p (a chunk: aligned to its size) widened to floats at f.
+template <class T, int CE>
+DSCONV_DEVICE DSCONV_FORCEINLINE void read_chunk(const T* p, bool inside, float* f) {
+  if constexpr (CE * sizeof(T) >= 4) {
+    constexpr int W = static_cast<int>(CE * sizeof(T) / 4), E = elements_per_word<T>();
+    platform::vec<unsigned, W> raw{};
+    if (inside) raw = load_words<W>(p, true);
+DSCONV_UNROLL
+    for (int k = 0; k < W; ++k) widen<T>(raw[k], f + k * E);
+  } else {
+    f[0] = inside ? to_float(platform::load(p)) : 0.f;
+  }
+}
+
+// Input row `row` (zeros where !row_ok: the padding) under the strip whose VO S columns start
+// at column ix, as IW floats from column ix - L: the main columns in chunks, each halo in the
+// granules that hold it, every access predicated on lying inside the row.
+template <class T, int K, int S, int CB>
+DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const T* row, int ix, int w, bool row_ok,
+                                                     float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+DSCONV_UNROLL
+  for (int q = 0; q < g::VO * S / g::CE; ++q)
+    read_chunk<T, g::CE>(row + ix + q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
+  if constexpr (g::L > 0) {
+    float f[g::LG * g::G];
+DSCONV_UNROLL
+    for (int k = 0; k < g::LG; ++k) {
+      const int col = ix - (g::LG - k) * g::G;
+      read_chunk<T, g::G>(row + col, row_ok && col >= 0, f + k * g::G);
+    }
+DSCONV_UNROLL
+    for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
+  }
+  if constexpr (g::R > 0) {
+    float f[g::RG * g::G];
+DSCONV_UNROLL
+    for (int k = 0; k < g::RG; ++k) {
+      const int col = ix + g::VO * S + k * g::G;
+      read_chunk<T, g::G>(row + col, row_ok && col + g::G <= w, f + k * g::G);
+    }
+DSCONV_UNROLL
+    for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
+  }
+}
+
+// Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane, times the taps to the TH x VO
+// accumulators: each row read once and multiplied into every output row that reads it.
+template <class T, int K, int S, int CB>
+DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const T* plane, int iy0, int h, int w, int ix,
+                                                      const float (&taps)[K * K],
+                                                      float (&acc)[nchw_register_geometry<T, K, S, CB>::TH]
+                                                                  [nchw_register_geometry<T, K, S, CB>::VO]) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+DSCONV_UNROLL
+  for (int r = 0; r < g::IR; ++r) {
+    // A row outside the map reads zeros and still multiplies them (no branch).
+    // (32-bit offsets within the plane, which the plan keeps below 2^31 elements: one wide
+    // multiply-add per row forms the address)
+    const int iy = iy0 + r;
+    const bool row_ok = static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+    float x[g::IW];
+    read_input_row<T, K, S, CB>(plane + (row_ok ? iy * w : 0), ix, w, row_ok, x);
+    // Input row r is filter row r - o S of output row o.
+DSCONV_UNROLL
+    for (int o = 0; o < g::TH; ++o) {
+      const int ky = r - o * S;
+      if (ky < 0 || ky >= K) continue;  // (compile-time after unrolling)
+DSCONV_UNROLL
+      for (int kx = 0; kx < K; ++kx)
+DSCONV_UNROLL
+        for (int e = 0; e < g::VO; ++e) acc[o][e] += x[e * S + kx] * taps[ky * K + kx];
+    }
+  }
+}
+
+// One output row's VO values (z = acc) into `pre` where given and act(z) into `out`, in chunks
+// of CE elements, those before `count` (the row's end cuts the last strip at a chunk boundary).
+template <activation A, class T, int VO, int CE>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_row(float (&acc)[VO], T* out, T* pre, int count) {
+  constexpr int E = elements_per_word<T>();
+  auto store = [&](T* to) {
+DSCONV_UNROLL
+    for (int q = 0; q < VO / CE; ++q) {
+      if (q * CE >= count) continue;
+      if constexpr (CE * sizeof(T) >= 4) {
+        constexpr int W = static_cast<int>(CE * sizeof(T) / 4);
+        platform::vec<unsigned, W> w;
+DSCONV_UNROLL
+        for (int k = 0; k < W; ++k) w[k] = narrow<T>(acc + q * CE + k * E);
+        store_words<W>(to + q * CE, w, true);
+      } else {
+        platform::store(to + q * CE, from_float<T>(acc[q * CE]));
+      }
+    }
+  };
+  if (pre) store(pre);
+DSCONV_UNROLL
+  for (int e = 0; e < VO; ++e) acc[e] = activate(acc[e], A);
+  store(out);
+}
+
+}  // namespace detail
+
+namespace kernels {
+
+template <class T, int K, int S>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads, detail::nchw_register_resident_blocks)
+DSCONV_WAVES_PER_SIMD(detail::nchw_register_resident_blocks)
+void depthwise_nchw_register(detail::depthwise_shape s, detail::nchw_register_tile t, const T* __restrict__ input,
+                             const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                             T* __restrict__ pre_activation) {
+  namespace pf = platform;
+
+  const unsigned item = pf::block_idx().x * pf::block_dim().x + pf::thread_idx().x;
+  if (item >= static_cast<unsigned>(t.items)) return;
+  const unsigned rest = t.strip_col.div(item), plane = t.band_group.div(rest);
+  const int strip_col = static_cast<int>(item - rest * t.strip_cols);
+  const int first_band = static_cast<int>(rest - plane * t.band_groups) * t.bands_per_thread;
+  const int c = static_cast<int>(plane - t.plane_channel.div(plane) * s.c);
+
+  // The channel's taps and bias, in registers for every band the thread takes.
+  float w[K * K];
+DSCONV_UNROLL
+  for (int tap = 0; tap < K * K; ++tap)
+    w[tap] = to_float(pf::load(weight + static_cast<index_t>(c) * (K * K) + (s.rotate_filter ? K * K - 1 - tap : tap)));
+  const float b = bias ? to_float(pf::load(bias + c)) : 0.f;
+
+  const T* in_plane = input + static_cast<index_t>(plane) * s.h * s.w;
+  const index_t out_plane = static_cast<index_t>(plane) * s.out_h * s.out_w;
+
+  // The bands in chunks of CB bytes (a compile-time constant from here on).
+  auto bands = [&](auto chunk) {
+    constexpr int CB = decltype(chunk)::value, CE = CB / static_cast<int>(sizeof(T));
+    using g = detail::nchw_register_geometry<T, K, S, CB>;
+    constexpr int TH = g::TH, VO = g::VO;
+    const int ox0 = strip_col * VO, ix = ox0 * S;  // ix: the first column under the strip (a chunk boundary)
+    const int count = s.out_w - ox0;
+    for (int i = 0; i < t.bands_per_thread; ++i) {
+      const int band = first_band + i;
+      if (band >= t.bands) break;
+      const int oy0 = band * TH;
+      float acc[TH][VO];
+DSCONV_UNROLL
+      for (int o = 0; o < TH; ++o)
+DSCONV_UNROLL
+        for (int e = 0; e < VO; ++e) acc[o][e] = b;
+      detail::accumulate_band<T, K, S, CB>(in_plane, oy0 * S - g::L, s.h, s.w, ix, w, acc);
+      detail::with_activation(s.act, [&](auto a) {
+DSCONV_UNROLL
+        for (int o = 0; o < TH; ++o) {
+          const int oy = oy0 + o;
+          if (oy >= s.out_h) continue;  // (the last band of a map whose height TH does not divide)
+          const index_t at = out_plane + static_cast<index_t>(oy) * s.out_w + ox0;
+          detail::store_row<decltype(a)::value, T, VO, CE>(acc[o], output + at,
+                                                           pre_activation ? pre_activation + at : nullptr, count);
+        }
+      });
+    }
+  };
+  switch (t.chunk_bytes) {
+    case 16:
+      if constexpr (detail::nchw_register_widest_chunk(K) == 16) bands(std::integral_constant<int, 16>{});
+      break;
+    case 8: bands(std::integral_constant<int, 8>{}); break;
+    case 4: bands(std::integral_constant<int, 4>{}); break;
+    default:
+      if constexpr (sizeof(T) == 2) bands(std::integral_constant<int, 2>{});
+      break;
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv
