@@ -226,6 +226,12 @@ def is_op(name):
 # Models of one main-loop iteration per kernel (a regular expression on the demangled name):
 # what its instructions must include, the DRAM bytes it moves (the layer's minimum bytes per
 # output x its outputs), and which loop: the outermost one that loads from global memory.
+# The depthwise models' epilogue: relu6, MobileNetV2's activation (the path through its case of
+# the epilogue's activation switch, which every output of the iteration then takes: a clamp,
+# fp32 or packed 16-bit, on the path).
+RELU6 = (lambda ins: ins.op.startswith("FMNMX") or ins.op.startswith("HMNMX2"), 1)
+
+
 def register_model(t, k, s):
     """depthwise_nhwc_register (kernels/depthwise/nhwc_register.hpp): a strip of tw outputs x v
     channels; its k input rows of iw vectors each, tw vector stores, the k x k taps' weights as
@@ -238,7 +244,7 @@ def register_model(t, k, s):
     width = "LDG.E.128" if v * size == 16 else "LDG.E.64"
     store = "STG.E.128" if v * size == 16 else "STG.E.64"
     need = {"vector loads": (is_op(width), k * iw), "vector stores": (is_op(store), tw),
-            "weight reads": (is_op("LDS.128"), k * k * v // 4)}
+            "weight reads": (is_op("LDS.128"), k * k * v // 4), "relu6": RELU6}
     # a strip's outputs: tw x v elements; each output reads s^2 inputs and writes one (minimum bytes)
     return need, tw * v * size * (s * s + 1), "strip: %d outputs x %d channels" % (tw, v)
 
@@ -251,7 +257,7 @@ def nchw_register_model(t, k, s):
     vo = 16 // size
     th = 2 if size == 2 and (s == 2 or k == 5) else 4  # nchw_register_rows
     rows = (th - 1) * s + k
-    need = {"vector loads": (is_op("LDG.E.128"), rows * s), "stores": (is_op("STG.E.128"), th)}
+    need = {"vector loads": (is_op("LDG.E.128"), rows * s), "stores": (is_op("STG.E.128"), th), "relu6": RELU6}
     return need, th * vo * size * (s * s + 1), "band: %d rows x %d outputs" % (th, vo)
 
 
@@ -359,7 +365,7 @@ def main():
     parser.add_argument("--kernel", default="", help="only kernels whose name matches")
     args = parser.parse_args()
     print("| kernel | iteration | instructions | instr / DRAM byte | issue ceiling | bytes in flight / thread | "
-          "16-byte loads | FFMA | conversions |")
+          "global loads | FFMA | conversions |")
     print("|---|---|---|---|---|---|---|---|---|")
     layered = []
     for name, what, b in budgets(args.cubin, args.kernel):
