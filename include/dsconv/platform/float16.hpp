@@ -183,6 +183,39 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word(float lo, float hi, c
   return static_cast<unsigned>(float_to_bfloat16_bits(lo)) | static_cast<unsigned>(float_to_bfloat16_bits(hi)) << 16;
 #endif
 }
+
+// Two floats to a word with relu applied (Six: relu6, min(max(x, 0), 6)): the bits of narrowing
+// the clamped floats (rounding keeps order, and 0 and 6 are exact), NaN kept. On sm_80 and newer
+// the paired conversion's own relu, and for relu6 one packed NaN-keeping minimum with 6: one
+// instruction per two outputs where clamping each float takes two.
+template <bool Six>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float relu_clamped(float x) {
+  return x < 0.f ? 0.f : (Six && x > 6.f ? 6.f : x);
+}
+template <bool Six>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float hi, const half* type) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  (void)type;
+  unsigned r;
+  asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  if (Six) asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(r) : "r"(0x46004600u));  // 6.0 in both halves
+  return r;
+#else
+  return narrow_word(relu_clamped<Six>(lo), relu_clamped<Six>(hi), type);
+#endif
+}
+template <bool Six>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float hi, const bfloat16* type) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
+  (void)type;
+  unsigned r;
+  asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+  if (Six) asm("min.NaN.bf16x2 %0, %0, %1;" : "+r"(r) : "r"(0x40c040c0u));  // 6.0 in both halves
+  return r;
+#else
+  return narrow_word(relu_clamped<Six>(lo), relu_clamped<Six>(hi), type);
+#endif
+}
 }  // namespace detail
 
 // Uniform conversions for kernels and the reference, which are written once for all types.

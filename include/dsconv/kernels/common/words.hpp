@@ -8,6 +8,7 @@
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../../types.hpp"
+#include "activation.hpp"
 
 namespace dsconv {
 namespace detail {
@@ -73,6 +74,21 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned narrow(const float* f) {
     return float_bits(f[0]);
   else
     return narrow_word(f[0], f[1], static_cast<const T*>(nullptr));
+}
+
+// The word of f[0 .. E) after activation A (a compile-time constant), as an epilogue stores it:
+// relu and relu6 of 16-bit elements applied as the pair is packed (narrow_word_relu), the others
+// to each float first.
+template <activation A, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned activated_word(const float* f) {
+  if constexpr (sizeof(T) == 2 && (A == activation::relu || A == activation::relu6)) {
+    return narrow_word_relu<A == activation::relu6>(f[0], f[1], static_cast<const T*>(nullptr));
+  } else {
+    float a[elements_per_word<T>()];
+DSCONV_UNROLL
+    for (int e = 0; e < elements_per_word<T>(); ++e) a[e] = activate(f[e], A);
+    return narrow<T>(a);
+  }
 }
 
 }  // namespace detail

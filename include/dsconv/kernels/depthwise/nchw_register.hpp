@@ -176,7 +176,9 @@ DSCONV_UNROLL
 template <activation A, class T, int VO, int CE>
 DSCONV_DEVICE DSCONV_FORCEINLINE void store_row(float (&acc)[VO], T* out, T* pre, int count) {
   constexpr int E = elements_per_word<T>();
-  auto store = [&](T* to) {
+  // (B: the activation applied as the words are made, activated_word)
+  auto store = [&](T* to, auto b) {
+    constexpr activation B = decltype(b)::value;
 DSCONV_UNROLL
     for (int q = 0; q < VO / CE; ++q) {
       if (q * CE >= count) continue;
@@ -184,17 +186,15 @@ DSCONV_UNROLL
         constexpr int W = static_cast<int>(CE * sizeof(T) / 4);
         platform::vec<unsigned, W> w;
 DSCONV_UNROLL
-        for (int k = 0; k < W; ++k) w[k] = narrow<T>(acc + q * CE + k * E);
+        for (int k = 0; k < W; ++k) w[k] = activated_word<B, T>(acc + q * CE + k * E);
         store_words<W>(to + q * CE, w, true);
       } else {
-        platform::store(to + q * CE, from_float<T>(acc[q * CE]));
+        platform::store(to + q * CE, from_float<T>(activate(acc[q * CE], B)));
       }
     }
   };
-  if (pre) store(pre);
-DSCONV_UNROLL
-  for (int e = 0; e < VO; ++e) acc[e] = activate(acc[e], A);
-  store(out);
+  if (pre) store(pre, std::integral_constant<activation, activation::none>{});
+  store(out, std::integral_constant<activation, A>{});
 }
 
 }  // namespace detail

@@ -108,9 +108,7 @@ DSCONV_UNROLL
       store_words<W>(pre + o * channel_stride, w, aligned);
     }
 DSCONV_UNROLL
-    for (int e = 0; e < V; ++e) acc[o][e] = activate(acc[o][e], A);
-DSCONV_UNROLL
-    for (int k = 0; k < W; ++k) w[k] = narrow<T>(acc[o] + k * E);
+    for (int k = 0; k < W; ++k) w[k] = activated_word<A, T>(acc[o] + k * E);
     store_words<W>(out + o * channel_stride, w, aligned);
   }
 }
