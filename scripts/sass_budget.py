@@ -255,7 +255,7 @@ def nchw_register_model(t, k, s):
     of s 16-byte loads each (the halo loads are predicated in the same stretch), th 16-byte stores."""
     size = 2 if t in ("half", "bfloat16") else 4
     vo = 16 // size
-    th = 2 if size == 2 and (s == 2 or k == 5) else 4  # nchw_register_rows
+    th = 2 if (k, s) == (5, 2) else 4 if size == 4 else 8 if (k, s) == (3, 1) else 2  # nchw_register_rows (NVIDIA)
     rows = (th - 1) * s + k
     need = {"vector loads": (is_op("LDG.E.128"), rows * s), "stores": (is_op("STG.E.128"), th), "relu6": RELU6}
     return need, th * vo * size * (s * s + 1), "band: %d rows x %d outputs" % (th, vo)

@@ -362,7 +362,7 @@ TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down sever
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
   for (const int k : {3, 5}) {
-    dsconv::depthwise_params p = make_params(64, 16, 26, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+    dsconv::depthwise_params p = make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
     p.data_layout = layout::nchw;
     p.act = activation::silu;
     INFO(describe(p) << ", device " << dev.name);

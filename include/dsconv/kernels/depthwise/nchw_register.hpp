@@ -36,17 +36,22 @@ inline constexpr unsigned nchw_register_block_threads = 256;
 inline constexpr int nchw_register_resident_blocks = 2;
 
 // Output rows a thread computes per band: each input row is widened once and serves up to K of
-// them, so conversions per output fall as TH grows ((TH - 1) S + K rows for TH rows), but all
-// of a band's loads are in registers at once (they are issued together): 4, and 2 where a
-// band's 16-bit loads would not fit 128 registers beside the accumulators (stride 2: 9 rows of
-// 32 bytes; 5x5: 8 rows and 25 taps); half that where memory moves in chunks of 4 bytes or less,
-// one register per element or pair (ptxas spilled the 16-bit 5x5 stride 2 band otherwise); on
-// AMD at most 2 for 5x5 filters at stride 2 (11 float rows spilled on gfx906).
+// them, and the band's addressing and epilogue are shared by its rows, so instructions per output
+// fall as TH grows ((TH - 1) S + K rows for TH rows); but all of a band's loads are in registers
+// at once (they are issued together). 8 for 16-bit 3x3 filters at stride 1 on NVIDIA (the 64
+// accumulators and 10 rows of 16 bytes fit 128 registers: 3.8 instructions per DRAM byte on
+// sm_90 where 4 rows took 4.6; hipcc spilled them on gfx906: 4 there), 4 for float, 2 for the
+// other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows and 25 taps) and for 5x5
+// filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half that where memory moves
+// in chunks of 4 bytes or less, one register per element or pair (ptxas spilled the 16-bit 5x5
+// stride 2 band otherwise).
 DSCONV_HOST_DEVICE constexpr int nchw_register_rows(int element_bytes, int k, int s, int chunk_bytes) {
-  int rows = element_bytes == 2 && (s == 2 || k == 5) ? 2 : 4;
 #if defined(DSCONV_PLATFORM_HIP)
-  if (k == 5 && s == 2) rows = 2;
+  constexpr int rows_16bit_3x3 = 4;
+#else
+  constexpr int rows_16bit_3x3 = 8;
 #endif
+  const int rows = k == 5 && s == 2 ? 2 : element_bytes == 4 ? 4 : k == 3 && s == 1 ? rows_16bit_3x3 : 2;
   return chunk_bytes >= 8 ? rows : rows / 2;
 }
 
@@ -109,22 +114,23 @@ DSCONV_UNROLL
   }
 }
 
-// Input row `row` (zeros where !row_ok: the padding) under the strip whose VO S columns start
-// at column ix, as IW floats from column ix - L: the main columns in chunks, each halo in the
-// granules that hold it, every access predicated on lying inside the row.
+// The input row under the strip whose VO S columns start at column ix (`at`: that column's
+// element; zeros where !row_ok: the padding), as IW floats from column ix - L: the main columns
+// in chunks, each halo in the granules that hold it, every access predicated on lying inside the
+// row.
 template <class T, int K, int S, int CB>
-DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const T* row, int ix, int w, bool row_ok,
+DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const T* at, int ix, int w, bool row_ok,
                                                      float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
   using g = nchw_register_geometry<T, K, S, CB>;
 DSCONV_UNROLL
   for (int q = 0; q < g::VO * S / g::CE; ++q)
-    read_chunk<T, g::CE>(row + ix + q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
+    read_chunk<T, g::CE>(at + q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
   if constexpr (g::L > 0) {
     float f[g::LG * g::G];
 DSCONV_UNROLL
     for (int k = 0; k < g::LG; ++k) {
       const int col = ix - (g::LG - k) * g::G;
-      read_chunk<T, g::G>(row + col, row_ok && col >= 0, f + k * g::G);
+      read_chunk<T, g::G>(at - (g::LG - k) * g::G, row_ok && col >= 0, f + k * g::G);
     }
 DSCONV_UNROLL
     for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
@@ -134,7 +140,7 @@ DSCONV_UNROLL
 DSCONV_UNROLL
     for (int k = 0; k < g::RG; ++k) {
       const int col = ix + g::VO * S + k * g::G;
-      read_chunk<T, g::G>(row + col, row_ok && col + g::G <= w, f + k * g::G);
+      read_chunk<T, g::G>(at + g::VO * S + k * g::G, row_ok && col + g::G <= w, f + k * g::G);
     }
 DSCONV_UNROLL
     for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
@@ -142,8 +148,10 @@ DSCONV_UNROLL
 }
 
 // Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane, times the taps to the TH x VO
-// accumulators: each row read once and multiplied into every output row that reads it.
-template <class T, int K, int S, int CB>
+// accumulators: each row read once and multiplied into every output row that reads it. Inside:
+// every row lies inside the map (most bands), so the loads need only the column checks, which
+// are the same for every row.
+template <class T, int K, int S, int CB, bool Inside>
 DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const T* plane, int iy0, int h, int w, int ix,
                                                       const float (&taps)[K * K],
                                                       float (&acc)[nchw_register_geometry<T, K, S, CB>::TH]
@@ -153,11 +161,12 @@ DSCONV_UNROLL
   for (int r = 0; r < g::IR; ++r) {
     // A row outside the map reads zeros and still multiplies them (no branch).
     // (32-bit offsets within the plane, which the plan keeps below 2^31 elements: one wide
-    // multiply-add per row forms the address)
+    // multiply-add per row forms the address of the strip's first column, and every load of the
+    // row is an immediate offset from it)
     const int iy = iy0 + r;
-    const bool row_ok = static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+    const bool row_ok = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
     float x[g::IW];
-    read_input_row<T, K, S, CB>(plane + (row_ok ? iy * w : 0), ix, w, row_ok, x);
+    read_input_row<T, K, S, CB>(plane + ((row_ok ? iy * w : 0) + ix), ix, w, row_ok, x);
     // Input row r is filter row r - o S of output row o.
 DSCONV_UNROLL
     for (int o = 0; o < g::TH; ++o) {
@@ -242,7 +251,11 @@ DSCONV_UNROLL
       for (int o = 0; o < TH; ++o)
 DSCONV_UNROLL
         for (int e = 0; e < VO; ++e) acc[o][e] = b;
-      detail::accumulate_band<T, K, S, CB>(in_plane, oy0 * S - g::L, s.h, s.w, ix, w, acc);
+      const int iy0 = oy0 * S - g::L;
+      if (iy0 >= 0 && iy0 + g::IR <= s.h)
+        detail::accumulate_band<T, K, S, CB, true>(in_plane, iy0, s.h, s.w, ix, w, acc);
+      else
+        detail::accumulate_band<T, K, S, CB, false>(in_plane, iy0, s.h, s.w, ix, w, acc);
       detail::with_activation(s.act, [&](auto a) {
 DSCONV_UNROLL
         for (int o = 0; o < TH; ++o) {
