@@ -1,7 +1,7 @@
 #pragma once
 // Depthwise NCHW forward, register-blocked (the variant nchw_register). A thread computes a
-// band of TH output rows x VO consecutive outputs (16 bytes of an output row) of one (image,
-// channel) plane, then the same columns of the next bands (bands_per_thread of them). For a band
+// band of TH output rows x VO consecutive outputs (16 bytes of an output row, or 8:
+// nchw_register_strip) of one (image, channel) plane, then the same columns of the next bands (bands_per_thread of them). For a band
 // it reads each of its (TH - 1) * S + K input rows once: the 16 * S bytes under its outputs and
 // the few halo elements either side (which neighbouring threads load too: L1 serves them),
 // widens them to float once, and adds each to the fp32 accumulators of every output row that
