@@ -8,6 +8,7 @@
 #include "../kernels/depthwise/nchw_register.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
+#include "depthwise_register_plan.hpp"
 #include "launch_shape.hpp"
 
 namespace dsconv {
@@ -84,12 +85,9 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
 // The kernel specialisation for the problem's filter.
 template <class T>
 auto nchw_register_kernel(const depthwise_params& p) {
-  switch (p.kernel_h * 10 + p.stride_h) {
-    case 31: return platform::registered<kernels::depthwise_nchw_register<T, 3, 1>>();
-    case 32: return platform::registered<kernels::depthwise_nchw_register<T, 3, 2>>();
-    case 51: return platform::registered<kernels::depthwise_nchw_register<T, 5, 1>>();
-    default: return platform::registered<kernels::depthwise_nchw_register<T, 5, 2>>();
-  }
+  return register_filter_case(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nchw_register<T, decltype(k)::value, decltype(s)::value>>();
+  });
 }
 
 }  // namespace detail

@@ -3,6 +3,7 @@
 // the channel group of a block, its threads' strips, and the kernel specialisation.
 
 #include <cstdint>
+#include <type_traits>
 
 #include "../config.hpp"
 #include "../kernels/depthwise/nhwc_register.hpp"
@@ -87,15 +88,28 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   return true;
 }
 
+// f(K, S) (std::integral_constant each) for the problem's filter, one of the register kernels'
+// specialisations: 3x3 or 5x5, stride 1 or 2.
+template <class F>
+auto register_filter_case(const depthwise_params& p, F&& f) {
+  using k3 = std::integral_constant<int, 3>;
+  using k5 = std::integral_constant<int, 5>;
+  using s1 = std::integral_constant<int, 1>;
+  using s2 = std::integral_constant<int, 2>;
+  switch (p.kernel_h * 10 + p.stride_h) {
+    case 31: return f(k3{}, s1{});
+    case 32: return f(k3{}, s2{});
+    case 51: return f(k5{}, s1{});
+    default: return f(k5{}, s2{});
+  }
+}
+
 // The kernel specialisation for the problem's filter.
 template <class T>
 auto register_kernel(const depthwise_params& p) {
-  switch (p.kernel_h * 10 + p.stride_h) {
-    case 31: return platform::registered<kernels::depthwise_nhwc_register<T, 3, 1>>();
-    case 32: return platform::registered<kernels::depthwise_nhwc_register<T, 3, 2>>();
-    case 51: return platform::registered<kernels::depthwise_nhwc_register<T, 5, 1>>();
-    default: return platform::registered<kernels::depthwise_nhwc_register<T, 5, 2>>();
-  }
+  return register_filter_case(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value>>();
+  });
 }
 
 }  // namespace detail

@@ -6,6 +6,8 @@
 
 #include "../config.hpp"
 
+#include <type_traits>
+
 #if !defined(DSCONV_DEVICE_PASS)
 #include <cstring>
 #endif
@@ -192,25 +194,19 @@ template <bool Six>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float relu_clamped(float x) {
   return x < 0.f ? 0.f : (Six && x > 6.f ? 6.f : x);
 }
-template <bool Six>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float hi, const half* type) {
+template <bool Six, class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float hi, const T* type) {
+  static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value, "a 16-bit element type");
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
   (void)type;
   unsigned r;
-  asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  if (Six) asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(r) : "r"(0x46004600u));  // 6.0 in both halves
-  return r;
-#else
-  return narrow_word(relu_clamped<Six>(lo), relu_clamped<Six>(hi), type);
-#endif
-}
-template <bool Six>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float hi, const bfloat16* type) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  (void)type;
-  unsigned r;
-  asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
-  if (Six) asm("min.NaN.bf16x2 %0, %0, %1;" : "+r"(r) : "r"(0x40c040c0u));  // 6.0 in both halves
+  if constexpr (std::is_same<T, half>::value) {
+    asm("cvt.rn.relu.f16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    if (Six) asm("min.NaN.f16x2 %0, %0, %1;" : "+r"(r) : "r"(0x46004600u));  // 6.0 in both halves
+  } else {
+    asm("cvt.rn.relu.bf16x2.f32 %0, %1, %2;" : "=r"(r) : "f"(hi), "f"(lo));
+    if (Six) asm("min.NaN.bf16x2 %0, %0, %1;" : "+r"(r) : "r"(0x40c040c0u));  // 6.0 in both halves
+  }
   return r;
 #else
   return narrow_word(relu_clamped<Six>(lo), relu_clamped<Six>(hi), type);
