@@ -26,17 +26,15 @@ struct nchw_register_plan {
 // Why the NCHW register variant cannot take `p` (empty: it can).
 inline const char* nchw_register_limits(const depthwise_params& p) {
   if (p.data_layout != layout::nchw) return "needs the nchw layout";
-  if (p.multiplier != 1) return "needs multiplier 1";
-  if (p.kernel_h != p.kernel_w || p.stride_h != p.stride_w || p.dilation_h != 1 || p.dilation_w != 1 ||
-      !(p.kernel_h == 3 || p.kernel_h == 5) || !(p.stride_h == 1 || p.stride_h == 2))
-    return "needs a square 3x3 or 5x5 filter of stride 1 or 2 without dilation";
+  if (*register_filter_limits(p)) return register_filter_limits(p);
   if (p.pad_h != p.kernel_h / 2 || p.pad_w != p.kernel_w / 2) return "needs padding kernel / 2";
   if (static_cast<long long>(p.h) * p.w >= (1LL << 31)) return "needs planes of fewer than 2^31 elements";
   return "";
 }
 
-// The widest access (16 or nchw_register_widest_chunk, 8 or 4 bytes, or one element) that divides both rows' bytes and the
-// alignment of every pointer given (null: not yet known, taken as aligned to an element only).
+// The widest access (nchw_register_widest_chunk's 16 or 8 bytes, then 8 or 4, or one element)
+// that divides both rows' bytes and the alignment of every pointer given (null: not yet known,
+// taken as aligned to an element only).
 template <class T>
 int nchw_register_chunk(const depthwise_params& p, const void* input, const void* output, const void* pre) {
   const auto divides = [](int bytes, const void* ptr) {

@@ -24,13 +24,20 @@ struct register_plan {
   }
 };
 
-// Why the register variant cannot take `p` with elements of `element_bytes` (empty: it can).
-inline const char* register_limits(const depthwise_params& p, std::size_t element_bytes) {
-  if (p.data_layout != layout::nhwc) return "needs the nhwc layout";
+// Why neither register variant can take `p` (empty: its filter and multiplier they share allow it):
+// the specialised filters (register_filter), square, without dilation, multiplier 1.
+inline const char* register_filter_limits(const depthwise_params& p) {
   if (p.multiplier != 1) return "needs multiplier 1";
   if (p.kernel_h != p.kernel_w || p.stride_h != p.stride_w || p.dilation_h != 1 || p.dilation_w != 1 ||
       !register_filter(p.kernel_h, p.stride_h))
     return "needs a square 3x3 or 5x5 filter of stride 1 or 2 without dilation";
+  return "";
+}
+
+// Why the register variant cannot take `p` with elements of `element_bytes` (empty: it can).
+inline const char* register_limits(const depthwise_params& p, std::size_t element_bytes) {
+  if (p.data_layout != layout::nhwc) return "needs the nhwc layout";
+  if (*register_filter_limits(p)) return register_filter_limits(p);
   if (p.c % static_cast<int>(16 / element_bytes) != 0) return "needs channels in whole 16-byte vectors";
   return "";
 }

@@ -9,8 +9,9 @@
 // tile and no barrier stand between the loads and the arithmetic, so many independent
 // loads are in flight per thread: the shared-memory tiled kernels computed one output per
 // thread from 2 K^2 shared-memory loads, 10+ instructions per DRAM byte where an H200 issues
-// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is about 4.5 for a
-// 16-bit 3x3 filter, the 9 fp32 multiply-adds of each output the bulk of it.
+// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is 5.6 for a
+// 16-bit 3x3 filter through relu6 (scripts/sass_budget.py, sm_90), the 9 fp32 multiply-adds and
+// 4.5 conversions of each output the bulk of it.
 //
 // A block takes a group of channel vectors (blockIdx.y) whose weights and biases it stages
 // in shared memory as floats once (register_weight_index: runs of 4 floats of the group's
