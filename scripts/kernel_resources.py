@@ -482,7 +482,7 @@ def main():
     # kernels/depthwise/nhwc_register.hpp, register_vector.)
     # (The NCHW one's 5x5 filters move at most 8 bytes at a time on AMD:
     # kernels/depthwise/nchw_register.hpp, nchw_register_widest_chunk.)
-    eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2)>", r["kernel"]) or
+    eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2),", r["kernel"]) or
                                     (re.match(r"depthwise_nchw_register<[^,]*, 5,", r["kernel"]) and r["target"].startswith("gfx")))
     expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r)) or
                              r["kernel"].startswith("pointwise_nhwc_stream") or

@@ -232,33 +232,43 @@ def is_op(name):
 RELU6 = (lambda ins: ins.op.startswith("FMNMX") or ins.op.startswith("HMNMX2"), 1)
 
 
-def register_model(t, k, s):
+def register_model(t, k, s, gated=False):
     """depthwise_nhwc_register (kernels/depthwise/nhwc_register.hpp): a strip of tw outputs x v
     channels; its k input rows of iw vectors each, tw vector stores, the k x k taps' weights as
-    16-byte shared loads."""
+    16-byte shared loads. Gated (the data gradient): each input vector and the saved vector at its
+    place, no activation after."""
     sixteen = t in ("half", "bfloat16")
     v = 4 if sixteen and (k == 5 or s == 2) else (8 if sixteen else 4)
-    tw = 8 if sixteen and k == 5 and s == 1 else 4
+    tw = 8 if sixteen and k == 5 and s == 1 and not gated else 4
     iw = (tw - 1) * s + k
     size = 2 if sixteen else 4
     width = "LDG.E.128" if v * size == 16 else "LDG.E.64"
     store = "STG.E.128" if v * size == 16 else "STG.E.64"
-    need = {"vector loads": (is_op(width), k * iw), "vector stores": (is_op(store), tw),
-            "weight reads": (is_op("LDS.128"), k * k * v // 4), "relu6": RELU6}
-    # a strip's outputs: tw x v elements; each output reads s^2 inputs and writes one (minimum bytes)
-    return need, tw * v * size * (s * s + 1), "strip: %d outputs x %d channels" % (tw, v)
+    tensors = 2 if gated else 1  # read per input: grad_output and the saved tensor
+    need = {"vector loads": (is_op(width), k * iw * tensors), "vector stores": (is_op(store), tw),
+            "weight reads": (is_op("LDS.128"), k * k * v // 4)}
+    if not gated:
+        need["relu6"] = RELU6
+    # a strip's outputs: tw x v elements; each output reads s^2 inputs (of each tensor) and writes one (minimum bytes)
+    return need, tw * v * size * (s * s * tensors + 1), "strip: %d outputs x %d channels" % (tw, v)
 
 
-def nchw_register_model(t, k, s):
+def nchw_register_model(t, k, s, gated=False):
     """depthwise_nchw_register (kernels/depthwise/nchw_register.hpp) in its 16-byte form: one band
     of th output rows x vo outputs (16 bytes of a row) of one plane, its (th - 1) s + k input rows
-    of s 16-byte loads each (the halo loads are predicated in the same stretch), th 16-byte stores."""
+    of s 16-byte loads each (the halo loads are predicated in the same stretch), th 16-byte stores.
+    Gated (the data gradient): the saved tensor's rows too, no activation after."""
     size = 2 if t in ("half", "bfloat16") else 4
     vo = 16 // size
-    th = 2 if (k, s) == (5, 2) else 4 if size == 4 else 8 if (k, s) == (3, 1) else 2  # nchw_register_rows (NVIDIA)
+    # nchw_register_rows (NVIDIA)
+    th = 2 if (k, s) == (5, 2) else (1 if gated and k == 5 else 4) if size == 4 else \
+        (6 if gated else 8) if (k, s) == (3, 1) else 2
     rows = (th - 1) * s + k
-    need = {"vector loads": (is_op("LDG.E.128"), rows * s), "stores": (is_op("STG.E.128"), th), "relu6": RELU6}
-    return need, th * vo * size * (s * s + 1), "band: %d rows x %d outputs" % (th, vo)
+    tensors = 2 if gated else 1
+    need = {"vector loads": (is_op("LDG.E.128"), rows * s * tensors), "stores": (is_op("STG.E.128"), th)}
+    if not gated:
+        need["relu6"] = RELU6
+    return need, th * vo * size * (s * s * tensors + 1), "band: %d rows x %d outputs" % (th, vo)
 
 
 def stream_model(t, nt):
@@ -297,10 +307,11 @@ def stream_layer_budget(tile_instructions, c_in, c_out):
 KERNELS = [
     (re.compile(r"pointwise_nhwc_stream<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)>"),
      lambda m: stream_model(m.group(1), int(m.group(2)))),
-    (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
-     lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
-    (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
-     lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
+    (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, (true|false))?>"),
+     lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
+                                   m.group(4) == "true")),
+    (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, (true|false))?>"),
+     lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), m.group(4) == "true")),
 ]
 
 

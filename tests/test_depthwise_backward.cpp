@@ -27,21 +27,28 @@ using namespace dsconv_test;
 enum class pass { data, weight };
 const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "backward weight"; }
 
-// Whether `variant` must run the pass of `p`, by the variants' documented contract: the tiled
-// variants take their layout with multiplier 1, the data gradient only where pad <= (kernel -
-// 1) * dilation in both dimensions (every test shape's tiles fit shared memory); nhwc_register
-// runs no gradient; direct takes everything.
-bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
+// Whether `variant` must run the pass of `p` with elements of `element_bytes`, by the variants'
+// documented contract: the tiled variants take their layout with multiplier 1, the data
+// gradient only where pad <= (kernel - 1) * dilation in both dimensions (every test shape's
+// tiles fit shared memory); the register variants take the data gradient of stride 1 of their
+// layout with multiplier 1, a square 3x3 or 5x5 filter without dilation, activation none, relu
+// or relu6, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
+// (nchw_register) padding kernel / 2, and no weight gradient; direct takes everything.
+bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p, std::size_t element_bytes) {
   const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
                             (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
+  const bool transposable = p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w;
+  const bool register_data = ps == pass::data && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
+                             (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == 1 && p.stride_w == 1 &&
+                             p.dilation_h == 1 && p.dilation_w == 1 && transposable &&
+                             (p.act == activation::none || p.act == activation::relu || p.act == activation::relu6);
   switch (variant) {
     case depthwise_variant::nchw_tiled:
-    case depthwise_variant::nhwc_tiled:
-      return tiled_layout && p.multiplier == 1 &&
-             (ps == pass::weight ||
-              (p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w));
+    case depthwise_variant::nhwc_tiled: return tiled_layout && p.multiplier == 1 && (ps == pass::weight || transposable);
     case depthwise_variant::nhwc_register:
-    case depthwise_variant::nchw_register: return false;  // (the forward pass only)
+      return register_data && p.data_layout == layout::nhwc && p.c % static_cast<int>(16 / element_bytes) == 0;
+    case depthwise_variant::nchw_register:
+      return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
     default: return true;
   }
 }
@@ -95,7 +102,7 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
     for (const bool with_workspace : {false, true}) {
       if (with_workspace && workspace_bytes == 0) continue;
       INFO("variant " << dsconv::to_string(variant) << (with_workspace ? ", with workspace" : ""));
-      const bool expected = supports(variant, ps, p);
+      const bool expected = supports(variant, ps, p, sizeof(T));
       const status can = ps == pass::data ? dsconv::can_implement_backward_data<T>(variant, p)
                                           : dsconv::can_implement_backward_weight<T>(variant, p);
       CHECK(can == (expected ? status::success : status::unsupported_variant));
@@ -184,7 +191,8 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
   for (const activation act : all_activations)
     for (dsconv::depthwise_params p :
-         {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1)}) {
+         {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1),
+          make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1)}) {  // (5x5 stride 1: the register data gradient)
       p.data_layout = data_layout;
       p.act = act;
       check_backward<TestType>(pass::data, p, false);

@@ -16,6 +16,25 @@
 #include "variants.hpp"
 
 namespace dsconv {
+namespace detail {
+
+// Why register variant `variant` (nhwc_register or nchw_register) cannot run the forward of `p`
+// with elements of type T on `dev` (gated: the data gradient's kernel), to follow the variant's
+// name (empty: it can).
+template <class T>
+std::string register_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev,
+                             bool gated = false) {
+  const bool nhwc = variant == depthwise_variant::nhwc_register;
+  const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
+  if (!limit.empty()) return " " + limit;
+  register_plan plan;
+  nchw_register_plan nchw_plan;
+  const bool fits = nhwc ? plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated)
+                         : plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, nchw_plan, gated);
+  return fits ? "" : ": the grid is too large";
+}
+
+}  // namespace detail
 
 // Whether `variant` can run problem `p` with elements of type T on the current device (a
 // host-only check; no buffers involved). unsupported_variant names the reason in
@@ -30,21 +49,10 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
-  if (variant == depthwise_variant::nhwc_register) {
-    const std::string limit = detail::register_limits(p, sizeof(T));
-    if (!limit.empty()) return detail::invalid(status::unsupported_variant, "depthwise", "nhwc_register " + limit);
-    detail::register_plan plan;
-    if (!detail::plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan))
-      return detail::invalid(status::unsupported_variant, "depthwise", "nhwc_register: the grid is too large");
-    return status::success;
-  }
-  if (variant == depthwise_variant::nchw_register) {
-    const std::string limit = detail::nchw_register_limits(p);
-    if (!limit.empty()) return detail::invalid(status::unsupported_variant, "depthwise", "nchw_register " + limit);
-    detail::nchw_register_plan plan;
-    if (!detail::plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, plan))
-      return detail::invalid(status::unsupported_variant, "depthwise", "nchw_register: the grid is too large");
-    return status::success;
+  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
+    const std::string refusal = detail::register_refusal<T>(variant, p, dev);
+    return refusal.empty() ? status::success
+                           : detail::invalid(status::unsupported_variant, "depthwise", to_string(variant) + refusal);
   }
   detail::depthwise_plan plan;
   const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
@@ -111,6 +119,29 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
                           input, gate, weight, bias, output, pre_activation);
 }
 
+// Launches the register kernel of `variant` (nhwc_register or nchw_register) for the forward of
+// shape `s` (the layer's, or, Gated, the transposed problem `p` of a stride-1 data gradient:
+// grad_output through the clamp gate, the filter rotated). Accesses are as wide as every
+// tensor's alignment allows, the gate's saved tensor included.
+template <class T, bool Gated>
+status launch_forward_register(depthwise_variant variant, const depthwise_params& p, const depthwise_shape& s,
+                               const platform::device_properties& dev, const T* input, clamp_gate gate, const T* weight,
+                               const T* bias, T* output, T* pre_activation, stream_t stream) {
+  const T* least = least_aligned(input, gate.saved);
+  if (variant == depthwise_variant::nhwc_register) {
+    register_plan rp;
+    if (plan_nhwc_register<T>(p, dev, least, output, pre_activation, rp, Gated))
+      return platform::launch(register_kernel<T, Gated>(p), rp.launch(stream), s, rp.tile, input, gate, weight, bias,
+                              output, pre_activation);
+  } else {
+    nchw_register_plan rp;
+    if (plan_nchw_register<T>(p, dev, least, output, pre_activation, rp, Gated))
+      return platform::launch(nchw_register_kernel<T, Gated>(p), rp.launch(stream), s, rp.tile, input, gate, weight,
+                              bias, output, pre_activation);
+  }
+  return invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");
+}
+
 }  // namespace detail
 
 template <class T>
@@ -133,18 +164,10 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
       return detail::launch_forward_tiled(p, shape, plan, input, detail::gate_tensor<T>{nullptr, activation::none}, weight,
                                           bias, output, pre, stream);
     }
-    case depthwise_variant::nhwc_register: {
-      detail::register_plan rp;
-      if (!detail::plan_nhwc_register<T>(p, dev, input, output, pre, rp)) break;
-      return platform::launch(detail::register_kernel<T>(p), rp.launch(stream), shape, rp.tile, input, weight, bias,
-                              output, pre);
-    }
-    case depthwise_variant::nchw_register: {
-      detail::nchw_register_plan rp;
-      if (!detail::plan_nchw_register<T>(p, dev, input, output, pre, rp)) break;
-      return platform::launch(detail::nchw_register_kernel<T>(p), rp.launch(stream), shape, rp.tile, input, weight,
-                              bias, output, pre);
-    }
+    case depthwise_variant::nhwc_register:
+    case depthwise_variant::nchw_register:
+      return detail::launch_forward_register<T, false>(variant, p, shape, dev, input, detail::clamp_gate{nullptr, 0.f, 0u},
+                                                       weight, bias, output, pre, stream);
     case depthwise_variant::automatic:
     case depthwise_variant::direct:
       return platform::launch(platform::registered<kernels::depthwise_direct<T>>(),

@@ -3,9 +3,12 @@
 // dsconv::depthwise_backward_weight (grad_weight and grad_bias from the same pass), of z =
 // conv + bias; with a fused activation, grad_output is dL/dy and the call multiplies it by
 // act'() as it reads it (depthwise_backward_options::activation_saved). Variants: direct (any
-// shape), nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <=
-// (kernel - 1) * dilation): the data gradient of stride 1 on the forward's tiled kernels
-// (grad_output convolved with the rotated filter), of larger strides on the transposed kernels
+// shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
+// variant takes the transposed problem and the activation is none, relu or relu6 (the forward's
+// register kernels on grad_output with the rotated filter, each input gated as it is widened);
+// nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
+// dilation): the data gradient of stride 1 on the forward's tiled kernels (grad_output
+// convolved with the rotated filter), of larger strides on the transposed kernels
 // (each element sums only its own taps), the weight gradient on the forward's tiles with
 // per-block sums added in a fixed order (with a workspace, over more blocks: the same bits on
 // every run either way).
@@ -25,6 +28,18 @@
 namespace dsconv {
 namespace detail {
 
+// Why register variant `variant` cannot run the data gradient of `p` (empty: it can): it runs the
+// forward kernel on grad_output with the rotated filter (the transposed problem), so stride 1
+// only, gated inline by the clamp gate (activations none, relu and relu6: kernels/common/
+// gradient_gate.hpp), within the forward variant's limits for the transposed problem.
+template <class T>
+std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
+  if (p.stride_h != 1 || p.stride_w != 1) return " runs the data gradient of stride 1 only";
+  if (!clamp_gated(p.act)) return " runs the data gradient of activations none, relu and relu6 only";
+  if (!transposable(p)) return " needs pad <= (kernel - 1) * dilation in both dimensions";
+  return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
+}
+
 // Whether `variant` can run the backward data (weight: `weight`) pass of `p`.
 template <class T>
 status can_implement_depthwise_backward(depthwise_variant variant, const depthwise_params& p, bool weight) {
@@ -33,11 +48,13 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   status s = validate_params(p, sizeof(T));
   if (s != status::success) return s;
   if (variant == depthwise_variant::automatic || variant == depthwise_variant::direct) return status::success;
-  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register)
-    return invalid(status::unsupported_variant, op, std::string(to_string(variant)) + " runs the forward pass only");
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
+  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
+    const std::string refusal = weight ? " runs the forward pass and the data gradient only" : register_data_refusal<T>(variant, p, dev);
+    return refusal.empty() ? status::success : invalid(status::unsupported_variant, op, to_string(variant) + refusal);
+  }
   const bool nchw = variant == depthwise_variant::nchw_tiled;
   const std::string name = to_string(variant);
   if (p.data_layout != (nchw ? layout::nchw : layout::nhwc))
@@ -59,13 +76,19 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   return status::success;
 }
 
+// The variant automatic runs: for the data gradient the layout's register kernel where it applies
+// (the forward's rule: the fewest instructions per DRAM byte by count), then for both gradients
+// the layout's tiled kernel where it applies, else direct.
 template <class T>
 depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight) {
-  const depthwise_variant tiled = p.data_layout == layout::nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled;
+  const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
-  const bool ok = can_implement_depthwise_backward<T>(tiled, p, weight) == status::success;
+  depthwise_variant chosen = depthwise_variant::direct;
+  for (depthwise_variant candidate : {nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled,
+                                      nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register})
+    if (can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) chosen = candidate;
   platform::error_detail_slot() = detail;
-  return ok ? tiled : depthwise_variant::direct;
+  return chosen;
 }
 
 }  // namespace detail
@@ -78,7 +101,7 @@ template <class T = float>
 status can_implement_backward_weight(depthwise_variant variant, const depthwise_params& p) {
   return detail::can_implement_depthwise_backward<T>(variant, p, true);
 }
-// The variants automatic runs: the tiled one of the layout where it applies, else direct.
+// The variants automatic runs (detail::select_depthwise_backward).
 template <class T = float>
 depthwise_variant select_backward_data_variant(const depthwise_params& p) {
   return detail::select_depthwise_backward<T>(p, false);
@@ -118,6 +141,18 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
   if (s != status::success) return s;
   const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
   const detail::depthwise_shape shape = detail::make_shape(p);
+  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
+    const depthwise_params q = detail::transposed_problem(p);
+    detail::depthwise_shape rotated = detail::make_shape(q);
+    rotated.rotate_filter = true;
+    const detail::clamp_gate clamp = detail::make_clamp_gate(gate);
+    return clamp.saved ? detail::launch_forward_register<T, true>(variant, q, rotated, dev, grad_output, clamp, weight,
+                                                                  static_cast<const T*>(nullptr), grad_input,
+                                                                  static_cast<T*>(nullptr), stream)
+                       : detail::launch_forward_register<T, false>(variant, q, rotated, dev, grad_output, clamp, weight,
+                                                                   static_cast<const T*>(nullptr), grad_input,
+                                                                   static_cast<T*>(nullptr), stream);
+  }
   if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
     const bool nchw = variant == depthwise_variant::nchw_tiled;
     detail::depthwise_plan plan;

@@ -40,14 +40,6 @@ inline depthwise_params transposed_problem(const depthwise_params& p) {
   return q;
 }
 
-// Of two pointers, one whose alignment is the lesser (the vector loads of a gated tensor read
-// both at the same offsets).
-template <class T>
-const T* least_aligned(const T* a, const void* b) {
-  const auto bits = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) & 15u; };
-  return b && (bits(a) == 0 || (bits(b) & (~bits(b) + 1)) < (bits(a) & (~bits(a) + 1))) ? static_cast<const T*>(b) : a;
-}
-
 // Staged grad_output rows (or columns) that `outputs` consecutive grad_input rows read, at most.
 inline int transposed_rows(int outputs, int kernel, int dilation, int stride) {
   return (outputs - 1 + (kernel - 1) * dilation) / stride + 2;

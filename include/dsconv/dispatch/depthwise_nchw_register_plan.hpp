@@ -49,16 +49,16 @@ int nchw_register_chunk(const depthwise_params& p, const void* input, const void
 }
 
 // The plan for `p` (which nchw_register_limits accepts) with the call's tensors (null: a plan
-// for feasibility only, with the narrowest accesses, whose grid is the largest); false where the
-// grid would exceed the device's.
+// for feasibility only, with the narrowest accesses, whose grid is the largest; gated: for the
+// data gradient's kernel); false where the grid would exceed the device's.
 template <class T>
 bool plan_nchw_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
-                        const void* output, const void* pre, nchw_register_plan& plan) {
+                        const void* output, const void* pre, nchw_register_plan& plan, bool gated = false) {
   nchw_register_tile& t = plan.tile;
   const int element = static_cast<int>(sizeof(T));
   t.chunk_bytes = nchw_register_chunk<T>(p, input, output, pre);
   const int vo = nchw_register_strip(element, p.kernel_h, t.chunk_bytes);
-  const int th = nchw_register_rows(element, p.kernel_h, p.stride_h, t.chunk_bytes);
+  const int th = nchw_register_rows(element, p.kernel_h, p.stride_h, t.chunk_bytes, gated);
   t.strip_cols = (p.out_w() + vo - 1) / vo;
   t.bands = (p.out_h() + th - 1) / th;
   // One band per thread where that fills the device 8 times over at two resident blocks; more
@@ -80,11 +80,11 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
   return true;
 }
 
-// The kernel specialisation for the problem's filter.
-template <class T>
+// The kernel specialisation for the problem's filter (Gated: the data gradient's, stride 1).
+template <class T, bool Gated = false>
 auto nchw_register_kernel(const depthwise_params& p) {
-  return register_filter_case(p, [](auto k, auto s) {
-    return platform::registered<kernels::depthwise_nchw_register<T, decltype(k)::value, decltype(s)::value>>();
+  return register_filter_case<Gated>(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nchw_register<T, decltype(k)::value, decltype(s)::value, Gated>>();
   });
 }
 

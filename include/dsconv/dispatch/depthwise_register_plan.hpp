@@ -42,18 +42,19 @@ inline const char* register_limits(const depthwise_params& p, std::size_t elemen
   return "";
 }
 
-// The kernel's compile-time value F<T, K, S>() for the problem's filter (register_strip,
+// The kernel's compile-time value F<T, K, S, Gated>() for the problem's filter (register_strip,
 // register_vector).
-template <class T, template <class, int, int> class F>
+template <class T, template <class, int, int, bool> class F, bool Gated = false>
 int register_constant(const depthwise_params& p) {
   const int k = p.kernel_h, s = p.stride_h;
-  return k == 3 ? (s == 1 ? F<T, 3, 1>::value : F<T, 3, 2>::value) : (s == 1 ? F<T, 5, 1>::value : F<T, 5, 2>::value);
+  return k == 3 ? (s == 1 ? F<T, 3, 1, Gated>::value : F<T, 3, 2, Gated>::value)
+                : (s == 1 ? F<T, 5, 1, Gated>::value : F<T, 5, 2, Gated>::value);
 }
-template <class T, int K, int S>
+template <class T, int K, int S, bool Gated>
 struct register_strip_of {
-  static constexpr int value = register_strip<T, K, S>();
+  static constexpr int value = register_strip<T, K, S, Gated>();
 };
-template <class T, int K, int S>
+template <class T, int K, int S, bool Gated>
 struct register_vector_of {
   static constexpr int value = register_vector<T, K, S>();
 };
@@ -61,10 +62,11 @@ struct register_vector_of {
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
 // The plan for `p` (which register_limits accepts) with the call's tensors (null: a plan for
-// feasibility only); false where the grid would exceed the device's.
+// feasibility only; gated: for the data gradient's kernel); false where the grid would exceed
+// the device's.
 template <class T>
 bool plan_nhwc_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
-                        const void* output, const void* pre, register_plan& plan) {
+                        const void* output, const void* pre, register_plan& plan, bool gated = false) {
   const int v = register_constant<T, register_vector_of>(p);
   const int vectors = p.c / v;
   int group = vectors < 8 ? vectors : 8;
@@ -72,7 +74,7 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   nhwc_register_tile& t = plan.tile;
   t.group_vectors = group;
   t.pixel_lanes = static_cast<int>(register_block_threads) / group;
-  const int tw = register_constant<T, register_strip_of>(p);
+  const int tw = gated ? register_constant<T, register_strip_of, true>(p) : register_constant<T, register_strip_of>(p);
   t.strip_cols = (p.out_w() + tw - 1) / tw;
   const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
   if (strips >= (1LL << 31)) return false;
@@ -96,26 +98,31 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
 }
 
 // f(K, S) (std::integral_constant each) for the problem's filter, one of the register kernels'
-// specialisations: 3x3 or 5x5, stride 1 or 2.
-template <class F>
+// specialisations: 3x3 or 5x5, stride 1 or 2 (StrideOne: of stride 1 only, as the data gradient
+// runs them; no stride-2 form compiled).
+template <bool StrideOne = false, class F>
 auto register_filter_case(const depthwise_params& p, F&& f) {
   using k3 = std::integral_constant<int, 3>;
   using k5 = std::integral_constant<int, 5>;
   using s1 = std::integral_constant<int, 1>;
   using s2 = std::integral_constant<int, 2>;
-  switch (p.kernel_h * 10 + p.stride_h) {
-    case 31: return f(k3{}, s1{});
-    case 32: return f(k3{}, s2{});
-    case 51: return f(k5{}, s1{});
-    default: return f(k5{}, s2{});
+  if constexpr (StrideOne) {
+    return p.kernel_h == 3 ? f(k3{}, s1{}) : f(k5{}, s1{});
+  } else {
+    switch (p.kernel_h * 10 + p.stride_h) {
+      case 31: return f(k3{}, s1{});
+      case 32: return f(k3{}, s2{});
+      case 51: return f(k5{}, s1{});
+      default: return f(k5{}, s2{});
+    }
   }
 }
 
-// The kernel specialisation for the problem's filter.
-template <class T>
+// The kernel specialisation for the problem's filter (Gated: the data gradient's, stride 1).
+template <class T, bool Gated = false>
 auto register_kernel(const depthwise_params& p) {
-  return register_filter_case(p, [](auto k, auto s) {
-    return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value>>();
+  return register_filter_case<Gated>(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value, Gated>>();
   });
 }
 

@@ -1,11 +1,21 @@
 #pragma once
 // Launch shapes shared by the launchers.
 
+#include <cstdint>
+
 #include "../config.hpp"
 #include "../platform/platform.hpp"
 
 namespace dsconv {
 namespace detail {
+
+// Of two pointers, one whose alignment is the lesser (the vector loads of a gated tensor read
+// both at the same offsets).
+template <class T>
+const T* least_aligned(const T* a, const void* b) {
+  const auto bits = [](const void* x) { return reinterpret_cast<std::uintptr_t>(x) & 15u; };
+  return b && (bits(a) == 0 || (bits(b) & (~bits(b) + 1)) < (bits(a) & (~bits(a) + 1))) ? static_cast<const T*>(b) : a;
+}
 
 // The launch of a planned kernel: blocks of `threads`, the plan's grid and dynamic shared memory.
 inline platform::launch_config planned_launch(unsigned threads, platform::dims grid, std::size_t shared_bytes,

@@ -212,6 +212,44 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float 
   return narrow_word(relu_clamped<Six>(lo), relu_clamped<Six>(hi), type);
 #endif
 }
+
+// Whether clamp_gated_word runs packed for T on the target being compiled: half on sm_53 and
+// newer, bfloat16 on sm_90 (its packed comparison and product need it).
+template <class T>
+DSCONV_HOST_DEVICE constexpr bool packed_clamp_gate() {
+#if defined(__CUDA_ARCH__)
+  return std::is_same<T, half>::value ? __CUDA_ARCH__ >= 530 : std::is_same<T, bfloat16>::value && __CUDA_ARCH__ >= 900;
+#else
+  return false;
+#endif
+}
+
+// A word of two 16-bit gradients times the clamp gate of the saved word at the same place (1
+// where 0 < saved and not saved >= upper, else 0; upper: the bound in both halves, 6 for relu6,
+// NaN for relu), packed where packed_clamp_gate<T>(): two comparisons that give 1 or 0 per half
+// (the unordered less-than is true against NaN) and two products, two instructions per element
+// where widening the saved word and gating each float take five. The same bits as gating the
+// widened floats, since x * 1 and x * 0 are exact in either width.
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned clamp_gated_word(unsigned dy, unsigned saved, unsigned upper) {
+  static_assert(packed_clamp_gate<T>(), "the packed gate: half on sm_53+, bfloat16 on sm_90+");
+  unsigned open, below;
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<T, half>::value) {
+    asm("set.gt.f16x2.f16x2 %0, %1, %2;" : "=r"(open) : "r"(saved), "r"(0u));
+    asm("set.ltu.f16x2.f16x2 %0, %1, %2;" : "=r"(below) : "r"(saved), "r"(upper));
+    asm("mul.rn.f16x2 %0, %0, %1;" : "+r"(open) : "r"(below));
+    asm("mul.rn.f16x2 %0, %0, %1;" : "+r"(dy) : "r"(open));
+  } else {
+    asm("set.gt.bf16x2.bf16x2 %0, %1, %2;" : "=r"(open) : "r"(saved), "r"(0u));
+    asm("set.ltu.bf16x2.bf16x2 %0, %1, %2;" : "=r"(below) : "r"(saved), "r"(upper));
+    asm("mul.rn.bf16x2 %0, %0, %1;" : "+r"(open) : "r"(below));
+    asm("mul.rn.bf16x2 %0, %0, %1;" : "+r"(dy) : "r"(open));
+  }
+#endif
+  return dy;
+}
+
 }  // namespace detail
 
 // Uniform conversions for kernels and the reference, which are written once for all types.

@@ -26,6 +26,7 @@
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/fast_divmod.hpp"
+#include "../common/gradient_gate.hpp"
 #include "../common/words.hpp"
 
 namespace dsconv {
@@ -44,15 +45,20 @@ inline constexpr int nchw_register_resident_blocks = 2;
 // other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows and 25 taps) and for 5x5
 // filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half that where memory moves
 // in chunks of 4 bytes or less, one register per element or pair (ptxas spilled the 16-bit 5x5
-// stride 2 band otherwise).
-DSCONV_HOST_DEVICE constexpr int nchw_register_rows(int element_bytes, int k, int s, int chunk_bytes) {
+// stride 2 band otherwise). Gated (the data gradient, whose saved rows are in registers too): 6
+// rows for 16-bit 3x3 filters on NVIDIA (ptxas spilled 8 for bfloat16), 1 for float 5x5 (2
+// spilled on sm_75 and gfx906; no layer of either network takes it: their 5x5 filters are silu's).
+DSCONV_HOST_DEVICE constexpr int nchw_register_rows(int element_bytes, int k, int s, int chunk_bytes, bool gated = false) {
 #if defined(DSCONV_PLATFORM_HIP)
-  constexpr int rows_16bit_3x3 = 4;
+  const int rows_16bit_3x3 = 4;
 #else
-  constexpr int rows_16bit_3x3 = 8;
+  const int rows_16bit_3x3 = gated ? 6 : 8;
 #endif
-  const int rows = k == 5 && s == 2 ? 2 : element_bytes == 4 ? 4 : k == 3 && s == 1 ? rows_16bit_3x3 : 2;
-  return chunk_bytes >= 8 ? rows : rows / 2;
+  const int rows = k == 5 && s == 2 ? 2
+                   : element_bytes == 4 ? (gated && k == 5 ? 1 : 4)
+                   : k == 3 && s == 1 ? rows_16bit_3x3
+                                      : 2;
+  return chunk_bytes >= 8 || rows == 1 ? rows : rows / 2;
 }
 
 // The widest access, and the bytes of outputs a strip row has with it: 16, but 8 for 5x5 filters
@@ -84,11 +90,12 @@ struct nchw_register_tile {
   fast_divmod plane_channel{1u};  // plane -> (image, channel): by c
 };
 
-// The kernel's compile-time shape for elements T, a K x K filter of stride S and chunks of CB bytes.
-template <class T, int K, int S, int CB = 16>
+// The kernel's compile-time shape for elements T, a K x K filter of stride S and chunks of CB bytes
+// (Gated: the data gradient's).
+template <class T, int K, int S, int CB = 16, bool Gated = false>
 struct nchw_register_geometry {
   static constexpr int VO = nchw_register_strip(sizeof(T), K, CB);  // outputs of a strip row
-  static constexpr int TH = nchw_register_rows(sizeof(T), K, S, CB);
+  static constexpr int TH = nchw_register_rows(sizeof(T), K, S, CB, Gated);
   static constexpr int E = elements_per_word<T>();
   static constexpr int L = K / 2, R = K / 2 + 1 - S;  // halo columns left and right of the VO S under a strip
   static constexpr int IW = L + VO * S + R;           // input columns a strip reads: (VO - 1) S + K
@@ -100,37 +107,53 @@ struct nchw_register_geometry {
   static constexpr int LG = (L + G - 1) / G, RG = (R + G - 1) / G;
 };
 
-// CE elements at p (a chunk: aligned to its size) widened to floats at f.
-template <class T, int CE>
-DSCONV_DEVICE DSCONV_FORCEINLINE void read_chunk(const T* p, bool inside, float* f) {
+// A read of grad_output gated by the saved tensor at the same offsets (kernels/common/
+// gradient_gate.hpp), or of the input as it is (saved unused).
+template <class T>
+struct row_source {
+  const T* at;        // the first element read
+  const T* saved;     // the saved tensor's element at the same place (Gated)
+  clamp_gate gate;    // the gate's bounds
+};
+
+// CE elements at src.at + off (a chunk: aligned to its size) widened to floats at f; Gated: times
+// the clamp gate of the saved elements at the same place.
+template <class T, int CE, bool Gated>
+DSCONV_DEVICE DSCONV_FORCEINLINE void read_chunk(const row_source<T>& src, int off, bool inside, float* f) {
   if constexpr (CE * sizeof(T) >= 4) {
     constexpr int W = static_cast<int>(CE * sizeof(T) / 4), E = elements_per_word<T>();
-    platform::vec<unsigned, W> raw{};
-    if (inside) raw = load_words<W>(p, true);
+    platform::vec<unsigned, W> raw{}, kept{};
+    if (inside) raw = load_words<W>(src.at + off, true);
+    if constexpr (Gated) {
+      if (inside) kept = load_words<W>(src.saved + off, true);
+      widen_clamp_gated<T, W>(raw, kept, src.gate, f);
+    } else {
 DSCONV_UNROLL
-    for (int k = 0; k < W; ++k) widen<T>(raw[k], f + k * E);
+      for (int k = 0; k < W; ++k) widen<T>(raw[k], f + k * E);
+    }
   } else {
-    f[0] = inside ? to_float(platform::load(p)) : 0.f;
+    f[0] = inside ? to_float(platform::load(src.at + off)) : 0.f;
+    if constexpr (Gated) f[0] = clamp_gated_value(f[0], inside ? to_float(platform::load(src.saved + off)) : 0.f, src.gate.upper);
   }
 }
 
-// The input row under the strip whose VO S columns start at column ix (`at`: that column's
+// The input row under the strip whose VO S columns start at column ix (`src.at`: that column's
 // element; zeros where !row_ok: the padding), as IW floats from column ix - L: the main columns
 // in chunks, each halo in the granules that hold it, every access predicated on lying inside the
 // row.
-template <class T, int K, int S, int CB>
-DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const T* at, int ix, int w, bool row_ok,
+template <class T, int K, int S, int CB, bool Gated>
+DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const row_source<T>& src, int ix, int w, bool row_ok,
                                                      float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
   using g = nchw_register_geometry<T, K, S, CB>;
 DSCONV_UNROLL
   for (int q = 0; q < g::VO * S / g::CE; ++q)
-    read_chunk<T, g::CE>(at + q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
+    read_chunk<T, g::CE, Gated>(src, q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
   if constexpr (g::L > 0) {
     float f[g::LG * g::G];
 DSCONV_UNROLL
     for (int k = 0; k < g::LG; ++k) {
       const int col = ix - (g::LG - k) * g::G;
-      read_chunk<T, g::G>(at - (g::LG - k) * g::G, row_ok && col >= 0, f + k * g::G);
+      read_chunk<T, g::G, Gated>(src, -(g::LG - k) * g::G, row_ok && col >= 0, f + k * g::G);
     }
 DSCONV_UNROLL
     for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
@@ -140,23 +163,23 @@ DSCONV_UNROLL
 DSCONV_UNROLL
     for (int k = 0; k < g::RG; ++k) {
       const int col = ix + g::VO * S + k * g::G;
-      read_chunk<T, g::G>(at + g::VO * S + k * g::G, row_ok && col + g::G <= w, f + k * g::G);
+      read_chunk<T, g::G, Gated>(src, g::VO * S + k * g::G, row_ok && col + g::G <= w, f + k * g::G);
     }
 DSCONV_UNROLL
     for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
   }
 }
 
-// Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane, times the taps to the TH x VO
-// accumulators: each row read once and multiplied into every output row that reads it. Inside:
-// every row lies inside the map (most bands), so the loads need only the column checks, which
-// are the same for every row.
-template <class T, int K, int S, int CB, bool Inside>
-DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const T* plane, int iy0, int h, int w, int ix,
+// Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane (`plane.at`; Gated: gated by
+// `plane.saved`), times the taps to the TH x VO accumulators: each row read once and multiplied
+// into every output row that reads it. Inside: every row lies inside the map (most bands), so
+// the loads need only the column checks, which are the same for every row.
+template <class T, int K, int S, int CB, bool Gated, bool Inside>
+DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const row_source<T>& plane, int iy0, int h, int w, int ix,
                                                       const float (&taps)[K * K],
-                                                      float (&acc)[nchw_register_geometry<T, K, S, CB>::TH]
-                                                                  [nchw_register_geometry<T, K, S, CB>::VO]) {
-  using g = nchw_register_geometry<T, K, S, CB>;
+                                                      float (&acc)[nchw_register_geometry<T, K, S, CB, Gated>::TH]
+                                                                  [nchw_register_geometry<T, K, S, CB, Gated>::VO]) {
+  using g = nchw_register_geometry<T, K, S, CB, Gated>;
 DSCONV_UNROLL
   for (int r = 0; r < g::IR; ++r) {
     // A row outside the map reads zeros and still multiplies them (no branch).
@@ -166,7 +189,9 @@ DSCONV_UNROLL
     const int iy = iy0 + r;
     const bool row_ok = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
     float x[g::IW];
-    read_input_row<T, K, S, CB>(plane + ((row_ok ? iy * w : 0) + ix), ix, w, row_ok, x);
+    const int at = (row_ok ? iy * w : 0) + ix;
+    read_input_row<T, K, S, CB, Gated>(row_source<T>{plane.at + at, Gated ? plane.saved + at : nullptr, plane.gate}, ix,
+                                       w, row_ok, x);
     // Input row r is filter row r - o S of output row o.
 DSCONV_UNROLL
     for (int o = 0; o < g::TH; ++o) {
@@ -210,11 +235,13 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-template <class T, int K, int S>
+// Gated: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
+// multiplied by the clamp gate of the saved tensor at the same place as it is widened.
+template <class T, int K, int S, bool Gated = false>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads, detail::nchw_register_resident_blocks)
 DSCONV_WAVES_PER_SIMD(detail::nchw_register_resident_blocks)
 void depthwise_nchw_register(detail::depthwise_shape s, detail::nchw_register_tile t, const T* __restrict__ input,
-                             const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                             detail::clamp_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                              T* __restrict__ pre_activation) {
   namespace pf = platform;
 
@@ -232,13 +259,15 @@ DSCONV_UNROLL
     w[tap] = to_float(pf::load(weight + static_cast<index_t>(c) * (K * K) + (s.rotate_filter ? K * K - 1 - tap : tap)));
   const float b = bias ? to_float(pf::load(bias + c)) : 0.f;
 
-  const T* in_plane = input + static_cast<index_t>(plane) * s.h * s.w;
+  const index_t in_plane = static_cast<index_t>(plane) * s.h * s.w;
+  const detail::row_source<T> source{input + in_plane, Gated ? static_cast<const T*>(gate.saved) + in_plane : nullptr,
+                                     gate};
   const index_t out_plane = static_cast<index_t>(plane) * s.out_h * s.out_w;
 
   // The bands in chunks of CB bytes (a compile-time constant from here on).
   auto bands = [&](auto chunk) {
     constexpr int CB = decltype(chunk)::value, CE = CB / static_cast<int>(sizeof(T));
-    using g = detail::nchw_register_geometry<T, K, S, CB>;
+    using g = detail::nchw_register_geometry<T, K, S, CB, Gated>;
     constexpr int TH = g::TH, VO = g::VO;
     const int ox0 = strip_col * VO, ix = ox0 * S;  // ix: the first column under the strip (a chunk boundary)
     const int count = s.out_w - ox0;
@@ -253,9 +282,9 @@ DSCONV_UNROLL
         for (int e = 0; e < VO; ++e) acc[o][e] = b;
       const int iy0 = oy0 * S - g::L;
       if (iy0 >= 0 && iy0 + g::IR <= s.h)
-        detail::accumulate_band<T, K, S, CB, true>(in_plane, iy0, s.h, s.w, ix, w, acc);
+        detail::accumulate_band<T, K, S, CB, Gated, true>(source, iy0, s.h, s.w, ix, w, acc);
       else
-        detail::accumulate_band<T, K, S, CB, false>(in_plane, iy0, s.h, s.w, ix, w, acc);
+        detail::accumulate_band<T, K, S, CB, Gated, false>(source, iy0, s.h, s.w, ix, w, acc);
       detail::with_activation(s.act, [&](auto a) {
 DSCONV_UNROLL
         for (int o = 0; o < TH; ++o) {

@@ -27,6 +27,7 @@
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/fast_divmod.hpp"
+#include "../common/gradient_gate.hpp"
 #include "../common/words.hpp"
 
 namespace dsconv {
@@ -48,13 +49,14 @@ DSCONV_HOST_DEVICE constexpr int register_vector() {
 }
 
 // Outputs per thread along a row: 4, and 8 for 16-bit 5x5 filters at stride 1 (the widened
-// input row, 12 vectors of 4 floats, fits; each input then serves up to 5 outputs).
-template <class T, int K, int S>
+// input row, 12 vectors of 4 floats, fits; each input then serves up to 5 outputs) but for the
+// data gradient's (Gated: the saved row's words in registers too; ptxas spilled 8).
+template <class T, int K, int S, bool Gated = false>
 DSCONV_HOST_DEVICE constexpr int register_strip() {
 #if defined(DSCONV_PLATFORM_HIP)
   return 2;  // hipcc keeps an address offset per input column in scalar registers: more spilled
 #else
-  return sizeof(T) == 2 && K == 5 && S == 1 ? 8 : 4;
+  return sizeof(T) == 2 && K == 5 && S == 1 && !Gated ? 8 : 4;
 #endif
 }
 
@@ -118,14 +120,16 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-template <class T, int K, int S>
+// Gated: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
+// multiplied by the clamp gate of the saved tensor at the same place as it is widened.
+template <class T, int K, int S, bool Gated = false>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
 DSCONV_WAVES_PER_SIMD(detail::register_resident_blocks)
 void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_tile t, const T* __restrict__ input,
-                             const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                             detail::clamp_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                              T* __restrict__ pre_activation) {
   namespace pf = platform;
-  constexpr int V = detail::register_vector<T, K, S>(), TW = detail::register_strip<T, K, S>();
+  constexpr int V = detail::register_vector<T, K, S>(), TW = detail::register_strip<T, K, S, Gated>();
   constexpr int E = detail::elements_per_word<T>(), W = V / E;  // a vector's elements per word, its words
   constexpr int IW = (TW - 1) * S + K;                             // input columns a strip reads
   using words = pf::vec<unsigned, W>;
@@ -164,7 +168,9 @@ DSCONV_UNROLL
     const int ox0 = static_cast<int>(strip - row * t.strip_cols) * TW, oy = static_cast<int>(row - n * s.out_h);
     const int ix0 = ox0 * S - s.pad_w, iy0 = oy * S - s.pad_h;
     const bool columns_inside = ix0 >= 0 && ix0 + IW <= s.w;
-    const T* image = input + static_cast<index_t>(n) * s.h * row_pitch + c;
+    const index_t image_at = static_cast<index_t>(n) * s.h * row_pitch + c;
+    const T* image = input + image_at;
+    const T* saved = Gated ? static_cast<const T*>(gate.saved) + image_at : nullptr;
 
     float acc[TW][V];
 DSCONV_UNROLL
@@ -180,24 +186,33 @@ DSCONV_UNROLL_BY(row_unroll)
       // at the weights' shared loads (a skipped row would split the warp's requests).
       const int iy = iy0 + ky;
       const bool row_inside = iy >= 0 && iy < s.h;
-      words raw[IW];
+      words raw[IW], kept[Gated ? IW : 1];  // kept: the saved words at the same places
+      const auto load = [&](int j, index_t at) {
+        raw[j] = detail::load_words<W>(image + at, t.aligned);
+        if constexpr (Gated) kept[j] = detail::load_words<W>(saved + at, t.aligned);
+      };
       if (row_inside && columns_inside) {  // the strips inside the map: loads without checks
-        const T* in_row = image + iy * row_pitch + ix0 * s.c;
+        const index_t in_row = iy * row_pitch + ix0 * s.c;
 DSCONV_UNROLL
-        for (int j = 0; j < IW; ++j) raw[j] = detail::load_words<W>(in_row + j * s.c, t.aligned);
+        for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c);
       } else {
 DSCONV_UNROLL
         for (int j = 0; j < IW; ++j) {
           const int ix = ix0 + j;
-          raw[j] = words{};  // zeros: the padding
-          if (row_inside && ix >= 0 && ix < s.w) raw[j] = detail::load_words<W>(image + iy * row_pitch + ix * s.c, t.aligned);
+          raw[j] = kept[Gated ? j : 0] = words{};  // zeros: the padding
+          if (row_inside && ix >= 0 && ix < s.w) load(j, iy * row_pitch + ix * s.c);
         }
       }
       float in[IW][V];
 DSCONV_UNROLL
-      for (int j = 0; j < IW; ++j)
+      for (int j = 0; j < IW; ++j) {
+        if constexpr (Gated) {
+          detail::widen_clamp_gated<T, W>(raw[j], kept[j], gate, in[j]);
+        } else {
 DSCONV_UNROLL
-        for (int k = 0; k < W; ++k) detail::widen<T>(raw[j][k], in[j] + k * E);
+          for (int k = 0; k < W; ++k) detail::widen<T>(raw[j][k], in[j] + k * E);
+        }
+      }
 DSCONV_UNROLL
       for (int kx = 0; kx < K; ++kx) {
         float w[V];
