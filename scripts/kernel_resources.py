@@ -40,6 +40,8 @@ import subprocess
 import sys
 import tempfile
 
+import sass_budget
+
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 SOURCE = os.path.join(ROOT, "tools", "instantiate_kernels.cpp")
 NVCC = os.environ.get("NVCC", "/usr/local/cuda/bin/nvcc")
@@ -53,7 +55,7 @@ def demangle(names):
 
 def short_name(demangled):
     """dsconv::kernels::depthwise_nchw_tiled<float, 3, 1>(...) -> depthwise_nchw_tiled<float, 3, 1>"""
-    name = demangled.split("(")[0]
+    name = sass_budget.without_parameters(demangled)
     if name.startswith("void "):
         name = name[len("void "):]
     name = name.replace("dsconv::kernels::", "").replace("dsconv::", "")
@@ -376,7 +378,6 @@ def sass_budget_lines(rows):
     if not os.path.exists(cubin):
         return ""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    import sass_budget
     if not sass_budget.find_nvdisasm():
         print("no nvdisasm (pip install nvidia-cuda-nvdisasm): SASS budgets skipped", file=sys.stderr)
         return ""

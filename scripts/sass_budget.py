@@ -307,12 +307,26 @@ def stream_layer_budget(tile_instructions, c_in, c_out):
 KERNELS = [
     (re.compile(r"pointwise_nhwc_stream<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)>"),
      lambda m: stream_model(m.group(1), int(m.group(2)))),
-    (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, (true|false))?>"),
+    (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
-                                   m.group(4) == "true")),
-    (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, (true|false))?>"),
-     lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), m.group(4) == "true")),
+                                   m.group(4) not in (None, "0"))),
+    (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
+                              m.group(4) not in (None, "0"))),
 ]
+
+
+def without_parameters(demangled):
+    """A demangled function's name without its parameter list: up to the '(' that opens the last
+    parenthesised group (template arguments may hold parentheses too: (dsconv::detail::gate_kind)1)."""
+    if not demangled.endswith(")"):
+        return demangled
+    depth = 0
+    for i in range(len(demangled) - 1, -1, -1):
+        depth += {")": 1, "(": -1}.get(demangled[i], 0)
+        if depth == 0:
+            return demangled[:i]
+    return demangled
 
 
 def demangled(names):
@@ -348,7 +362,7 @@ def budgets(cubin, kernel_filter=""):
     names = demangled(list(functions))
     rows = []
     for mangled, code in functions.items():
-        name = names[mangled].split("(")[0].replace("void ", "").replace("dsconv::kernels::", "")
+        name = without_parameters(names[mangled]).replace("void ", "").replace("dsconv::kernels::", "")
         if kernel_filter and not re.search(kernel_filter, name):
             continue
         for pattern, model in KERNELS:

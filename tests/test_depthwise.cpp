@@ -382,7 +382,7 @@ TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down sever
     REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
     REQUIRE(dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType>(p), plan.launch({}),
                                      dsconv::detail::make_shape(p), plan.tile, d_input.data(),
-                                     dsconv::detail::clamp_gate{nullptr, 0.f, 0u}, d_weight.data(),
+                                     dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(),
                                      d_bias.data(), out.data(), static_cast<TestType*>(nullptr)) == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
     check_close(out.download_checked(), ref, depthwise_bound(p, input, weight, bias.data()));

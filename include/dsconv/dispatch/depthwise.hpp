@@ -120,23 +120,23 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
 }
 
 // Launches the register kernel of `variant` (nhwc_register or nchw_register) for the forward of
-// shape `s` (the layer's, or, Gated, the transposed problem `p` of a stride-1 data gradient:
-// grad_output through the clamp gate, the filter rotated). Accesses are as wide as every
-// tensor's alignment allows, the gate's saved tensor included.
-template <class T, bool Gated>
+// shape `s` (the layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient:
+// grad_output through the gate, the filter rotated). Accesses are as wide as every tensor's
+// alignment allows, the gate's saved tensor included.
+template <class T, gate_kind G>
 status launch_forward_register(depthwise_variant variant, const depthwise_params& p, const depthwise_shape& s,
-                               const platform::device_properties& dev, const T* input, clamp_gate gate, const T* weight,
+                               const platform::device_properties& dev, const T* input, register_gate gate, const T* weight,
                                const T* bias, T* output, T* pre_activation, stream_t stream) {
   const T* least = least_aligned(input, gate.saved);
   if (variant == depthwise_variant::nhwc_register) {
     register_plan rp;
-    if (plan_nhwc_register<T>(p, dev, least, output, pre_activation, rp, Gated))
-      return platform::launch(register_kernel<T, Gated>(p), rp.launch(stream), s, rp.tile, input, gate, weight, bias,
+    if (plan_nhwc_register<T>(p, dev, least, output, pre_activation, rp, G != gate_kind::none))
+      return platform::launch(register_kernel<T, G>(p), rp.launch(stream), s, rp.tile, input, gate, weight, bias,
                               output, pre_activation);
   } else {
     nchw_register_plan rp;
-    if (plan_nchw_register<T>(p, dev, least, output, pre_activation, rp, Gated))
-      return platform::launch(nchw_register_kernel<T, Gated>(p), rp.launch(stream), s, rp.tile, input, gate, weight,
+    if (plan_nchw_register<T>(p, dev, least, output, pre_activation, rp, G != gate_kind::none))
+      return platform::launch(nchw_register_kernel<T, G>(p), rp.launch(stream), s, rp.tile, input, gate, weight,
                               bias, output, pre_activation);
   }
   return invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");
@@ -166,7 +166,8 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
     }
     case depthwise_variant::nhwc_register:
     case depthwise_variant::nchw_register:
-      return detail::launch_forward_register<T, false>(variant, p, shape, dev, input, detail::clamp_gate{nullptr, 0.f, 0u},
+      return detail::launch_forward_register<T, detail::gate_kind::none>(variant, p, shape, dev, input,
+                                                                       detail::register_gate{nullptr, 0.f, 0u},
                                                        weight, bias, output, pre, stream);
     case depthwise_variant::automatic:
     case depthwise_variant::direct:

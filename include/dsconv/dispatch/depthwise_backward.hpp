@@ -30,12 +30,12 @@ namespace detail {
 
 // Why register variant `variant` cannot run the data gradient of `p` (empty: it can): it runs the
 // forward kernel on grad_output with the rotated filter (the transposed problem), so stride 1
-// only, gated inline by the clamp gate (activations none, relu and relu6: kernels/common/
-// gradient_gate.hpp), within the forward variant's limits for the transposed problem.
+// only, gated inline (activations none, relu and relu6: kernels/common/gradient_gate.hpp),
+// within the forward variant's limits for the transposed problem.
 template <class T>
 std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
   if (p.stride_h != 1 || p.stride_w != 1) return " runs the data gradient of stride 1 only";
-  if (!clamp_gated(p.act)) return " runs the data gradient of activations none, relu and relu6 only";
+  if (!register_gated(p.act)) return " runs the data gradient of activations none, relu and relu6 only";
   if (!transposable(p)) return " needs pad <= (kernel - 1) * dilation in both dimensions";
   return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
 }
@@ -145,13 +145,15 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
     const depthwise_params q = detail::transposed_problem(p);
     detail::depthwise_shape rotated = detail::make_shape(q);
     rotated.rotate_filter = true;
-    const detail::clamp_gate clamp = detail::make_clamp_gate(gate);
-    return clamp.saved ? detail::launch_forward_register<T, true>(variant, q, rotated, dev, grad_output, clamp, weight,
-                                                                  static_cast<const T*>(nullptr), grad_input,
-                                                                  static_cast<T*>(nullptr), stream)
-                       : detail::launch_forward_register<T, false>(variant, q, rotated, dev, grad_output, clamp, weight,
-                                                                   static_cast<const T*>(nullptr), grad_input,
-                                                                   static_cast<T*>(nullptr), stream);
+    const detail::register_gate by = detail::make_register_gate(gate);
+    const auto launch = [&](auto kind) {
+      return detail::launch_forward_register<T, decltype(kind)::value>(variant, q, rotated, dev, grad_output, by, weight,
+                                                                       static_cast<const T*>(nullptr), grad_input,
+                                                                       static_cast<T*>(nullptr), stream);
+    };
+    using kind = detail::gate_kind;
+    return by.saved && detail::gate_kind_of(p.act) == kind::clamp ? launch(std::integral_constant<kind, kind::clamp>{})
+                                                                  : launch(std::integral_constant<kind, kind::none>{});
   }
   if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
     const bool nchw = variant == depthwise_variant::nchw_tiled;

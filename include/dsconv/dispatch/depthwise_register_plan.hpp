@@ -118,11 +118,11 @@ auto register_filter_case(const depthwise_params& p, F&& f) {
   }
 }
 
-// The kernel specialisation for the problem's filter (Gated: the data gradient's, stride 1).
-template <class T, bool Gated = false>
+// The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1).
+template <class T, gate_kind G = gate_kind::none>
 auto register_kernel(const depthwise_params& p) {
-  return register_filter_case<Gated>(p, [](auto k, auto s) {
-    return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value, Gated>>();
+  return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value, G>>();
   });
 }
 

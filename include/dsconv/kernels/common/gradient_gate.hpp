@@ -38,53 +38,74 @@ DSCONV_DEVICE DSCONV_FORCEINLINE float gated_load(const T* __restrict__ grad_out
                     : to_float(platform::load(grad_output + off));
 }
 
-// The gate of relu and relu6 as the register kernels apply it inline, one element at a time:
-// dy * (saved > 0 and not saved >= upper), upper 6 for relu6 and NaN for relu (nothing is >= NaN,
-// so the second test always passes) or none. The same factor as activation_gradient's for every
-// saved value (infinities and NaN included), and the same product: a NaN or infinite dy where
-// the gate is closed still gives NaN, as in the other kernels.
-struct clamp_gate {
-  const void* saved;    // the forward's output, laid out as grad_output; nullptr: no gate
-  float upper;          // 6 (relu6) or NaN (relu)
-  unsigned upper_pair;  // 16-bit elements: upper in both halves of a word (platform clamp_gated_word)
+// The gates the register kernels apply inline, element by element as they widen grad_output
+// (a compile-time kind, so that no per-element switch stands between a band's loads and its
+// arithmetic): none, or clamp, relu's and relu6's 0/1 derivative from the saved output. (silu's
+// derivative, activation_gradient's two exponentials and two divisions per element, counted
+// 14.8 instructions per DRAM byte in the NCHW kernel and 37 in the NHWC one, which gates each
+// input once for each strip that reads it (scripts/sass_budget.py, sm_90, half 3x3): not
+// compiled; silu, sigmoid and hardswish stay with the tiled kernels, which gate each element once.)
+enum class gate_kind { none, clamp };
+
+// The kind for activation `a`; none also where no register gate stands for it (register_gated
+// says which).
+constexpr gate_kind gate_kind_of(activation a) {
+  return a == activation::relu || a == activation::relu6 ? gate_kind::clamp : gate_kind::none;
+}
+constexpr bool register_gated(activation a) { return a == activation::none || gate_kind_of(a) != gate_kind::none; }
+
+// The clamp gate: dy * (saved > 0 and not saved >= upper), upper 6 for relu6 and NaN for relu
+// (nothing is >= NaN, so the second test always passes). The same factor as
+// activation_gradient's for every saved value (infinities and NaN included), and the same
+// product: a NaN or infinite dy where the gate is closed still gives NaN, as in the other kernels.
+struct register_gate {
+  const void* saved;    // the tensor the forward saved, laid out as grad_output; nullptr: no gate
+  float upper;          // clamp: 6 (relu6) or NaN (relu)
+  unsigned upper_pair;  // clamp, 16-bit elements: upper in both halves of a word (platform clamp_gated_word)
 };
 
 template <class T>
-clamp_gate make_clamp_gate(const gate_tensor<T>& gate) {
+register_gate make_register_gate(const gate_tensor<T>& gate) {
   const float upper = gate.act == activation::relu6 ? 6.f : std::numeric_limits<float>::quiet_NaN();
   unsigned pair = 0;
   if constexpr (sizeof(T) == 2) pair = narrow_word(upper, upper, static_cast<const T*>(nullptr));
   return {gate.saved, upper, pair};
 }
 
-// Whether the clamp gate can stand for activation `a`'s derivative.
-constexpr bool clamp_gated(activation a) {
-  return a == activation::none || a == activation::relu || a == activation::relu6;
+// One element of dz from dy and the saved value at its place.
+template <gate_kind G>
+DSCONV_DEVICE DSCONV_FORCEINLINE float gated_value(float dy, float saved, const register_gate& gate) {
+  if constexpr (G == gate_kind::clamp) return dy * (saved > 0.f && !(saved >= gate.upper) ? 1.f : 0.f);
+  return dy;
 }
 
-DSCONV_DEVICE DSCONV_FORCEINLINE float clamp_gated_value(float dy, float saved, float upper) {
-  return dy * (saved > 0.f && !(saved >= upper) ? 1.f : 0.f);
-}
-
-// Words dy of grad_output and the saved words at the same place, widened to the gated floats f
-// (16-bit words gated packed where the target can: platform clamp_gated_word).
-template <class T, int W>
-DSCONV_DEVICE DSCONV_FORCEINLINE void widen_clamp_gated(const platform::vec<unsigned, W>& dy,
-                                                        const platform::vec<unsigned, W>& saved, const clamp_gate& gate,
-                                                        float* f) {
-  constexpr int E = elements_per_word<T>();
+// A word dy of grad_output gated by the saved word at the same place, as a word of T again (x * 1
+// and x * 0 are exact in T, so widening it gives the gated floats): 16-bit words through the clamp
+// gate packed where the target can (platform clamp_gated_word), else widened, gated and narrowed.
+// Gating the words as they arrive frees the saved words' registers before the row is widened.
+template <class T, gate_kind G>
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned gated_word(unsigned dy, unsigned saved, const register_gate& gate) {
+  if constexpr (G == gate_kind::clamp && sizeof(T) == 2 && packed_clamp_gate<T>()) {
+    return clamp_gated_word<T>(dy, saved, gate.upper_pair);
+  } else {
+    constexpr int E = elements_per_word<T>();
+    float d[E], y[E];
+    widen<T>(dy, d);
+    widen<T>(saved, y);
 DSCONV_UNROLL
-  for (int k = 0; k < W; ++k) {
-    if constexpr (sizeof(T) == 2 && packed_clamp_gate<T>()) {
-      widen<T>(clamp_gated_word<T>(dy[k], saved[k], gate.upper_pair), f + k * E);
-    } else {
-      float y[E];
-      widen<T>(dy[k], f + k * E);
-      widen<T>(saved[k], y);
-DSCONV_UNROLL
-      for (int e = 0; e < E; ++e) f[k * E + e] = clamp_gated_value(f[k * E + e], y[e], gate.upper);
-    }
+    for (int e = 0; e < E; ++e) d[e] = gated_value<G>(d[e], y[e], gate);
+    return narrow<T>(d);
   }
+}
+
+// W words of grad_output gated by the saved words at the same place (gated_word).
+template <class T, gate_kind G, int W>
+DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<unsigned, W> gated_words(platform::vec<unsigned, W> dy,
+                                                                       const platform::vec<unsigned, W>& saved,
+                                                                       const register_gate& gate) {
+DSCONV_UNROLL
+  for (int k = 0; k < W; ++k) dy[k] = gated_word<T, G>(dy[k], saved[k], gate);
+  return dy;
 }
 
 }  // namespace detail

@@ -113,27 +113,28 @@ template <class T>
 struct row_source {
   const T* at;        // the first element read
   const T* saved;     // the saved tensor's element at the same place (Gated)
-  clamp_gate gate;    // the gate's bounds
+  register_gate gate;  // the gate's bounds
 };
 
-// CE elements at src.at + off (a chunk: aligned to its size) widened to floats at f; Gated: times
-// the clamp gate of the saved elements at the same place.
-template <class T, int CE, bool Gated>
+// CE elements at src.at + off (a chunk: aligned to its size) widened to floats at f; G != none:
+// gated by the saved elements at the same place.
+template <class T, int CE, gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE void read_chunk(const row_source<T>& src, int off, bool inside, float* f) {
   if constexpr (CE * sizeof(T) >= 4) {
     constexpr int W = static_cast<int>(CE * sizeof(T) / 4), E = elements_per_word<T>();
-    platform::vec<unsigned, W> raw{}, kept{};
+    platform::vec<unsigned, W> raw{};
     if (inside) raw = load_words<W>(src.at + off, true);
-    if constexpr (Gated) {
+    if constexpr (G != gate_kind::none) {
+      platform::vec<unsigned, W> kept{};
       if (inside) kept = load_words<W>(src.saved + off, true);
-      widen_clamp_gated<T, W>(raw, kept, src.gate, f);
-    } else {
-DSCONV_UNROLL
-      for (int k = 0; k < W; ++k) widen<T>(raw[k], f + k * E);
+      raw = gated_words<T, G, W>(raw, kept, src.gate);
     }
+DSCONV_UNROLL
+    for (int k = 0; k < W; ++k) widen<T>(raw[k], f + k * E);
   } else {
     f[0] = inside ? to_float(platform::load(src.at + off)) : 0.f;
-    if constexpr (Gated) f[0] = clamp_gated_value(f[0], inside ? to_float(platform::load(src.saved + off)) : 0.f, src.gate.upper);
+    if constexpr (G != gate_kind::none)
+      f[0] = gated_value<G>(f[0], inside ? to_float(platform::load(src.saved + off)) : 0.f, src.gate);
   }
 }
 
@@ -141,19 +142,19 @@ DSCONV_UNROLL
 // element; zeros where !row_ok: the padding), as IW floats from column ix - L: the main columns
 // in chunks, each halo in the granules that hold it, every access predicated on lying inside the
 // row.
-template <class T, int K, int S, int CB, bool Gated>
+template <class T, int K, int S, int CB, gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const row_source<T>& src, int ix, int w, bool row_ok,
                                                      float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
   using g = nchw_register_geometry<T, K, S, CB>;
 DSCONV_UNROLL
   for (int q = 0; q < g::VO * S / g::CE; ++q)
-    read_chunk<T, g::CE, Gated>(src, q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
+    read_chunk<T, g::CE, G>(src, q * g::CE, row_ok && ix + q * g::CE < w, x + g::L + q * g::CE);
   if constexpr (g::L > 0) {
     float f[g::LG * g::G];
 DSCONV_UNROLL
     for (int k = 0; k < g::LG; ++k) {
       const int col = ix - (g::LG - k) * g::G;
-      read_chunk<T, g::G, Gated>(src, -(g::LG - k) * g::G, row_ok && col >= 0, f + k * g::G);
+      read_chunk<T, g::G, G>(src, -(g::LG - k) * g::G, row_ok && col >= 0, f + k * g::G);
     }
 DSCONV_UNROLL
     for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
@@ -163,23 +164,23 @@ DSCONV_UNROLL
 DSCONV_UNROLL
     for (int k = 0; k < g::RG; ++k) {
       const int col = ix + g::VO * S + k * g::G;
-      read_chunk<T, g::G, Gated>(src, g::VO * S + k * g::G, row_ok && col + g::G <= w, f + k * g::G);
+      read_chunk<T, g::G, G>(src, g::VO * S + k * g::G, row_ok && col + g::G <= w, f + k * g::G);
     }
 DSCONV_UNROLL
     for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
   }
 }
 
-// Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane (`plane.at`; Gated: gated by
+// Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane (`plane.at`; G != none: gated by
 // `plane.saved`), times the taps to the TH x VO accumulators: each row read once and multiplied
 // into every output row that reads it. Inside: every row lies inside the map (most bands), so
 // the loads need only the column checks, which are the same for every row.
-template <class T, int K, int S, int CB, bool Gated, bool Inside>
+template <class T, int K, int S, int CB, gate_kind G, bool Inside>
 DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const row_source<T>& plane, int iy0, int h, int w, int ix,
                                                       const float (&taps)[K * K],
-                                                      float (&acc)[nchw_register_geometry<T, K, S, CB, Gated>::TH]
-                                                                  [nchw_register_geometry<T, K, S, CB, Gated>::VO]) {
-  using g = nchw_register_geometry<T, K, S, CB, Gated>;
+                                                      float (&acc)[nchw_register_geometry<T, K, S, CB, G != gate_kind::none>::TH]
+                                                                  [nchw_register_geometry<T, K, S, CB, G != gate_kind::none>::VO]) {
+  using g = nchw_register_geometry<T, K, S, CB, G != gate_kind::none>;
 DSCONV_UNROLL
   for (int r = 0; r < g::IR; ++r) {
     // A row outside the map reads zeros and still multiplies them (no branch).
@@ -190,7 +191,7 @@ DSCONV_UNROLL
     const bool row_ok = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
     float x[g::IW];
     const int at = (row_ok ? iy * w : 0) + ix;
-    read_input_row<T, K, S, CB, Gated>(row_source<T>{plane.at + at, Gated ? plane.saved + at : nullptr, plane.gate}, ix,
+    read_input_row<T, K, S, CB, G>(row_source<T>{plane.at + at, G != gate_kind::none ? plane.saved + at : nullptr, plane.gate}, ix,
                                        w, row_ok, x);
     // Input row r is filter row r - o S of output row o.
 DSCONV_UNROLL
@@ -235,13 +236,14 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-// Gated: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
-// multiplied by the clamp gate of the saved tensor at the same place as it is widened.
-template <class T, int K, int S, bool Gated = false>
+// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
+// multiplied by the activation's derivative from the saved tensor at the same place as it is
+// widened (kernels/common/gradient_gate.hpp).
+template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads, detail::nchw_register_resident_blocks)
 DSCONV_WAVES_PER_SIMD(detail::nchw_register_resident_blocks)
 void depthwise_nchw_register(detail::depthwise_shape s, detail::nchw_register_tile t, const T* __restrict__ input,
-                             detail::clamp_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                             detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                              T* __restrict__ pre_activation) {
   namespace pf = platform;
 
@@ -260,6 +262,7 @@ DSCONV_UNROLL
   const float b = bias ? to_float(pf::load(bias + c)) : 0.f;
 
   const index_t in_plane = static_cast<index_t>(plane) * s.h * s.w;
+  constexpr bool Gated = G != detail::gate_kind::none;
   const detail::row_source<T> source{input + in_plane, Gated ? static_cast<const T*>(gate.saved) + in_plane : nullptr,
                                      gate};
   const index_t out_plane = static_cast<index_t>(plane) * s.out_h * s.out_w;
@@ -282,9 +285,9 @@ DSCONV_UNROLL
         for (int e = 0; e < VO; ++e) acc[o][e] = b;
       const int iy0 = oy0 * S - g::L;
       if (iy0 >= 0 && iy0 + g::IR <= s.h)
-        detail::accumulate_band<T, K, S, CB, Gated, true>(source, iy0, s.h, s.w, ix, w, acc);
+        detail::accumulate_band<T, K, S, CB, G, true>(source, iy0, s.h, s.w, ix, w, acc);
       else
-        detail::accumulate_band<T, K, S, CB, Gated, false>(source, iy0, s.h, s.w, ix, w, acc);
+        detail::accumulate_band<T, K, S, CB, G, false>(source, iy0, s.h, s.w, ix, w, acc);
       detail::with_activation(s.act, [&](auto a) {
 DSCONV_UNROLL
         for (int o = 0; o < TH; ++o) {

@@ -120,15 +120,17 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-// Gated: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
-// multiplied by the clamp gate of the saved tensor at the same place as it is widened.
-template <class T, int K, int S, bool Gated = false>
+// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
+// multiplied by the activation's derivative from the saved tensor at the same place as it is
+// widened (kernels/common/gradient_gate.hpp).
+template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
 DSCONV_WAVES_PER_SIMD(detail::register_resident_blocks)
 void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_tile t, const T* __restrict__ input,
-                             detail::clamp_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                             detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                              T* __restrict__ pre_activation) {
   namespace pf = platform;
+  constexpr bool Gated = G != detail::gate_kind::none;
   constexpr int V = detail::register_vector<T, K, S>(), TW = detail::register_strip<T, K, S, Gated>();
   constexpr int E = detail::elements_per_word<T>(), W = V / E;  // a vector's elements per word, its words
   constexpr int IW = (TW - 1) * S + K;                             // input columns a strip reads
@@ -186,10 +188,10 @@ DSCONV_UNROLL_BY(row_unroll)
       // at the weights' shared loads (a skipped row would split the warp's requests).
       const int iy = iy0 + ky;
       const bool row_inside = iy >= 0 && iy < s.h;
-      words raw[IW], kept[Gated ? IW : 1];  // kept: the saved words at the same places
+      words raw[IW];
       const auto load = [&](int j, index_t at) {
         raw[j] = detail::load_words<W>(image + at, t.aligned);
-        if constexpr (Gated) kept[j] = detail::load_words<W>(saved + at, t.aligned);
+        if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved + at, t.aligned), gate);
       };
       if (row_inside && columns_inside) {  // the strips inside the map: loads without checks
         const index_t in_row = iy * row_pitch + ix0 * s.c;
@@ -199,20 +201,15 @@ DSCONV_UNROLL
 DSCONV_UNROLL
         for (int j = 0; j < IW; ++j) {
           const int ix = ix0 + j;
-          raw[j] = kept[Gated ? j : 0] = words{};  // zeros: the padding
+          raw[j] = words{};  // zeros: the padding
           if (row_inside && ix >= 0 && ix < s.w) load(j, iy * row_pitch + ix * s.c);
         }
       }
       float in[IW][V];
 DSCONV_UNROLL
-      for (int j = 0; j < IW; ++j) {
-        if constexpr (Gated) {
-          detail::widen_clamp_gated<T, W>(raw[j], kept[j], gate, in[j]);
-        } else {
+      for (int j = 0; j < IW; ++j)
 DSCONV_UNROLL
-          for (int k = 0; k < W; ++k) detail::widen<T>(raw[j][k], in[j] + k * E);
-        }
-      }
+        for (int k = 0; k < W; ++k) detail::widen<T>(raw[j][k], in[j] + k * E);
 DSCONV_UNROLL
       for (int kx = 0; kx < K; ++kx) {
         float w[V];
