@@ -263,6 +263,29 @@ TARGETS = {
 }
 
 
+def enum_declarations():
+    """{name: [enumerators]} of the library's scoped enums declared without explicit values."""
+    enums = {}
+    for directory, _, files in os.walk(os.path.join(ROOT, "include", "dsconv")):
+        for f in files:
+            with open(os.path.join(directory, f)) as header:
+                for name, body in re.findall(r"enum class (\w+) \{([^}=]*)\};", header.read()):
+                    enums[name] = [e.split("//")[0].strip() for e in body.split(",") if e.split("//")[0].strip()]
+    return enums
+
+
+ENUMS = enum_declarations()
+
+
+def enumerators_as_values(name):
+    """A kernel name with each template argument `detail::E::x` of a library enum E written as
+    c++filt writes it: (detail::E)N, N the enumerator's value."""
+    def value(m):
+        enumerators = ENUMS.get(m.group(2), [])
+        return f"({m.group(1)}{m.group(2)}){enumerators.index(m.group(3))}" if m.group(3) in enumerators else m.group(0)
+    return re.sub(r"((?:dsconv::)?detail::)(\w+)::(\w+)", value, name)
+
+
 def round_up(x, unit):
     return (x + unit - 1) // unit * unit
 
@@ -295,8 +318,9 @@ def occupancy_tables(rows, plan_tool, out_dir):
     if listing.returncode != 0:
         sys.exit(f"{plan_tool} failed:\n{listing.stderr}")
     # (the registry's names omit default template arguments: Vectors = true and ElementForm =
-    # void of the tiles)
-    key = lambda name: name.replace(" ", "").replace(",void>", ">").replace(",true>", ">")
+    # void of the tiles; they name an enumerator where c++filt casts its value: gate_kind::clamp
+    # for (detail::gate_kind)1)
+    key = lambda name: enumerators_as_values(name).replace(" ", "").replace(",void>", ">").replace(",true>", ">")
     by_build = {(key(r["kernel"]), TARGETS[r["target"]]["profile"]): r for r in rows if r["target"] in TARGETS}
     summary, unknown = collections.OrderedDict(), set()
     with open(os.path.join(out_dir, "occupancy.csv"), "w") as out:

@@ -38,7 +38,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE float gated_load(const T* __restrict__ grad_out
                     : to_float(platform::load(grad_output + off));
 }
 
-// The gates the register kernels apply inline, element by element as they widen grad_output
+// The gates the register kernels apply inline, to each word of grad_output as it arrives
 // (a compile-time kind, so that no per-element switch stands between a band's loads and its
 // arithmetic): none, or clamp, relu's and relu6's 0/1 derivative from the saved output. (silu's
 // derivative, activation_gradient's two exponentials and two divisions per element, counted

@@ -189,14 +189,20 @@ DSCONV_UNROLL_BY(row_unroll)
       const int iy = iy0 + ky;
       const bool row_inside = iy >= 0 && iy < s.h;
       words raw[IW];
+      // (Gated: the saved words at the same place, gated into raw as they arrive)
       const auto load = [&](int j, index_t at) {
         raw[j] = detail::load_words<W>(image + at, t.aligned);
         if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved + at, t.aligned), gate);
       };
       if (row_inside && columns_inside) {  // the strips inside the map: loads without checks
-        const index_t in_row = iy * row_pitch + ix0 * s.c;
+        const T* in_row = image + iy * row_pitch + ix0 * s.c;
+        const T* saved_row = Gated ? saved + iy * row_pitch + ix0 * s.c : nullptr;
 DSCONV_UNROLL
-        for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c);
+        for (int j = 0; j < IW; ++j) {
+          raw[j] = detail::load_words<W>(in_row + j * s.c, t.aligned);
+          if constexpr (Gated)
+            raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved_row + j * s.c, t.aligned), gate);
+        }
       } else {
 DSCONV_UNROLL
         for (int j = 0; j < IW; ++j) {
