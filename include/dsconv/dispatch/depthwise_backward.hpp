@@ -5,7 +5,7 @@
 // act'() as it reads it (depthwise_backward_options::activation_saved). Variants: direct (any
 // shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
 // variant takes the transposed problem and the activation is none, relu or relu6 (the forward's
-// register kernels on grad_output with the rotated filter, each input gated as it is widened);
+// register kernels on grad_output with the rotated filter, each word gated as it arrives);
 // nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
 // dilation): the data gradient of stride 1 on the forward's tiled kernels (grad_output
 // convolved with the rotated filter), of larger strides on the transposed kernels
@@ -84,9 +84,12 @@ depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weig
   const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
   depthwise_variant chosen = depthwise_variant::direct;
-  for (depthwise_variant candidate : {nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled,
-                                      nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register})
-    if (can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) chosen = candidate;
+  for (depthwise_variant candidate : {nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
+                                      nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
+    if (can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) {
+      chosen = candidate;
+      break;
+    }
   platform::error_detail_slot() = detail;
   return chosen;
 }
@@ -152,8 +155,9 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
                                                                        static_cast<T*>(nullptr), stream);
     };
     using kind = detail::gate_kind;
-    return by.saved && detail::gate_kind_of(p.act) == kind::clamp ? launch(std::integral_constant<kind, kind::clamp>{})
-                                                                  : launch(std::integral_constant<kind, kind::none>{});
+    // (the refusal admits none, relu and relu6 only: clamp or no gate)
+    return detail::gate_kind_of(p.act) == kind::clamp ? launch(std::integral_constant<kind, kind::clamp>{})
+                                                      : launch(std::integral_constant<kind, kind::none>{});
   }
   if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
     const bool nchw = variant == depthwise_variant::nchw_tiled;

@@ -236,9 +236,9 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
-// multiplied by the activation's derivative from the saved tensor at the same place as it is
-// widened (kernels/common/gradient_gate.hpp).
+// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each word
+// multiplied by the activation's derivative from the saved tensor at the same place as it
+// arrives (kernels/common/gradient_gate.hpp).
 template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads, detail::nchw_register_resident_blocks)
 DSCONV_WAVES_PER_SIMD(detail::nchw_register_resident_blocks)

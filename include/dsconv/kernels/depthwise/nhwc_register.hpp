@@ -120,9 +120,9 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
-// multiplied by the activation's derivative from the saved tensor at the same place as it is
-// widened (kernels/common/gradient_gate.hpp).
+// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each word
+// multiplied by the activation's derivative from the saved tensor at the same place as it
+// arrives (kernels/common/gradient_gate.hpp).
 template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
 DSCONV_WAVES_PER_SIMD(detail::register_resident_blocks)
@@ -190,25 +190,24 @@ DSCONV_UNROLL_BY(row_unroll)
       const bool row_inside = iy >= 0 && iy < s.h;
       words raw[IW];
       // (Gated: the saved words at the same place, gated into raw as they arrive)
-      const auto load = [&](int j, index_t at) {
-        raw[j] = detail::load_words<W>(image + at, t.aligned);
-        if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved + at, t.aligned), gate);
+      // (at pointers, not 64-bit offsets per column: those spilled the 5x5 stride-2 forms on AMD;
+      // kept: the saved tensor's element at the same place, Gated)
+      const auto load = [&](int j, const T* at, const T* kept) {
+        raw[j] = detail::load_words<W>(at, t.aligned);
+        if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(kept, t.aligned), gate);
       };
       if (row_inside && columns_inside) {  // the strips inside the map: loads without checks
         const T* in_row = image + iy * row_pitch + ix0 * s.c;
         const T* saved_row = Gated ? saved + iy * row_pitch + ix0 * s.c : nullptr;
 DSCONV_UNROLL
-        for (int j = 0; j < IW; ++j) {
-          raw[j] = detail::load_words<W>(in_row + j * s.c, t.aligned);
-          if constexpr (Gated)
-            raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved_row + j * s.c, t.aligned), gate);
-        }
+        for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c, Gated ? saved_row + j * s.c : nullptr);
       } else {
 DSCONV_UNROLL
         for (int j = 0; j < IW; ++j) {
           const int ix = ix0 + j;
           raw[j] = words{};  // zeros: the padding
-          if (row_inside && ix >= 0 && ix < s.w) load(j, iy * row_pitch + ix * s.c);
+          if (row_inside && ix >= 0 && ix < s.w)
+            load(j, image + iy * row_pitch + ix * s.c, Gated ? saved + iy * row_pitch + ix * s.c : nullptr);
         }
       }
       float in[IW][V];
