@@ -57,14 +57,16 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activation_gradient(F saved, activation 
     case activation::none: return F(1);
     case activation::relu: return saved > F(0) ? F(1) : F(0);
     case activation::relu6: return saved > F(0) && saved < F(6) ? F(1) : F(0);
-    // 1 - sigmoid(z) as sigmoid(-z): the subtraction loses the digits of 1 - s where s is
-    // near 1 (at z = 8 float keeps 3 of them).
+    // s = sigmoid(z) = 1 / (1 + e) with e = exp(-z), and 1 - s = e / (1 + e) = e * s: one
+    // exponential and one division (not 1 - s, which loses the digits of 1 - s where s is near
+    // 1: at z = 8 float keeps 3 of them). Where e overflows (z below about -88 in float) s is 0
+    // and 1 - s is 1.
     case activation::silu: {
-      const F s = F(1) / (F(1) + exp_of(-saved)), t = F(1) / (F(1) + exp_of(saved));
+      const F e = exp_of(-saved), s = F(1) / (F(1) + e), t = s > F(0) ? e * s : F(1);
       return s * (F(1) + saved * t);
     }
     case activation::sigmoid: {
-      const F s = F(1) / (F(1) + exp_of(-saved)), t = F(1) / (F(1) + exp_of(saved));
+      const F e = exp_of(-saved), s = F(1) / (F(1) + e), t = s > F(0) ? e * s : F(1);
       return s * t;
     }
     case activation::hardswish: return saved < F(-3) ? F(0) : saved <= F(3) ? saved / F(3) + F(0.5) : F(1);
