@@ -208,13 +208,32 @@ def cuda_rows(arch):
     return rows
 
 
+def hip_llvm_tools():
+    """llc and llvm-dis beside the clang that hipcc runs (its -### listing names it)."""
+    listing = subprocess.run(["hipcc", "-###", "-x", "hip", "--cuda-device-only", "-c", os.devnull, "-o", os.devnull],
+                             capture_output=True, text=True).stderr
+    m = re.search(r'^\s*"([^"]*/clang(?:-\d+)?)"', listing, re.M)
+    tools = [os.path.join(os.path.dirname(m.group(1)), t) for t in ("llc", "llvm-dis")] if m else []
+    if not tools or not all(os.path.exists(t) for t in tools):
+        sys.exit("no llc and llvm-dis beside hipcc's clang (the llvm package hipcc depends on)")
+    return tools
+
+
 def hip_rows(arch):
-    """The kernels' rows for a HIP target: one compile to device assembly with the compiler's
-    resource remarks (registers, LDS, spills; MFMA and 128-bit global loads in the assembly),
-    one to LLVM IR for the divisions (the assembly expands each into a long sequence)."""
-    base = ["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-S",
-            "-I", os.path.join(ROOT, "include"), SOURCE, "-o", "-"]
-    assembly, remarks = compile_listing(base[:-5] + ["-Rpass-analysis=kernel-resource-usage"] + base[-5:])
+    """The kernels' rows for a HIP target: hipcc compiles the source to optimised LLVM bitcode
+    once, read as IR for the divisions (the assembly expands each into a long sequence), and
+    llc compiles that to device assembly with the resource remarks (registers, LDS, spills;
+    MFMA and 128-bit global loads in the assembly): the assembly hipcc -S makes, with one pass
+    of the front end and the optimiser for both."""
+    llc, llvm_dis = hip_llvm_tools()
+    with tempfile.TemporaryDirectory() as tmp:
+        bitcode = os.path.join(tmp, "kernels.bc")
+        compile_listing(["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-c",
+                         "-emit-llvm", "-O3", "-I", os.path.join(ROOT, "include"), SOURCE, "-o", bitcode])
+        ir, _ = compile_listing([llvm_dis, bitcode, "-o", "-"])
+        assembly, remarks = compile_listing([llc, "-O3", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={arch}",
+                                             "-pass-remarks-analysis=kernel-resource-usage", bitcode, "-o", "-"])
+    remarks = remarks.replace("remark: <unknown>:0:0: ", "remark: ")  # (llc's remarks name no source place)
     rows, current = [], None
     for line in remarks.splitlines():
         m = re.search(r"remark: Function Name: (\w+)", line)
@@ -236,7 +255,6 @@ def hip_rows(arch):
         counts[name] = {"mfma": sum(line.strip().startswith("v_mfma") for line in body),
                         "load128": sum(line.strip().startswith("global_load_dwordx4") for line in body),
                         "division": (0, 0)}
-    ir, _ = compile_listing(base[:-3] + ["-emit-llvm"] + base[-3:])
     for name, body in kernel_bodies(ir, r"^define .*@(_Z\w+)\(", r"^}").items():
         if name in counts:
             counts[name]["division"] = division_counts(
@@ -375,6 +393,7 @@ def occupancy_tables(rows, plan_tool, out_dir):
 
 # The block size of each kernel the SASS budgets model, as its header declares it.
 BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
+                 "depthwise_nhwc_register_weight": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads")}
 
@@ -507,7 +526,10 @@ def main():
     # kernels/depthwise/nhwc_register.hpp, register_vector.)
     # (The NCHW one's 5x5 filters move at most 8 bytes at a time on AMD:
     # kernels/depthwise/nchw_register.hpp, nchw_register_widest_chunk.)
+    # (The NHWC weight gradient's vectors are 4 channels for 3x3 filters, 2 for 5x5: 16 bytes for
+    # float 3x3 only; kernels/depthwise/nhwc_register_weight.hpp, register_weight_vector.)
     eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2),", r["kernel"]) or
+                                    re.match(r"depthwise_nhwc_register_weight<((dsconv::)?(half|bfloat16)|float, 5),", r["kernel"]) or
                                     (re.match(r"depthwise_nchw_register<[^,]*, 5,", r["kernel"]) and r["target"].startswith("gfx")))
     expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r)) or
                              r["kernel"].startswith("pointwise_nhwc_stream") or

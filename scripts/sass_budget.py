@@ -271,6 +271,25 @@ def nchw_register_model(t, k, s, gated=False):
     return need, th * vo * size * (s * s * tensors + 1), "band: %d rows x %d outputs" % (th, vo)
 
 
+def register_weight_model(t, k, s, gated=False):
+    """depthwise_nhwc_register_weight (kernels/depthwise/nhwc_register_weight.hpp): one strip of
+    tw = 4 outputs x v channels (4 for 3x3 filters, 2 for 5x5) inside the map: tw dz vector
+    loads (and tw of the saved tensor where gated: relu6, the clamp), k input rows of iw vectors,
+    no stores (the sums stay in registers)."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    v = 4 if k == 3 else 2
+    tw, iw = 4, 3 * s + k
+    width = {16: "LDG.E.128", 8: "LDG.E.64", 4: "LDG.E.CONSTANT"}[v * size]
+    load = (lambda ins: ins.op == width or ins.op == width + ".CONSTANT") if v * size != 4 else \
+        (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"))
+    tensors = 2 if gated else 1  # dy, and the saved tensor, per output
+    need = {"vector loads": (load, k * iw + tw * tensors)}
+    if gated:  # (the saved loads are predicated on its pointer: the clamp's products put the path through the gate)
+        need["gate products"] = (is_op("FMUL"), tw * v)
+    # a strip's outputs: tw x v elements, each reading tensors outputs' elements and s^2 inputs (minimum bytes)
+    return need, tw * v * size * (tensors + s * s), "strip: %d outputs x %d channels%s" % (tw, v, ", relu6" if gated else "")
+
+
 def stream_model(t, nt):
     """pointwise_nhwc_stream (kernels/pointwise/nhwc_stream.hpp): one 32-pixel tile of a warp's
     slice of 8 nt outputs, for a layer of `chunks` 32-channel chunks: 4 16-byte loads a chunk (the
@@ -310,6 +329,10 @@ KERNELS = [
     (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                                    m.group(4) not in (None, "0"))),
+    (re.compile(r"depthwise_nhwc_register_weight<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
+     lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
+    (re.compile(r"depthwise_nhwc_register_weight<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
+     lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), True)),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               m.group(4) not in (None, "0"))),

@@ -33,20 +33,25 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // tiles fit shared memory); the register variants take the data gradient of stride 1 of their
 // layout with multiplier 1, a square 3x3 or 5x5 filter without dilation, activation none, relu
 // or relu6, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
-// (nchw_register) padding kernel / 2, and no weight gradient; direct takes everything.
+// (nchw_register) padding kernel / 2; nhwc_register takes the weight gradient of the nhwc layout
+// with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
+// in whole 16-byte vectors (any padding and activation); direct takes everything.
 bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p, std::size_t element_bytes) {
   const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
                             (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
   const bool transposable = p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w;
-  const bool register_data = ps == pass::data && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
-                             (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == 1 && p.stride_w == 1 &&
-                             p.dilation_h == 1 && p.dilation_w == 1 && transposable &&
+  const bool register_filter = p.multiplier == 1 && p.kernel_h == p.kernel_w && (p.kernel_h == 3 || p.kernel_h == 5) &&
+                               p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) && p.dilation_h == 1 &&
+                               p.dilation_w == 1;
+  const bool register_data = ps == pass::data && register_filter && p.stride_h == 1 && transposable &&
                              (p.act == activation::none || p.act == activation::relu || p.act == activation::relu6);
+  const bool whole_vectors = p.c % static_cast<int>(16 / element_bytes) == 0;
   switch (variant) {
     case depthwise_variant::nchw_tiled:
     case depthwise_variant::nhwc_tiled: return tiled_layout && p.multiplier == 1 && (ps == pass::weight || transposable);
     case depthwise_variant::nhwc_register:
-      return register_data && p.data_layout == layout::nhwc && p.c % static_cast<int>(16 / element_bytes) == 0;
+      return p.data_layout == layout::nhwc && whole_vectors &&
+             (register_data || (ps == pass::weight && register_filter));
     case depthwise_variant::nchw_register:
       return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
     default: return true;
@@ -96,10 +101,12 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
   }
 
   const device_input<T> d_x(x, misalign), d_w(w, misalign), d_dy(dy, misalign), d_saved(saved, misalign);
-  const std::size_t workspace_bytes = ps == pass::weight ? dsconv::depthwise_backward_weight_workspace_size<T>(p) : 0;
-  guarded_output<float> workspace(workspace_bytes / sizeof(float));
   for (const depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants))
     for (const bool with_workspace : {false, true}) {
+      // (each variant's own: the register and tiled kernels spread over different block counts)
+      const std::size_t workspace_bytes =
+          ps == pass::weight ? dsconv::depthwise_backward_weight_workspace_size<T>(p, variant) : 0;
+      guarded_output<float> workspace(workspace_bytes / sizeof(float));
       if (with_workspace && workspace_bytes == 0) continue;
       INFO("variant " << dsconv::to_string(variant) << (with_workspace ? ", with workspace" : ""));
       const bool expected = supports(variant, ps, p, sizeof(T));
@@ -192,7 +199,8 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
   for (const activation act : all_activations)
     for (dsconv::depthwise_params p :
          {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1),
-          make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1)}) {  // (5x5 stride 1: the register data gradient)
+          make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (5x5 stride 1: the register data gradient)
+          make_params(2, 16, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {  // (3x3 stride 2: the register weight gradient)
       p.data_layout = data_layout;
       p.act = act;
       check_backward<TestType>(pass::data, p, false);
@@ -239,13 +247,12 @@ TEMPLATE_TEST_CASE("depthwise backward: the weight gradient is the same bits on 
   const std::size_t outputs = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
   const device_input<TestType> x(random_tensor<TestType>(static_cast<std::size_t>(p.n) * p.c * p.h * p.w)),
       dy(random_tensor<TestType>(outputs)), saved(saved_activation_tensor<TestType>(outputs));
-  const std::size_t bytes = dsconv::depthwise_backward_weight_workspace_size<TestType>(p);
-  REQUIRE(bytes > 0);
-  dsconv::device_buffer<float> workspace;
-  REQUIRE(workspace.allocate(bytes / sizeof(float)) == status::success);
   for (const depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
     if (dsconv::can_implement_backward_weight<TestType>(variant, p) != status::success) continue;
     INFO("variant " << dsconv::to_string(variant));
+    const std::size_t bytes = dsconv::depthwise_backward_weight_workspace_size<TestType>(p, variant);
+    dsconv::device_buffer<float> workspace;
+    REQUIRE(workspace.allocate(bytes / sizeof(float) + 1) == status::success);
     dsconv::depthwise_backward_options options;
     options.variant = variant, options.workspace = workspace.data(), options.workspace_bytes = bytes;
     options.activation_saved = saved.data();

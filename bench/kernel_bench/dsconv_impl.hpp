@@ -115,7 +115,7 @@ class dsconv_impl {
       case layer_pass::forward: return dw ? 0 : dsconv::pointwise_workspace_size<T>(c_.pointwise());
       case layer_pass::backward_data: return dw ? 0 : dsconv::pointwise_backward_data_workspace_size<T>(c_.pointwise());
       case layer_pass::backward_weight:
-        return dw ? dsconv::depthwise_backward_weight_workspace_size<T>(c_.depthwise())
+        return dw ? dsconv::depthwise_backward_weight_workspace_size<T>(c_.depthwise(), dw_variant_)
                   : dsconv::pointwise_backward_weight_workspace_size<T>(c_.pointwise());
     }
     return 0;

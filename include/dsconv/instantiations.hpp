@@ -34,7 +34,7 @@
   prefix status can_implement_backward_weight<T>(depthwise_variant, const depthwise_params&);                   \
   prefix depthwise_variant select_backward_data_variant<T>(const depthwise_params&);                            \
   prefix depthwise_variant select_backward_weight_variant<T>(const depthwise_params&);                          \
-  prefix std::size_t depthwise_backward_weight_workspace_size<T>(const depthwise_params&);                      \
+  prefix std::size_t depthwise_backward_weight_workspace_size<T>(const depthwise_params&, depthwise_variant); \
   }
 
 // The pointwise backward passes run through the forward's GEMM launches (detail::run_gemm), so

@@ -5,7 +5,8 @@
 // act'() as it reads it (depthwise_backward_options::activation_saved). Variants: direct (any
 // shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
 // variant takes the transposed problem and the activation is none, relu or relu6 (the forward's
-// register kernels on grad_output with the rotated filter, each word gated as it arrives);
+// register kernels on grad_output with the rotated filter, each word gated as it arrives), and
+// nhwc_register for the weight gradient of the forward's register filters on its strips;
 // nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
 // dilation): the data gradient of stride 1 on the forward's tiled kernels (grad_output
 // convolved with the rotated filter), of larger strides on the transposed kernels
@@ -40,6 +41,18 @@ std::string register_data_refusal(depthwise_variant variant, const depthwise_par
   return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
 }
 
+// Why register variant `variant` cannot run the weight gradient of `p` (empty: it can): the NHWC
+// one on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp), within the
+// forward's limits; the NCHW one has no weight-gradient kernel.
+template <class T>
+std::string register_weight_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
+  if (variant == depthwise_variant::nchw_register) return " runs the forward pass and the data gradient only";
+  const std::string limit = register_limits(p, sizeof(T));
+  if (!limit.empty()) return " " + limit;
+  register_weight_plan plan;
+  return plan_nhwc_register_weight<T>(p, dev, nullptr, nullptr, nullptr, 0, plan) ? "" : ": the grid is too large";
+}
+
 // Whether `variant` can run the backward data (weight: `weight`) pass of `p`.
 template <class T>
 status can_implement_depthwise_backward(depthwise_variant variant, const depthwise_params& p, bool weight) {
@@ -52,7 +65,7 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
   if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
-    const std::string refusal = weight ? " runs the forward pass and the data gradient only" : register_data_refusal<T>(variant, p, dev);
+    const std::string refusal = weight ? register_weight_refusal<T>(variant, p, dev) : register_data_refusal<T>(variant, p, dev);
     return refusal.empty() ? status::success : invalid(status::unsupported_variant, op, to_string(variant) + refusal);
   }
   const bool nchw = variant == depthwise_variant::nchw_tiled;
@@ -76,9 +89,9 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   return status::success;
 }
 
-// The variant automatic runs: for the data gradient the layout's register kernel where it applies
-// (the forward's rule: the fewest instructions per DRAM byte by count), then for both gradients
-// the layout's tiled kernel where it applies, else direct.
+// The variant automatic runs: the layout's register kernel where it applies (the forward's rule:
+// the fewest instructions per DRAM byte by count), then the layout's tiled kernel where it
+// applies, else direct.
 template <class T>
 depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight) {
   const bool nchw = p.data_layout == layout::nchw;
@@ -114,17 +127,27 @@ depthwise_variant select_backward_weight_variant(const depthwise_params& p) {
   return detail::select_depthwise_backward<T>(p, true);
 }
 
-// Bytes of workspace with which the tiled weight gradient spreads each channel's sums over
-// several blocks (partial sums, added in a fixed order afterwards): where one block per
-// channel (group) would leave the device idle, as at batch 1. 0 where it gains nothing or the
-// tiled variant cannot run `p`.
+// Bytes of workspace with which the weight gradient of `variant` (automatic: the one it runs)
+// spreads each channel's sums over several blocks (partial sums, added in a fixed order
+// afterwards): where one block per channel (group) would leave the device idle. 0 where it
+// gains nothing or the variant cannot run `p`.
 template <class T = float>
-std::size_t depthwise_backward_weight_workspace_size(const depthwise_params& p) {
+std::size_t depthwise_backward_weight_workspace_size(const depthwise_params& p,
+                                                     depthwise_variant variant = depthwise_variant::automatic) {
   platform::device_properties dev;
+  if (!is_valid(variant) || can_implement_backward_weight<T>(variant, p) != status::success ||
+      platform::get_device_properties(dev) != status::success)
+    return 0;
+  if (variant == depthwise_variant::automatic) variant = select_backward_weight_variant<T>(p);
+  const std::size_t any = ~std::size_t{0} >> 1;
+  if (variant == depthwise_variant::nhwc_register) {
+    detail::register_weight_plan plan;
+    return detail::plan_nhwc_register_weight<T>(p, dev, nullptr, nullptr, nullptr, any, plan)
+               ? static_cast<std::size_t>(plan.workspace_bytes) : 0;
+  }
   detail::weight_plan plan;
   const T* aligned = nullptr;
-  if (detail::validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success ||
-      !detail::plan_backward_weight(p, p.data_layout == layout::nchw, dev, aligned, ~std::size_t{0} >> 1, plan))
+  if (variant == depthwise_variant::direct || !detail::plan_backward_weight(p, p.data_layout == layout::nchw, dev, aligned, any, plan))
     return 0;
   return static_cast<std::size_t>(plan.workspace_bytes);
 }
@@ -207,10 +230,29 @@ status depthwise_backward_weight(const depthwise_params& p, const depthwise_back
   if (s != status::success) return s;
   const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
   const detail::depthwise_shape shape = detail::make_shape(p);
+  const int taps = p.kernel_h * p.kernel_w;
+  // The blocks' partial sums (where they wrote them) added in block order.
+  const auto reduce = [&](const float* partial, int groups) {
+    return platform::launch(platform::registered<kernels::depthwise_weight_reduce<T>>(),
+                            detail::grid_stride_launch(static_cast<index_t>(p.c) * (taps + 1), detail::grid_stride_block_threads,
+                                                       dev, stream, "depthwise_weight_reduce"),
+                            partial, groups, p.c, taps, grad_weight, grad_bias);
+  };
+  const std::size_t workspace_bytes = options.workspace ? options.workspace_bytes : 0;
+  if (variant == depthwise_variant::nhwc_register) {
+    detail::register_weight_plan plan;
+    if (!detail::plan_nhwc_register_weight<T>(p, dev, input, grad_output, gate.saved, workspace_bytes, plan))
+      return detail::invalid(status::unsupported_variant, "depthwise backward weight", "no launch plan for the chosen variant");
+    float* partial = plan.grid.x > 1 ? static_cast<float*>(options.workspace) : nullptr;
+    const status launched = platform::launch(detail::register_weight_kernel<T>(p), plan.launch(stream), shape, plan.tile,
+                                             input, grad_output, gate, detail::make_register_gate(gate), partial,
+                                             grad_weight, grad_bias);
+    return launched != status::success || !partial ? launched : reduce(partial, static_cast<int>(plan.grid.x));
+  }
   if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
     const bool nchw = variant == depthwise_variant::nchw_tiled;
     detail::weight_plan plan;
-    if (!detail::plan_backward_weight(p, nchw, dev, input, options.workspace ? options.workspace_bytes : 0, plan))
+    if (!detail::plan_backward_weight(p, nchw, dev, input, workspace_bytes, plan))
       return detail::invalid(status::unsupported_variant, "depthwise backward weight", "no launch plan for the chosen variant");
     if (plan.items.groups > 1) plan.items.partial = static_cast<float*>(options.workspace);
     const platform::launch_config cfg =
@@ -220,12 +262,7 @@ status depthwise_backward_weight(const depthwise_params& p, const depthwise_back
                                 plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias)
              : platform::launch(detail::tiled_kernel<detail::nhwc_backward_weight_family, T>(p), cfg, shape,
                                 plan.tile.tile, plan.items, input, grad_output, gate, grad_weight, grad_bias);
-    if (launched != status::success || !plan.items.partial) return launched;
-    const int taps = p.kernel_h * p.kernel_w;
-    return platform::launch(platform::registered<kernels::depthwise_weight_reduce<T>>(),
-                            detail::grid_stride_launch(static_cast<index_t>(p.c) * (taps + 1), detail::grid_stride_block_threads,
-                                                       dev, stream, "depthwise_weight_reduce"),
-                            static_cast<const float*>(plan.items.partial), plan.items.groups, p.c, taps, grad_weight, grad_bias);
+    return launched != status::success || !plan.items.partial ? launched : reduce(plan.items.partial, plan.items.groups);
   }
   return platform::launch(platform::registered<kernels::depthwise_backward_weight_direct<T>>(),
                           detail::grid_stride_launch(shape.weight_elements() + shape.out_c, detail::grid_stride_block_threads,

@@ -7,6 +7,7 @@
 
 #include "../config.hpp"
 #include "../kernels/depthwise/nhwc_register.hpp"
+#include "../kernels/depthwise/nhwc_register_weight.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "launch_shape.hpp"
@@ -55,6 +56,10 @@ struct register_strip_of {
   static constexpr int value = register_strip<T, K, S, Gated>();
 };
 template <class T, int K, int S, bool Gated>
+struct register_weight_strip_of {
+  static constexpr int value = register_weight_strip<T, K, S>();
+};
+template <class T, int K, int S, bool Gated>
 struct register_vector_of {
   static constexpr int value = register_vector<T, K, S>();
 };
@@ -97,6 +102,63 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   return true;
 }
 
+// The weight gradient's launch on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp).
+struct register_weight_plan {
+  nhwc_register_tile tile{};
+  platform::dims grid;        // grid.x: blocks per channel group, writing partial sums where more than 1
+  std::size_t shared_bytes = 0;
+  index_t workspace_bytes{};  // what the partial sums of the spread (grid.x > 1) take
+
+  platform::launch_config launch(stream_t stream) const {
+    return planned_launch(register_block_threads, grid, shared_bytes, "depthwise_nhwc_register_weight", stream);
+  }
+};
+
+// The plan for `p` (which register_limits accepts) with the call's tensors (null: for
+// feasibility only) and `workspace_bytes` (0: none). Channel groups of a power of two of the
+// kernel's vectors (the reduction's lane groups), up to 8. With enough workspace each group's
+// strips spread over as many blocks as make two per multiprocessor (the kernel's residency: one
+// wave, each thread walking many strips), their partial sums added afterwards in block order;
+// without, one block per channel group takes all of its strips.
+template <class T>
+bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device_properties& dev, const void* input,
+                               const void* grad_output, const void* saved, std::size_t workspace_bytes,
+                               register_weight_plan& plan) {
+  const int v = p.kernel_h == 3 ? register_weight_vector<T, 3, 1>() : register_weight_vector<T, 5, 1>();
+  const int vectors = p.c / v;
+  int group = 8;
+  while (vectors % group != 0) group /= 2;
+  nhwc_register_tile& t = plan.tile;
+  t.group_vectors = group;
+  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
+  const int tw = register_constant<T, register_weight_strip_of>(p);
+  t.strip_cols = (p.out_w() + tw - 1) / tw;
+  const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
+  if (strips >= (1LL << 31)) return false;
+  t.strips = static_cast<int>(strips);
+  t.aligned = (!input || aligned16(input)) && (!grad_output || aligned16(grad_output)) && (!saved || aligned16(saved));
+  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
+  t.image_row = fast_divmod(static_cast<unsigned>(p.out_h()));
+  const long long channel_groups = vectors / group, lane_strips = (strips + t.pixel_lanes - 1) / t.pixel_lanes;
+  long long blocks = (2LL * dev.multiprocessor_count * register_resident_blocks + channel_groups - 1) / channel_groups;
+  blocks = blocks < lane_strips ? blocks : lane_strips;
+  long long per_thread = (lane_strips + blocks - 1) / blocks;
+  blocks = (lane_strips + per_thread - 1) / per_thread;
+  const long long taps = static_cast<long long>(p.kernel_h) * p.kernel_w;
+  const index_t spread_bytes = blocks * p.c * (taps + 1) * static_cast<index_t>(sizeof(float));
+  plan.workspace_bytes = blocks > 1 ? spread_bytes : 0;
+  if (blocks > 1 && (workspace_bytes == 0 || static_cast<index_t>(workspace_bytes) < spread_bytes))
+    blocks = 1, per_thread = lane_strips;
+  t.strips_per_thread = static_cast<int>(per_thread);
+  if (blocks > dev.max_grid_x || channel_groups > dev.max_grid_y) return false;
+  plan.grid = platform::dims{static_cast<unsigned>(blocks), static_cast<unsigned>(channel_groups), 1};
+  const long long warps = register_block_threads / static_cast<unsigned>(dev.warp_size);
+  const int values = p.kernel_h == 3 ? register_weight_values<3, register_weight_vector<T, 3, 1>()>()
+                                     : register_weight_values<5, register_weight_vector<T, 5, 1>()>();
+  plan.shared_bytes = static_cast<std::size_t>(warps * group * values) * sizeof(float);
+  return true;
+}
+
 // f(K, S) (std::integral_constant each) for the problem's filter, one of the register kernels'
 // specialisations: 3x3 or 5x5, stride 1 or 2 (StrideOne: of stride 1 only, as the data gradient
 // runs them; no stride-2 form compiled).
@@ -123,6 +185,13 @@ template <class T, gate_kind G = gate_kind::none>
 auto register_kernel(const depthwise_params& p) {
   return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
     return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value, G>>();
+  });
+}
+
+template <class T>
+auto register_weight_kernel(const depthwise_params& p) {
+  return register_filter_case(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nhwc_register_weight<T, decltype(k)::value, decltype(s)::value>>();
   });
 }
 

@@ -49,7 +49,7 @@ enum class gate_kind { none, clamp };
 
 // The kind for activation `a`; none also where no register gate stands for it (register_gated
 // says which).
-constexpr gate_kind gate_kind_of(activation a) {
+DSCONV_HOST_DEVICE constexpr gate_kind gate_kind_of(activation a) {
   return a == activation::relu || a == activation::relu6 ? gate_kind::clamp : gate_kind::none;
 }
 constexpr bool register_gated(activation a) { return a == activation::none || gate_kind_of(a) != gate_kind::none; }

@@ -68,6 +68,13 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void widen(unsigned w, float* f) {
   else
     widen_word(w, f[0], f[1], static_cast<const T*>(nullptr));
 }
+// The W words of a vector to W * E floats at f.
+template <class T, int W>
+DSCONV_DEVICE DSCONV_FORCEINLINE void widen_words(const platform::vec<unsigned, W>& w, float* f) {
+  constexpr int E = elements_per_word<T>();
+DSCONV_UNROLL
+  for (int k = 0; k < W; ++k) widen<T>(w[k], f + k * E);
+}
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned narrow(const float* f) {
   if constexpr (sizeof(T) == 4)

@@ -148,14 +148,8 @@ void depthwise_nchw_backward_weight(detail::depthwise_shape s, detail::depthwise
     const bool is_bias = v == groups * C;
     const int set = is_bias ? 0 : v / C, i = is_bias ? C : v - set * C, tap = pass * groups * C + v;
     if (c >= s.c || (!is_bias && tap >= taps) || (is_bias && pass != 0)) continue;  // (the bias: the first pass's)
-    const float val = pf::shared_load(staged + detail::reduced_at<C, groups>(set, jg, G, wp) + i);
-    if (items.partial) {
-      pf::store(items.partial + (static_cast<index_t>(group) * s.c + c) * (taps + 1) + (is_bias ? taps : tap), val);
-    } else if (is_bias) {
-      if (grad_bias) pf::store(grad_bias + c, from_float<T>(val));
-    } else {
-      pf::store(grad_weight + static_cast<index_t>(c) * taps + tap, from_float<T>(val));
-    }
+    detail::store_weight_sum(pf::shared_load(staged + detail::reduced_at<C, groups>(set, jg, G, wp) + i), c,
+                             is_bias ? taps : tap, taps, s.c, items.partial, group, grad_weight, grad_bias);
   }
 }
 

@@ -121,7 +121,7 @@ struct row_source {
 template <class T, int CE, gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE void read_chunk(const row_source<T>& src, int off, bool inside, float* f) {
   if constexpr (CE * sizeof(T) >= 4) {
-    constexpr int W = static_cast<int>(CE * sizeof(T) / 4), E = elements_per_word<T>();
+    constexpr int W = static_cast<int>(CE * sizeof(T) / 4);
     platform::vec<unsigned, W> raw{};
     if (inside) raw = load_words<W>(src.at + off, true);
     if constexpr (G != gate_kind::none) {
@@ -129,8 +129,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void read_chunk(const row_source<T>& src, int o
       if (inside) kept = load_words<W>(src.saved + off, true);
       raw = gated_words<T, G, W>(raw, kept, src.gate);
     }
-DSCONV_UNROLL
-    for (int k = 0; k < W; ++k) widen<T>(raw[k], f + k * E);
+    widen_words<T>(raw, f);
   } else {
     f[0] = inside ? to_float(platform::load(src.at + off)) : 0.f;
     if constexpr (G != gate_kind::none)

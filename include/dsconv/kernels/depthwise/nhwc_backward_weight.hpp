@@ -97,15 +97,8 @@ void depthwise_nhwc_backward_weight(detail::depthwise_shape s, detail::depthwise
     const int channel = j / (C + 1), i = j - channel * (C + 1);  // (a pass's stores, after its reduction)
     const int tap = first_tap + i;
     if ((i < C && tap >= taps) || (i == C && !pass.sums_bias())) continue;
-    const float v = pf::shared_load(scratch + j);
-    const bool is_bias = i == C;
-    if (items.partial) {
-      pf::store(items.partial + (static_cast<index_t>(group) * s.c + c0 + channel) * (taps + 1) + (is_bias ? taps : tap), v);
-    } else if (is_bias) {
-      if (grad_bias) pf::store(grad_bias + c0 + channel, from_float<T>(v));
-    } else {
-      pf::store(grad_weight + static_cast<index_t>(c0 + channel) * taps + tap, from_float<T>(v));
-    }
+    detail::store_weight_sum(pf::shared_load(scratch + j), c0 + channel, i == C ? taps : tap, taps, s.c, items.partial, group,
+                             grad_weight, grad_bias);
   }
 }
 

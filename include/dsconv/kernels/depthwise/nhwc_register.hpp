@@ -212,9 +212,7 @@ DSCONV_UNROLL
       }
       float in[IW][V];
 DSCONV_UNROLL
-      for (int j = 0; j < IW; ++j)
-DSCONV_UNROLL
-        for (int k = 0; k < W; ++k) detail::widen<T>(raw[j][k], in[j] + k * E);
+      for (int j = 0; j < IW; ++j) detail::widen_words<T>(raw[j], in[j]);
 DSCONV_UNROLL
       for (int kx = 0; kx < K; ++kx) {
         float w[V];

@@ -150,37 +150,32 @@ struct warp_position {
       : width(platform::warp_size()), warps(threads / width), warp(tid / width), lane(tid - warp * width) {}
 };
 
-// Adds the per-thread sums of a chunk of taps (`sums[i]`, tap first + i for i < valid; and the
-// bias gradient where first is 0) over the threads of the block that share a channel and a set:
-// those whose ids are equal modulo `group` (1: all of them; a power of two up to the warp
-// width) among Sets consecutive sets of whole warps (tap groups, each summing its own taps).
-// Each value is summed over a warp by a butterfly (fixed order), then over the set's warps in
-// warp order through `scratch` (warps * group * (C + 1) floats). Ends with the sums in
-// scratch[reduced_at(set, group index, group) + i] (tap i, the bias at C) for the caller to
-// store after a barrier.
-template <int C, int Sets = 1>
-DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias, float* scratch, int group,
-                                                   const warp_position& wp, int tid, int threads) {
+// Adds N values of each thread (`values[i]`) over the threads of the block that share a channel
+// and a set: those whose ids are equal modulo `group` (1: all of them; a power of two up to the
+// warp width) among Sets consecutive sets of whole warps (tap groups, each summing its own
+// taps). Each value is summed over a warp by a butterfly (fixed order), then over the set's
+// warps in warp order through `scratch` (warps * group * N floats). Ends with the sums in
+// scratch[reduced_at(set, group index, group) + i] for the caller to store after a barrier.
+template <int N, int Sets = 1>
+DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_values(float (&values)[N], float* scratch, int group, const warp_position& wp,
+                                                    int tid, int threads) {
   namespace pf = platform;
-  constexpr int values = C + 1;
   // (each step over all values in place: a value at a time, sm_80 spilled a 5x5 filter's
   // sums at 64 registers)
   for (int offset = wp.width >> 1; offset >= group; offset >>= 1) {
     DSCONV_UNROLL
-    for (int i = 0; i < C; ++i) sums[i] += pf::shfl_xor(sums[i], offset);
-    bias += pf::shfl_xor(bias, offset);
+    for (int i = 0; i < N; ++i) values[i] += pf::shfl_xor(values[i], offset);
   }
   if (wp.lane < group) {
-    float* own = scratch + (wp.warp * group + wp.lane) * values;
+    float* own = scratch + (wp.warp * group + wp.lane) * N;
     DSCONV_UNROLL
-    for (int i = 0; i < C; ++i) pf::shared_store(own + i, sums[i]);
-    pf::shared_store(own + C, bias);
+    for (int i = 0; i < N; ++i) pf::shared_store(own + i, values[i]);
   }
   pf::sync_threads();
-  // Entry j of a set (< group * values: value j % values of group member j / values) added over
-  // the set's warps into its first warp's copy, which is that entry itself: no other thread
-  // reads or writes it.
-  const int set_warps = wp.warps / Sets, entries = group * values;
+  // Entry j of a set (< group * N: value j % N of group member j / N) added over the set's
+  // warps into its first warp's copy, which is that entry itself: no other thread reads or
+  // writes it.
+  const int set_warps = wp.warps / Sets, entries = group * N;
   for (int set = 0; set < Sets; ++set) {
     float* first = scratch + set * set_warps * entries;
     for (int j = tid; j < entries; j += threads) {
@@ -191,10 +186,37 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias,
   }
   pf::sync_threads();
 }
+// reduce_values of the per-thread sums of a chunk of taps (`sums[i]`, tap first + i) and of the
+// bias gradient (`bias`, where first is 0): tap i at i, the bias at C.
+template <int C, int Sets = 1>
+DSCONV_DEVICE DSCONV_FORCEINLINE void reduce_chunk(float (&sums)[C], float bias, float* scratch, int group,
+                                                   const warp_position& wp, int tid, int threads) {
+  float values[C + 1];
+  DSCONV_UNROLL
+  for (int i = 0; i < C; ++i) values[i] = sums[i];
+  values[C] = bias;
+  reduce_values<C + 1, Sets>(values, scratch, group, wp, tid, threads);
+}
 // Where reduce_chunk<C, Sets> leaves the sums of group member `member` of set `set`.
 template <int C, int Sets>
 DSCONV_DEVICE DSCONV_FORCEINLINE int reduced_at(int set, int member, int group, const warp_position& wp) {
   return ((set * (wp.warps / Sets)) * group + member) * (C + 1);
+}
+
+// Stores sum `v` of tap `tap` (taps: the bias) of `channel` as a weight-gradient kernel's block
+// ends: its partial sum (partial: [groups][channels][taps + 1], `group` the block's) where the
+// launch spreads each channel's sums over blocks, else rounded to T into grad_weight or
+// grad_bias (null: not wanted).
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_weight_sum(float v, int channel, int tap, int taps, int channels, float* partial,
+                                                       int group, T* grad_weight, T* grad_bias) {
+  namespace pf = platform;
+  if (partial)
+    pf::store(partial + (static_cast<index_t>(group) * channels + channel) * (taps + 1) + tap, v);
+  else if (tap < taps)
+    pf::store(grad_weight + static_cast<index_t>(channel) * taps + tap, from_float<T>(v));
+  else if (grad_bias)
+    pf::store(grad_bias + channel, from_float<T>(v));
 }
 
 // The block's pass of a weight-gradient kernel's taps: grid.y where its tap groups take
