@@ -238,6 +238,25 @@ TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on e
   }
 }
 
+TEMPLATE_TEST_CASE("depthwise backward: the weight gradient's workspace size is the asked variant's", "[depthwise][backward]",
+                   float, dsconv::half) {
+  // A layer whose channels take one block group without a workspace (8 x 56 x 56 pixels, 32
+  // channels): both spreading variants want one, and the variant that cannot run it none.
+  dsconv::depthwise_params p = make_params(8, 32, 56, 56, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.data_layout = layout::nhwc;
+  const std::size_t automatic = dsconv::depthwise_backward_weight_workspace_size<TestType>(p);
+  const std::size_t reg = dsconv::depthwise_backward_weight_workspace_size<TestType>(p, depthwise_variant::nhwc_register);
+  const std::size_t tiled = dsconv::depthwise_backward_weight_workspace_size<TestType>(p, depthwise_variant::nhwc_tiled);
+  REQUIRE(dsconv::select_backward_weight_variant<TestType>(p) == depthwise_variant::nhwc_register);
+  CHECK(reg > 0);
+  CHECK(tiled > 0);
+  CHECK(automatic == reg);
+  CHECK(dsconv::depthwise_backward_weight_workspace_size<TestType>(p, depthwise_variant::direct) == 0);
+  CHECK(dsconv::depthwise_backward_weight_workspace_size<TestType>(p, depthwise_variant::nchw_tiled) == 0);  // (layout)
+  CHECK(dsconv::depthwise_backward_weight_workspace_size<TestType>(p, depthwise_variant::nchw_register) == 0);
+  CHECK(dsconv::depthwise_backward_weight_workspace_size<TestType>(p, static_cast<depthwise_variant>(99)) == 0);
+}
+
 TEMPLATE_TEST_CASE("depthwise backward: the weight gradient is the same bits on every run", "[depthwise][backward]", float,
                    dsconv::half) {
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
