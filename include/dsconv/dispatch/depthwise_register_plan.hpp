@@ -117,9 +117,9 @@ struct register_weight_plan {
 // The plan for `p` (which register_limits accepts) with the call's tensors (null: for
 // feasibility only) and `workspace_bytes` (0: none). Channel groups of a power of two of the
 // kernel's vectors (the reduction's lane groups), up to 8. With enough workspace each group's
-// strips spread over as many blocks as make two per multiprocessor (the kernel's residency: one
-// wave, each thread walking many strips), their partial sums added afterwards in block order;
-// without, one block per channel group takes all of its strips.
+// strips spread over as many blocks as fill every multiprocessor twice at the kernel's residency
+// (2 blocks: two waves, each thread walking many strips), their partial sums added afterwards
+// in block order; without, one block per channel group takes all of its strips.
 template <class T>
 bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device_properties& dev, const void* input,
                                const void* grad_output, const void* saved, std::size_t workspace_bytes,
