@@ -66,6 +66,21 @@ struct register_vector_of {
 
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
+// The strips of tw outputs that blocks of `group` channel vectors walk (the tile's lanes, strips
+// and their divisors; false where they exceed an int), shared by the forward's and the weight
+// gradient's plans.
+inline bool walk_strips(const depthwise_params& p, int group, int tw, nhwc_register_tile& t) {
+  t.group_vectors = group;
+  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
+  t.strip_cols = (p.out_w() + tw - 1) / tw;
+  const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
+  if (strips >= (1LL << 31)) return false;
+  t.strips = static_cast<int>(strips);
+  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
+  t.image_row = fast_divmod(static_cast<unsigned>(p.out_h()));
+  return true;
+}
+
 // The plan for `p` (which register_limits accepts) with the call's tensors (null: a plan for
 // feasibility only; gated: for the data gradient's kernel); false where the grid would exceed
 // the device's.
@@ -77,13 +92,9 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   int group = vectors < 8 ? vectors : 8;
   while (vectors % group != 0) --group;  // whole groups: no idle channel lanes
   nhwc_register_tile& t = plan.tile;
-  t.group_vectors = group;
-  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
-  const int tw = gated ? register_constant<T, register_strip_of, true>(p) : register_constant<T, register_strip_of>(p);
-  t.strip_cols = (p.out_w() + tw - 1) / tw;
-  const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
-  if (strips >= (1LL << 31)) return false;
-  t.strips = static_cast<int>(strips);
+  if (!walk_strips(p, group, gated ? register_constant<T, register_strip_of, true>(p) : register_constant<T, register_strip_of>(p), t))
+    return false;
+  const long long strips = t.strips;
   // One strip per thread where that fills the device 8 times over at the blocks' residency;
   // more (up to 4, each block staging its weights once for them) where the grid is larger.
   const long long groups = vectors / group;
@@ -92,8 +103,6 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   long long per_thread = blocks_one / wave;
   t.strips_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread);
   t.aligned = (!input || aligned16(input)) && (!output || aligned16(output)) && (!pre || aligned16(pre));
-  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
-  t.image_row = fast_divmod(static_cast<unsigned>(p.out_h()));
   const long long per_block = static_cast<long long>(t.pixel_lanes) * t.strips_per_thread;
   const long long grid_x = (strips + per_block - 1) / per_block;
   if (grid_x > dev.max_grid_x || groups > dev.max_grid_y) return false;
@@ -129,17 +138,9 @@ bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device
   int group = 8;
   while (vectors % group != 0) group /= 2;
   nhwc_register_tile& t = plan.tile;
-  t.group_vectors = group;
-  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
-  const int tw = register_constant<T, register_weight_strip_of>(p);
-  t.strip_cols = (p.out_w() + tw - 1) / tw;
-  const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
-  if (strips >= (1LL << 31)) return false;
-  t.strips = static_cast<int>(strips);
+  if (!walk_strips(p, group, register_constant<T, register_weight_strip_of>(p), t)) return false;
   t.aligned = (!input || aligned16(input)) && (!grad_output || aligned16(grad_output)) && (!saved || aligned16(saved));
-  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
-  t.image_row = fast_divmod(static_cast<unsigned>(p.out_h()));
-  const long long channel_groups = vectors / group, lane_strips = (strips + t.pixel_lanes - 1) / t.pixel_lanes;
+  const long long channel_groups = vectors / group, lane_strips = (t.strips + t.pixel_lanes - 1) / t.pixel_lanes;
   long long blocks = (2LL * dev.multiprocessor_count * register_resident_blocks + channel_groups - 1) / channel_groups;
   blocks = blocks < lane_strips ? blocks : lane_strips;
   long long per_thread = (lane_strips + blocks - 1) / blocks;

@@ -109,15 +109,14 @@ void depthwise_nhwc_register_weight(detail::depthwise_shape s, detail::nhwc_regi
   const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;  // (once per block)
   const detail::warp_position wp(tid, threads);
 
-  // (per tap a row of V sums: a flat array of K * K * V, indexed by an expression of the
-  // unrolled loops' counters, stayed in scratch memory on gfx90a, which SROA did not split)
-  float sums[K * K][V], bias[V];
+  // sums[tap][e], the biases' at tap K * K. (Per tap a row of V sums: a flat array of K * K * V,
+  // indexed by an expression of the unrolled loops' counters, stayed in scratch memory on gfx90a,
+  // which SROA did not split.)
+  float sums[K * K + 1][V];
 DSCONV_UNROLL
-  for (int e = 0; e < V; ++e) {
-    bias[e] = 0.f;
+  for (int tap = 0; tap <= K * K; ++tap)
 DSCONV_UNROLL
-    for (int tap = 0; tap < K * K; ++tap) sums[tap][e] = 0.f;
-  }
+    for (int e = 0; e < V; ++e) sums[tap][e] = 0.f;
   const int c = c0 + cv * V;
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c, out_pitch = static_cast<index_t>(s.out_w) * s.c;
   const unsigned first = static_cast<unsigned>(pf::block_idx().x) * t.strips_per_thread * t.pixel_lanes + lane;
@@ -153,7 +152,7 @@ DSCONV_UNROLL
 DSCONV_UNROLL
     for (int o = 0; o < TW; ++o)
 DSCONV_UNROLL
-      for (int e = 0; e < V; ++e) bias[e] += dz[o][e];
+      for (int e = 0; e < V; ++e) sums[K * K][e] += dz[o][e];
 
     // The index of input element (n, iy0 + ky, ix0, c), stepped a row at a time (a pointer is
     // formed only inside the map; the first rows and columns may lie in the padding).
@@ -191,22 +190,19 @@ DSCONV_UNROLL
     }
   }
 
-  // The sums of the threads of each channel vector (lanes equal modulo group_vectors), in a fixed order.
-  // (values[tap * V + e], then the biases at K * K * V + e)
+  // The sums of the threads of each channel vector (lanes equal modulo group_vectors), in a fixed
+  // order, as values[tap * V + e].
   float values[N];
 DSCONV_UNROLL
-  for (int e = 0; e < V; ++e) {
+  for (int tap = 0; tap <= K * K; ++tap)
 DSCONV_UNROLL
-    for (int tap = 0; tap < K * K; ++tap) values[tap * V + e] = sums[tap][e];
-    values[K * K * V + e] = bias[e];
-  }
+    for (int e = 0; e < V; ++e) values[tap * V + e] = sums[tap][e];
   float* scratch = pf::dynamic_shared<float>();
   detail::reduce_values<N>(values, scratch, t.group_vectors, wp, tid, threads);
   const int taps = K * K;
   for (int j = tid; j < t.group_vectors * N; j += threads) {
     const int member = j / N, i = j - member * N;  // (once per value stored)
-    const bool is_bias = i >= taps * V;
-    const int tap = is_bias ? taps : i / V, channel = c0 + member * V + (is_bias ? i - taps * V : i % V);
+    const int tap = i / V, channel = c0 + member * V + i % V;  // (tap == taps: the bias)
     detail::store_weight_sum(pf::shared_load(scratch + detail::reduced_at<N - 1, 1>(0, member, t.group_vectors, wp) + i),
                              channel, tap, taps, s.c, partial, static_cast<int>(pf::block_idx().x), grad_weight, grad_bias);
   }
