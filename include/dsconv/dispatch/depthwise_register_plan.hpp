@@ -101,12 +101,16 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   const long long blocks_one = (strips + t.pixel_lanes - 1) / t.pixel_lanes * groups;
   const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks;
   long long per_thread = blocks_one / wave;
-  t.strips_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread);
+  per_thread = per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread;
+  // (more where the strip blocks would exceed the grid's y: inputs of thousands of images)
+  const long long lane_strips = (strips + t.pixel_lanes - 1) / t.pixel_lanes;
+  if ((lane_strips + per_thread - 1) / per_thread > dev.max_grid_y)
+    per_thread = (lane_strips + dev.max_grid_y - 1) / dev.max_grid_y;
+  t.strips_per_thread = static_cast<int>(per_thread);
   t.aligned = (!input || aligned16(input)) && (!output || aligned16(output)) && (!pre || aligned16(pre));
-  const long long per_block = static_cast<long long>(t.pixel_lanes) * t.strips_per_thread;
-  const long long grid_x = (strips + per_block - 1) / per_block;
-  if (grid_x > dev.max_grid_x || groups > dev.max_grid_y) return false;
-  plan.grid = platform::dims{static_cast<unsigned>(grid_x), static_cast<unsigned>(groups), 1};
+  const long long strip_blocks = (lane_strips + per_thread - 1) / per_thread;
+  if (groups > dev.max_grid_x) return false;
+  plan.grid = platform::dims{static_cast<unsigned>(groups), static_cast<unsigned>(strip_blocks), 1};  // (register_block)
   plan.shared_bytes = static_cast<std::size_t>(p.kernel_h * p.kernel_w + 1) * group * v * sizeof(float);
   return true;
 }
@@ -114,9 +118,10 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
 // The weight gradient's launch on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp).
 struct register_weight_plan {
   nhwc_register_tile tile{};
-  platform::dims grid;        // grid.x: blocks per channel group, writing partial sums where more than 1
+  platform::dims grid;        // channel groups x strip blocks (register_block)
+  int strip_blocks = 1;       // blocks per channel group, writing partial sums where more than 1
   std::size_t shared_bytes = 0;
-  index_t workspace_bytes{};  // what the partial sums of the spread (grid.x > 1) take
+  index_t workspace_bytes{};  // what the partial sums of the spread (strip_blocks > 1) take
 
   platform::launch_config launch(stream_t stream) const {
     return planned_launch(register_block_threads, grid, shared_bytes, "depthwise_nhwc_register_weight", stream);
@@ -151,8 +156,9 @@ bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device
   if (blocks > 1 && (workspace_bytes == 0 || static_cast<index_t>(workspace_bytes) < spread_bytes))
     blocks = 1, per_thread = lane_strips;
   t.strips_per_thread = static_cast<int>(per_thread);
-  if (blocks > dev.max_grid_x || channel_groups > dev.max_grid_y) return false;
-  plan.grid = platform::dims{static_cast<unsigned>(blocks), static_cast<unsigned>(channel_groups), 1};
+  if (channel_groups > dev.max_grid_x || blocks > dev.max_grid_y) return false;
+  plan.strip_blocks = static_cast<int>(blocks);
+  plan.grid = platform::dims{static_cast<unsigned>(channel_groups), static_cast<unsigned>(blocks), 1};  // (register_block)
   const long long warps = register_block_threads / static_cast<unsigned>(dev.warp_size);
   const int values = p.kernel_h == 3 ? register_weight_values<3, register_weight_vector<T, 3, 1>()>()
                                      : register_weight_values<5, register_weight_vector<T, 5, 1>()>();

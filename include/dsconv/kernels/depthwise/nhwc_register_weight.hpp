@@ -12,7 +12,7 @@
 // conversions and 9 multiply-adds per output of a 3x3 filter; here it is 9 multiply-adds and
 // K * ((TW - 1) * S + K) / TW conversions. After its strips the block adds the sums of the
 // threads of each channel vector in a fixed order (weight_reduce.hpp: reduce_values) and
-// stores them, or with several blocks per channel group (grid.x) writes them as partial sums
+// stores them, or with several strip blocks per channel group writes them as partial sums
 // that depthwise_weight_reduce adds in block order: the same bits on every run.
 // The strips of a block are the forward's (the same tile and walk): strips_per_thread of them
 // a thread, pixel_lanes apart. Requires what the forward's register kernel does (multiplier 1,
@@ -89,7 +89,7 @@ DSCONV_UNROLL
 
 namespace kernels {
 
-// partial: [grid.x][c][K * K + 1] floats where grid.x > 1 (the bias at K * K), else nullptr and
+// partial: [strip blocks][c][K * K + 1] floats where there are several (the bias at K * K), else nullptr and
 // the sums go to grad_weight and grad_bias (null: not wanted).
 template <class T, int K, int S>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
@@ -105,7 +105,8 @@ void depthwise_nhwc_register_weight(detail::depthwise_shape s, detail::nhwc_regi
   constexpr int N = detail::register_weight_values<K, V>();
   using words = pf::vec<unsigned, W>;
   const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
-  const int c0 = static_cast<int>(pf::block_idx().y) * t.group_vectors * V;
+  const detail::register_block_place place = detail::register_block();
+  const int c0 = place.channel_group * t.group_vectors * V;
   const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;  // (once per block)
   const detail::warp_position wp(tid, threads);
 
@@ -119,7 +120,7 @@ DSCONV_UNROLL
     for (int e = 0; e < V; ++e) sums[tap][e] = 0.f;
   const int c = c0 + cv * V;
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c, out_pitch = static_cast<index_t>(s.out_w) * s.c;
-  const unsigned first = static_cast<unsigned>(pf::block_idx().x) * t.strips_per_thread * t.pixel_lanes + lane;
+  const unsigned first = place.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
   for (int i = 0; i < t.strips_per_thread && lane < t.pixel_lanes; ++i) {
     const unsigned strip = first + static_cast<unsigned>(i * t.pixel_lanes);
     if (strip >= static_cast<unsigned>(t.strips)) break;
@@ -204,7 +205,7 @@ DSCONV_UNROLL
     const int member = j / N, i = j - member * N;  // (once per value stored)
     const int tap = i / V, channel = c0 + member * V + i % V;  // (tap == taps: the bias)
     detail::store_weight_sum(pf::shared_load(scratch + detail::reduced_at<N - 1, 1>(0, member, t.group_vectors, wp) + i),
-                             channel, tap, taps, s.c, partial, static_cast<int>(pf::block_idx().x), grad_weight, grad_bias);
+                             channel, tap, taps, s.c, partial, static_cast<int>(place.strip_block), grad_weight, grad_bias);
   }
 }
 
