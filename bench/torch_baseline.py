@@ -36,6 +36,7 @@ import argparse
 import datetime
 import json
 import math
+import os
 import re
 import statistics
 import sys
@@ -280,6 +281,16 @@ def case_of(benchmark_name):
     return "/".join(parts[:-1])
 
 
+def kept_entries(path, case_names):
+    """The entries of an earlier output (`path`; none where it is not given) for the cases still
+    asked for, without those that failed (measured again)."""
+    if not path or not os.path.exists(path):
+        return []
+    with open(path) as f:
+        earlier = json.load(f).get("benchmarks", [])
+    return [e for e in earlier if not e.get("error_occurred") and case_of(e["name"]) in case_names]
+
+
 def set_tf32(allowed):
     torch.backends.cudnn.allow_tf32 = allowed
     torch.backends.cuda.matmul.allow_tf32 = allowed
@@ -355,6 +366,8 @@ def main(argv=None):
     parser.add_argument("--names", help="only the cases of these benchmarks (a file of dsconv_bench's names, "
                                         "one a line, as --benchmark_list_tests prints them)")
     parser.add_argument("--tf32", action="store_true", help="also torch_conv_tf32 for float forward cases")
+    parser.add_argument("--keep", help="an earlier output of this script (a bench step continued): its entries "
+                                       "without errors are kept, and their benchmarks not run again")
     args = parser.parse_args(argv)
 
     device = torch.device(args.device)
@@ -369,9 +382,12 @@ def main(argv=None):
     timer = Timer(device)
     l2 = l2_size(device)
     start = time.monotonic()
-    entries, skipped = [], 0
+    entries, skipped = kept_entries(args.keep, {c["name"] for c in cases}), 0
+    measured = {e["name"] for e in entries}
     for case in cases:
         for impl in implementations(case, args.tf32):
+            if case["name"] + "/" + impl in measured:
+                continue
             if args.budget and time.monotonic() - start > args.budget:
                 skipped += 1
                 continue
@@ -381,8 +397,8 @@ def main(argv=None):
     with open(args.out, "w") as f:
         json.dump({"context": context(device), "benchmarks": entries}, f, indent=1)
     errors = sum(1 for e in entries if e.get("error_occurred"))
-    print("torch_baseline: %d benchmarks of %d cases in %.0f s, %d with errors%s" % (
-        len(entries), len(cases), time.monotonic() - start, errors,
+    print("torch_baseline: %d benchmarks of %d cases in %.0f s (%d kept from before), %d with errors%s" % (
+        len(entries), len(cases), time.monotonic() - start, len(measured), errors,
         ", %d left out by the budget" % skipped if skipped else ""))
     return 0
 

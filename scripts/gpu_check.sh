@@ -55,7 +55,7 @@
 #   lease     the GPU checks of one short lease (a task may be lent 15 minutes of a device, a
 #             command at most 10), in priority order while --budget lasts (default 540 s), into
 #             a folder of this run, OUT/<date>-<GPU>-<commit>: unpack the carried programs where
-#             the build is missing, env, test (at most 90 s), then the yardstick at batch 8 and
+#             the build is missing, env, test (at most 75 s), then the yardstick at batch 8 and
 #             128, float and half, each in a folder of its own (bench with cuDNN's graph API and
 #             PyTorch's baselines): forward/ (every layer, both layouts), backward/ (both
 #             gradients of every layer), blocks/ (every block, NHWC); their reports; every case
@@ -66,8 +66,8 @@
 #   experiments  the open issues' prepared GPU questions, the second command of a lease, within
 #             --budget (default 540 s), into OUT/<the lease's run>/experiments/ (the latest run
 #             folder with a forward/bench.csv, or --run-dir): ncu.csv, Nsight Compute
-#             (--clock-control none) on the ten forward cases at batch 128 furthest behind their
-#             best baseline in that run (DRAM throughput, issue-slot use, achieved occupancy,
+#             (--clock-control none) on the forward cases at batch 128 furthest behind their
+#             best baseline in that run (five of each op) (DRAM throughput, issue-slot use, achieved occupancy,
 #             the warps' stall reasons), a kernel launch each; then sweep/, every depthwise and
 #             1x1 variant forced on every forward case at batch 8 and 128, float and half, both
 #             layouts (the variant table: scripts/tuning_tables.py variants); then blocks/,
@@ -708,13 +708,17 @@ run_torch_baselines() {  # dsconv_bench bench-dir bench-start
   local bin=$1 dir=$2 left rc=0
   "$bin" --case_table="$logs/cases.json" "${sel[@]}" || { say "dsconv_bench wrote no case table"; return 1; }
   cat "$dir"/*.names > "$logs/torch_names.txt"
+  # A continued bench keeps the baselines of the chunks done before (the first lease measured
+  # them all again: 159 s of its 286).
+  rm -f "$logs/torch_kept.json"
+  [ -s "$dir/torch.json.gz" ] && gzip -dc "$dir/torch.json.gz" > "$logs/torch_kept.json"
   left=0
   [ "$budget" -gt 0 ] && left=$(($3 + budget - $(now) - 10))
   if [ "$budget" -gt 0 ] && [ "$left" -lt 20 ]; then say "no time left for PyTorch's baselines"; return 0; fi
   say "PyTorch's baselines for $(grep -c . "$logs/torch_names.txt") benchmarks' cases$([ "$left" -gt 0 ] && echo ", within $left s")"
   timeout -k 15 "$([ "$left" -gt 0 ] && echo $((left + 30)) || echo 86400)" "$python" "$root/bench/torch_baseline.py" \
     --cases "$logs/cases.json" --names "$logs/torch_names.txt" --out "$logs/torch.json" --budget "$left" \
-    --repetitions "$repetitions" --min-time "$min_time" > "$logs/torch_baseline.log" 2>&1 || rc=$?
+    --repetitions "$repetitions" --min-time "$min_time" --keep "$logs/torch_kept.json" > "$logs/torch_baseline.log" 2>&1 || rc=$?
   tail -1 "$logs/torch_baseline.log"
   if [ "$rc" -ne 0 ] || [ ! -s "$logs/torch.json" ]; then
     say "bench/torch_baseline.py failed (exit $rc); last lines:"; tail -8 "$logs/torch_baseline.log"; return 1
@@ -1093,10 +1097,14 @@ step_lease() {
   mkdir -p "$run_dir"
   say "run $run: results in $run_dir, the ledger $out/ledger.csv"
   "$root/scripts/gpu_check.sh" env --out "$run_dir" --build "$build" > /dev/null || true
-  run_within 90 test --out "$run_dir" --build "$build" --jobs "$jobs"
+  run_within 75 test --out "$run_dir" --build "$build" --jobs "$jobs"
   # The yardstick at batch 8 and 128: dsconv against cuDNN's graph API and PyTorch, every layer
-  # forward, both gradients, and every block.
-  run_within 210 bench --out "$run_dir/forward" --build "$build" --batch 8,128 --type float,half --layout nchw,nhwc \
+  # forward, both gradients, and every block. What it costs (H200, 2026-11-27): the tests 54 s;
+  # a forward chunk 20 s (76 depthwise benchmarks) to 66 s (128 1x1 benchmarks of half at batch
+  # 8: cuDNN's graph API times many engine configurations), about 290 s for the forward's 12;
+  # PyTorch's baselines 0.27 s a benchmark, about 220 s for the forward's 816. So one lease
+  # measures the forward pass, or most of it; a second continues with the gradients and blocks.
+  run_within 330 bench --out "$run_dir/forward" --build "$build" --batch 8,128 --type float,half --layout nchw,nhwc \
     --pass forward --kind all
   run_within 120 bench --out "$run_dir/backward" --build "$build" --batch 8,128 --type float,half --layout nchw,nhwc \
     --pass backward
@@ -1116,15 +1124,17 @@ step_lease() {
   return "$status"
 }
 
-# The ten forward cases at batch 128 furthest behind their best baseline in a report's
-# bench.csv, as dsconv_bench's exact names of their dsconv benchmarks.
+# The forward cases at batch 128 furthest behind their best baseline in a report's bench.csv,
+# five of each op (the ten worst of all were the 1x1 layers alone on the H200 run of
+# 2026-11-27), as dsconv_bench's exact names of their dsconv benchmarks.
 worst_cases() {  # bench.csv
   "$python" - "$1" <<'EOF'
 import csv, sys
 rows = [r for r in csv.DictReader(open(sys.argv[1])) if r.get("batch") == "128" and r.get("speed_ratio")]
 rows.sort(key=lambda r: float(r["speed_ratio"]))
-for r in rows[:10]:
-    print("%s/%s/b%s/%s/%s/dsconv/manual_time" % (r["op"], r["shape"], r["batch"], r["type"], r["layout"]))
+for op in sorted({r["op"] for r in rows}):
+    for r in [r for r in rows if r["op"] == op][:5]:
+        print("%s/%s/b%s/%s/%s/dsconv/manual_time" % (r["op"], r["shape"], r["batch"], r["type"], r["layout"]))
 EOF
 }
 
@@ -1163,7 +1173,7 @@ step_experiments() {
   dir=$run_dir/experiments
   mkdir -p "$dir"
   say "experiments of run $(basename "$run_dir") into $dir"
-  # 1. Nsight Compute on the ten worst forward cases at batch 128: one launch of dsconv's kernel
+  # 1. Nsight Compute on the worst forward cases at batch 128 (five of each op): one launch of dsconv's kernel
   # each, its fourth (after the agreement check's and the calibration's).
   if ncu=$(find_tool ncu) && [ -s "$run_dir/forward/bench.csv" ]; then
     csv=$dir/ncu.csv
