@@ -51,6 +51,12 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int RUN = Tile::run, RUNS = TN / RUN;  // a thread's columns: RUNS runs of RUN
   constexpr int TX = BN / TN;              // threads along n; one run of each covers TX * RUN columns
   static_assert(TN % RUN == 0, "a thread's columns must be whole runs");
+  // A thread's TM rows: runs of MR consecutive ones, MY apart (row_of), so that each run is one
+  // 16-byte shared-memory read per k as the columns' runs are (the rows one TM-th of the tile
+  // apart took TM scalar reads: 64 of the 80 shared loads of each 256 multiply-adds).
+  constexpr int MR = TM % 4 == 0 ? 4 : 1, MY = BM / (TM / MR);
+  const auto row_of = [](int ty, int i) { return i / MR * MY + ty * MR + i % MR; };
+  using row_run_t = pf::vec<float, MR>;
   // rows m, columns k / rows k, columns n
   using a_tile = operand_tile<BM, BK, Tile::threads, !MMajorA, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, Tile::threads, !KMajorB, Tile::template b_run<T>>;
@@ -120,7 +126,11 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     for (int kk = 0; kk < BK; ++kk) {
       float av[TM], bv[TN];
       DSCONV_UNROLL
-      for (int i = 0; i < TM; ++i) av[i] = pf::shared_load(&a_s[buf][kk][ty + i * (BM / TM)]);
+      for (int r = 0; r < TM / MR; ++r) {
+        const row_run_t run = pf::shared_load(reinterpret_cast<const row_run_t*>(&a_s[buf][kk][row_of(ty, r * MR)]));
+        DSCONV_UNROLL
+        for (int e = 0; e < MR; ++e) av[r * MR + e] = run[e];
+      }
       DSCONV_UNROLL
       for (int jr = 0; jr < RUNS; ++jr) {
         const run_t run = pf::shared_load(&b_s[buf][kk][jr * TX + tx]);
@@ -139,7 +149,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
 
   DSCONV_UNROLL
   for (int i = 0; i < TM; ++i) {
-    const index_t m = m0 + ty + i * (BM / TM);
+    const index_t m = m0 + row_of(ty, i);
     if (m >= g.m) continue;
     DSCONV_UNROLL
     for (int jr = 0; jr < RUNS; ++jr)
