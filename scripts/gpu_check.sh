@@ -1181,7 +1181,7 @@ step_experiments() {
     while read -r case; do
       [ -n "$case" ] || continue
       left=$((deadline - $(now)))
-      [ "$left" -gt 360 ] || { say "ncu: stopped for the budget after $n cases"; break; }
+      [ "$left" -gt $((budget * 2 / 3)) ] || { say "ncu: stopped for the budget (a third of it) after $n cases"; break; }
       filter="^$(printf '%s' "$case" | sed 's/[][().*+?{}|^$\\]/\\&/g')\$"
       timeout -k 5 60 "$ncu" --clock-control none --csv --target-processes all \
         --kernel-name regex:'(depthwise|pointwise|inverted_residual)' --launch-skip 3 --launch-count 1 \
