@@ -21,12 +21,11 @@ namespace detail {
 // The large SIMT tile needs ~165 registers a thread (one block per multiprocessor); the small
 // one fits two blocks, which hides the latency its shorter inner loop exposes. (The H200
 // measured the large tile slower than the small one on every 1x1 layer, by 1.78x geometric
-// mean.) Both step 8 along k: at 16 the small tile's main loop would issue 256 FFMA in 502
-// instructions instead of 128 in 340 (sm_90, float), but its staging stores would meet in
-// banks (rows of 68 floats: k and k + 8 of a thread's run 16 banks apart, conflict factor 1.5-2
-// by the host platform's count), which a swizzle of the staged chunks has to solve first.
+// mean.) The small tile steps 16 along k: a step's staging, barrier and index arithmetic then
+// cost half as much per multiply-add as at 8 (sm_90, float: the main loop issues 256 FFMA in
+// about 500 instructions, where it had 128 in 340).
 using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8, 1>;
-using gemm_small_tile = kernels::gemm_tile<64, 64, 8, 4, 4, 2>;
+using gemm_small_tile = kernels::gemm_tile<64, 64, 16, 4, 4, 2>;
 // Tensor-core tiles of each matrix unit, 128x128 and 64x64 for both (the grids are planned
 // with mma_large_tile / mma_small_tile). NVIDIA: 8 warps of 64x32 and 4 warps of 32x32; AMD:
 // 4 waves of 64x64 and 4 waves of 32x32 (256 threads either way on AMD, where a wave has 64).

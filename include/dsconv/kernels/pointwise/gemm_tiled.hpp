@@ -38,6 +38,37 @@ struct gemm_tile {
   using element_form = gemm_tile<BM, BN, BK, TM, TN, MinBlocks, false>;
 };
 
+// Where the elements of staged row k (of BK) sit in the tiles' shared memory. Rows are padded
+// by 4 floats, 4 banks apart, which keeps the staging's column writes conflict-free for 8 rows;
+// with 16 (BK = 16), a thread's column run of rows k..k+3 and another's at k + 8 met in the same
+// banks (conflict factor 1.5 to 2), so rows 8-15 hold element x at x ^ 10: 16-byte chunks swapped
+// in pairs two apart, and their halves swapped. A warp's 32 column writes then cover 32 banks
+// (runs of 4 rows at 8 columns, and the element form's 16 rows at 2), and a run of W elements
+// (a power of two, starting at a multiple of W) still fills one place of W elements: at
+// run_at<W>, in the order `arranged` gives (halves swapped for W >= 4), so every vector read
+// and store keeps its width.
+template <int BK>
+struct staged_rows {
+  static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int k) { return BK > 8 && (k & 8) ? 10 : 0; }
+  template <int W>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE int run_at(int k, int x) {
+    return (x ^ swizzle(k)) & ~(W - 1);
+  }
+  // The run as stored from its elements in order, or in order from the stored run (one swap).
+  template <int W, class Run>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE Run arranged(int k, const Run& r) {
+    if constexpr (W < 4) {
+      return r;
+    } else {
+      if (!swizzle(k)) return r;
+      Run o;
+      DSCONV_UNROLL
+      for (int e = 0; e < W; ++e) o[e] = r[e ^ 2];
+      return o;
+    }
+  }
+};
+
 // MMajorA: A is contiguous along m (the backward data GEMM of NCHW and the backward weight GEMM
 // of NHWC) rather than along k; KMajorB: B is contiguous along k (the forward NHWC form:
 // weight^T) rather than along n (gemm_operands.hpp).
@@ -63,9 +94,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   using run_t = pf::vec<float, RUN>;
   // The A tile k-major (a thread's m values are a row), the B tile n-contiguous, each row
   // padded by 4 floats: the staging writes columns of them (A where it arrives k-contiguous; B
-  // in the NHWC form, where it arrives k-contiguous), and rows 4 banks apart keep those writes
-  // conflict-free.
+  // in the NHWC form, where it arrives k-contiguous), at the places staged_rows gives.
   constexpr int PAD = 4;
+  static_assert(BM % 16 == 0 && BN % 16 == 0, "the swizzled places stay inside the row");
+  using rows = staged_rows<BK>;
   DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM + PAD]);
   DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN + PAD / RUN]);
   static_assert(row_sums<a_tile>::scratch_floats <= 2 * BK * (BM + PAD), "A's row sums fit the A tiles");
@@ -93,17 +125,21 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   auto stash = [&](int buf) {
     if constexpr (MMajorA)  // runs along m, as the rows: one vector store each
       a_tile::stash_runs(a_next, tid, [&](int m, int k, const auto& run) {
-        pf::shared_store(reinterpret_cast<std::decay_t<decltype(run)>*>(&a_s[buf][k][m]), run);
+        constexpr int W = a_tile::run_elements;
+        pf::shared_store(reinterpret_cast<std::decay_t<decltype(run)>*>(&a_s[buf][k][rows::template run_at<W>(k, m)]),
+                         rows::template arranged<W>(k, run));
       });
     else
-      a_tile::stash(a_next, tid, [&](int m, int k, float v) { pf::shared_store(&a_s[buf][k][m], v); });
+      a_tile::stash(a_next, tid, [&](int m, int k, float v) { pf::shared_store(&a_s[buf][k][rows::template run_at<1>(k, m)], v); });
     float* b_row = &b_s[buf][0][0][0];  // row k at b_row + k * b_pitch
     constexpr int b_pitch = BN + PAD;
     if constexpr (KMajorB)
-      b_tile::stash(b_next, tid, [&](int k, int n, float v) { pf::shared_store(b_row + k * b_pitch + n, v); });
+      b_tile::stash(b_next, tid, [&](int k, int n, float v) { pf::shared_store(b_row + k * b_pitch + rows::template run_at<1>(k, n), v); });
     else  // runs along n, as the rows: one vector store each
       b_tile::stash_runs(b_next, tid, [&](int k, int n, const auto& run) {
-        pf::shared_store(reinterpret_cast<std::decay_t<decltype(run)>*>(b_row + k * b_pitch + n), run);
+        constexpr int W = b_tile::run_elements;
+        pf::shared_store(reinterpret_cast<std::decay_t<decltype(run)>*>(b_row + k * b_pitch + rows::template run_at<W>(k, n)),
+                         rows::template arranged<W>(k, run));
       });
   };
 
@@ -127,13 +163,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       float av[TM], bv[TN];
       DSCONV_UNROLL
       for (int r = 0; r < TM / MR; ++r) {
-        const row_run_t run = pf::shared_load(reinterpret_cast<const row_run_t*>(&a_s[buf][kk][row_of(ty, r * MR)]));
+        const row_run_t run = rows::template arranged<MR>(
+            kk, pf::shared_load(reinterpret_cast<const row_run_t*>(&a_s[buf][kk][rows::template run_at<MR>(kk, row_of(ty, r * MR))])));
         DSCONV_UNROLL
         for (int e = 0; e < MR; ++e) av[r * MR + e] = run[e];
       }
       DSCONV_UNROLL
       for (int jr = 0; jr < RUNS; ++jr) {
-        const run_t run = pf::shared_load(&b_s[buf][kk][jr * TX + tx]);
+        const run_t run =
+            rows::template arranged<RUN>(kk, pf::shared_load(&b_s[buf][kk][rows::template run_at<RUN>(kk, (jr * TX + tx) * RUN) / RUN]));
         DSCONV_UNROLL
         for (int e = 0; e < RUN; ++e) bv[jr * RUN + e] = run[e];
       }
