@@ -97,13 +97,11 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   const long long strips = t.strips;
   // One strip per thread where that fills the device 8 times over at the blocks' residency;
   // more (up to 4, each block staging its weights once for them) where the grid is larger.
-  const long long groups = vectors / group;
-  const long long blocks_one = (strips + t.pixel_lanes - 1) / t.pixel_lanes * groups;
+  const long long groups = vectors / group, lane_strips = (strips + t.pixel_lanes - 1) / t.pixel_lanes;
   const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks;
-  long long per_thread = blocks_one / wave;
+  long long per_thread = lane_strips * groups / wave;
   per_thread = per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread;
   // (more where the strip blocks would exceed the grid's y: inputs of thousands of images)
-  const long long lane_strips = (strips + t.pixel_lanes - 1) / t.pixel_lanes;
   if ((lane_strips + per_thread - 1) / per_thread > dev.max_grid_y)
     per_thread = (lane_strips + dev.max_grid_y - 1) / dev.max_grid_y;
   t.strips_per_thread = static_cast<int>(per_thread);

@@ -21,11 +21,21 @@ namespace detail {
 // The large SIMT tile needs ~165 registers a thread (one block per multiprocessor); the small
 // one fits two blocks, which hides the latency its shorter inner loop exposes. (The H200
 // measured the large tile slower than the small one on every 1x1 layer, by 1.78x geometric
-// mean.) The small tile steps 16 along k: a step's staging, barrier and index arithmetic then
-// cost half as much per multiply-add as at 8 (sm_90, float: the main loop issues 256 FFMA in
-// about 500 instructions, where it had 128 in 340).
+// mean.) The small tile steps 16 along k on NVIDIA: a step's staging, barrier and index
+// arithmetic then cost half as much per multiply-add as at 8 (sm_90, float: the main loop
+// issues 256 FFMA in about 500 instructions, where it had 128 in 340), in 125 registers at
+// most. On AMD it steps 8, as it did before: hipcc loads a whole unrolled step's rows ahead,
+// and at 16 the tile took 191-217 VGPRs on gfx906 (one block a compute unit), or, held to the
+// 128 of two blocks, spilled 120-144. (The host platform runs the 16-step form at both warp
+// widths; the 8-step form is the same code with every row below the swizzled half.)
+inline constexpr int gemm_small_step =
+#if defined(DSCONV_PLATFORM_HIP)
+    8;
+#else
+    16;
+#endif
 using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8, 1>;
-using gemm_small_tile = kernels::gemm_tile<64, 64, 16, 4, 4, 2>;
+using gemm_small_tile = kernels::gemm_tile<64, 64, gemm_small_step, 4, 4, 2>;
 // Tensor-core tiles of each matrix unit, 128x128 and 64x64 for both (the grids are planned
 // with mma_large_tile / mma_small_tile). NVIDIA: 8 warps of 64x32 and 4 warps of 32x32; AMD:
 // 4 waves of 64x64 and 4 waves of 32x32 (256 threads either way on AMD, where a wave has 64).
