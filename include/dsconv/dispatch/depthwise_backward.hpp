@@ -243,11 +243,11 @@ status depthwise_backward_weight(const depthwise_params& p, const depthwise_back
     detail::register_weight_plan plan;
     if (!detail::plan_nhwc_register_weight<T>(p, dev, input, grad_output, gate.saved, workspace_bytes, plan))
       return detail::invalid(status::unsupported_variant, "depthwise backward weight", "no launch plan for the chosen variant");
-    float* partial = plan.strip_blocks > 1 ? static_cast<float*>(options.workspace) : nullptr;
+    float* partial = plan.grid.y > 1 ? static_cast<float*>(options.workspace) : nullptr;
     const status launched = platform::launch(detail::register_weight_kernel<T>(p), plan.launch(stream), shape, plan.tile,
                                              input, grad_output, gate, detail::make_register_gate(gate), partial,
                                              grad_weight, grad_bias);
-    return launched != status::success || !partial ? launched : reduce(partial, plan.strip_blocks);
+    return launched != status::success || !partial ? launched : reduce(partial, static_cast<int>(plan.grid.y));
   }
   if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
     const bool nchw = variant == depthwise_variant::nchw_tiled;

@@ -116,10 +116,9 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
 // The weight gradient's launch on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp).
 struct register_weight_plan {
   nhwc_register_tile tile{};
-  platform::dims grid;        // channel groups x strip blocks (register_block)
-  int strip_blocks = 1;       // blocks per channel group, writing partial sums where more than 1
+  platform::dims grid;        // channel groups x strip blocks (register_block), partial sums where grid.y > 1
   std::size_t shared_bytes = 0;
-  index_t workspace_bytes{};  // what the partial sums of the spread (strip_blocks > 1) take
+  index_t workspace_bytes{};  // what the partial sums of the spread (grid.y > 1) take
 
   platform::launch_config launch(stream_t stream) const {
     return planned_launch(register_block_threads, grid, shared_bytes, "depthwise_nhwc_register_weight", stream);
@@ -155,7 +154,6 @@ bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device
     blocks = 1, per_thread = lane_strips;
   t.strips_per_thread = static_cast<int>(per_thread);
   if (channel_groups > dev.max_grid_x || blocks > dev.max_grid_y) return false;
-  plan.strip_blocks = static_cast<int>(blocks);
   plan.grid = platform::dims{static_cast<unsigned>(channel_groups), static_cast<unsigned>(blocks), 1};  // (register_block)
   const long long warps = register_block_threads / static_cast<unsigned>(dev.warp_size);
   const int values = p.kernel_h == 3 ? register_weight_values<3, register_weight_vector<T, 3, 1>()>()

@@ -85,7 +85,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   // A thread's TM rows: runs of MR consecutive ones, MY apart (row_of), so that each run is one
   // 16-byte shared-memory read per k as the columns' runs are (the rows one TM-th of the tile
   // apart took TM scalar reads: 64 of the 80 shared loads of each 256 multiply-adds).
-  constexpr int MR = TM % 4 == 0 ? 4 : 1, MY = BM / (TM / MR);
+  constexpr int MR = 4, MY = BM / (TM / MR);
+  static_assert(TM % MR == 0, "a thread's rows must be whole runs");
   const auto row_of = [](int ty, int i) { return i / MR * MY + ty * MR + i % MR; };
   using row_run_t = pf::vec<float, MR>;
   // rows m, columns k / rows k, columns n
