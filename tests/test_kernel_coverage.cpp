@@ -68,21 +68,23 @@ TEST_CASE("kernels are registered when compiled, and their launches recorded", "
 TEST_CASE("the coverage check names every kernel that did not run where it can", "[coverage]") {
   using dsconv::host::compiled_kernel;
   using dsconv::host::kernel_run;
-  const std::vector<compiled_kernel> compiled = {{"simt<float>", pf::matrix_unit::none},
-                                                 {"mma<half>", pf::matrix_unit::mma_sync},
-                                                 {"mfma<half>", pf::matrix_unit::mfma}};
+  const std::vector<compiled_kernel> compiled = {{"simt<float>", pf::matrix_unit::none, 0},
+                                                 {"mma<half>", pf::matrix_unit::mma_sync, 0},
+                                                 {"mfma<half>", pf::matrix_unit::mfma, 0},
+                                                 {"amd_simt<float>", pf::matrix_unit::none, 64}};
   const unsigned two = 0b00011, one = 0b00100;
-  std::vector<kernel_run> runs = {{"simt<float>", 32, "sm80", two, 4}, {"simt<float>", 64, "gfx90a", one, 1},
-                                  {"simt<float>", 64, "gfx906", 0b01000, 1}, {"mma<half>", 32, "sm80", two, 2}};
-  // simt ran at both widths under two schedules (its runs at 64 add up); mma only needs 32;
-  // mfma never ran.
+  std::vector<kernel_run> runs = {{"simt<float>", 32, "sm80", two, 4},     {"simt<float>", 64, "gfx90a", one, 1},
+                                  {"simt<float>", 64, "gfx906", 0b01000, 1}, {"mma<half>", 32, "sm80", two, 2},
+                                  {"amd_simt<float>", 64, "gfx90a", two, 1}};
+  // simt ran at both widths under two schedules (its runs at 64 add up); mma only needs 32,
+  // and a SIMT kernel only AMD's builds compile only 64; mfma never ran.
   std::vector<std::string> gaps = dsconv_test::coverage_gaps(compiled, runs);
   REQUIRE(gaps.size() == 1);
   CHECK(gaps[0] == "mfma<half> at warp 64: never ran");
 
   // A kernel added without a test that runs it fails the check by name.
   std::vector<compiled_kernel> grown = compiled;
-  grown.push_back({"new_kernel<bfloat16, 9, 1>", pf::matrix_unit::none});
+  grown.push_back({"new_kernel<bfloat16, 9, 1>", pf::matrix_unit::none, 0});
   runs.push_back({"mfma<half>", 64, "gfx90a", two, 1});
   gaps = dsconv_test::coverage_gaps(grown, runs);
   REQUIRE(gaps.size() == 2);

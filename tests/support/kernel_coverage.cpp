@@ -44,9 +44,10 @@ std::vector<dsconv::host::kernel_run> read_kernel_runs(const std::string& dir) {
   return runs;
 }
 
-std::vector<int> warp_widths_for(dsconv::platform::matrix_unit unit) {
-  if (unit == dsconv::platform::matrix_unit::none) return {32, 64};
-  return {dsconv::platform::matrix_unit_lanes(unit)};
+std::vector<int> warp_widths_for(const dsconv::host::compiled_kernel& k) {
+  if (k.lanes) return {k.lanes};
+  if (k.needs == dsconv::platform::matrix_unit::none) return {32, 64};
+  return {dsconv::platform::matrix_unit_lanes(k.needs)};
 }
 
 std::vector<std::string> coverage_gaps(const std::vector<dsconv::host::compiled_kernel>& compiled,
@@ -55,7 +56,7 @@ std::vector<std::string> coverage_gaps(const std::vector<dsconv::host::compiled_
   for (const auto& r : runs) schedules[{r.kernel, r.warp_size}] |= r.schedules;
   std::vector<std::string> gaps;
   for (const auto& k : compiled)
-    for (const int warp : warp_widths_for(k.needs)) {
+    for (const int warp : warp_widths_for(k)) {
       const auto it = schedules.find({k.name, warp});
       const int seen = it == schedules.end() ? 0 : static_cast<int>(std::bitset<32>(it->second).count());
       if (seen >= min_schedules) continue;

@@ -19,9 +19,9 @@ void write_kernel_runs(const std::string& dir);
 // Every kernel run recorded in `dir`.
 std::vector<dsconv::host::kernel_run> read_kernel_runs(const std::string& dir);
 
-// The warp widths a kernel that needs `unit` runs at on the host: SIMT kernels at both, a
-// matrix-unit kernel at its vendor's.
-std::vector<int> warp_widths_for(dsconv::platform::matrix_unit unit);
+// The warp widths a compiled kernel must run at on the host: a kernel only one vendor's GPU
+// builds compile, or a matrix-unit kernel, at its vendor's; other SIMT kernels at both.
+std::vector<int> warp_widths_for(const dsconv::host::compiled_kernel& k);
 
 // One line for each compiled kernel and warp width where it can run but did not, or ran
 // under fewer than `min_schedules` thread schedules; empty when everything is covered.

@@ -88,8 +88,9 @@ struct mma_gemm {
 };
 
 // Launches Kernel<T, Tile, MMajorA, KMajorB, Out> over `grid`, the operands' contiguity chosen
-// from `g` (compile-time facts inside the kernel).
-template <class Tile, template <class, class, bool, bool, class> class Kernel, class T, class Out>
+// from `g` (compile-time facts inside the kernel). Lanes: the warp width of the one vendor
+// whose GPU builds compile this tile (0: both vendors').
+template <class Tile, template <class, class, bool, bool, class> class Kernel, int Lanes = 0, class T, class Out>
 status launch_tiled(const char* name, platform::dims grid, stream_t stream, const gemm_operands& g, const T* a,
                     const T* b, Out out) {
   // A tile moves runs of consecutive elements as vectors; where a buffer's rows are not aligned
@@ -103,7 +104,7 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
       if (element_form::bm != Tile::bm || element_form::bn != Tile::bn)  // (its grid: planned with the variant's)
         grid = platform::dims{static_cast<unsigned>((g.n + element_form::bn - 1) / element_form::bn),
                               static_cast<unsigned>((g.m + element_form::bm - 1) / element_form::bm), grid.z};
-      return launch_tiled<element_form, Kernel>(name, grid, stream, g, a, b, out);
+      return launch_tiled<element_form, Kernel, Lanes>(name, grid, stream, g, a, b, out);
     }
   }
   platform::launch_config cfg;
@@ -113,10 +114,10 @@ status launch_tiled(const char* name, platform::dims grid, stream_t stream, cons
   cfg.name = name;
   constexpr auto needs = Tile::template needs<T>;
   if (g.a_m_contiguous)
-    return platform::launch(platform::registered<Kernel<T, Tile, true, false, Out>::kernel, needs>(), cfg, g, a, b, out);
+    return platform::launch(platform::registered<Kernel<T, Tile, true, false, Out>::kernel, needs, Lanes>(), cfg, g, a, b, out);
   if (g.b_k_contiguous)
-    return platform::launch(platform::registered<Kernel<T, Tile, false, true, Out>::kernel, needs>(), cfg, g, a, b, out);
-  return platform::launch(platform::registered<Kernel<T, Tile, false, false, Out>::kernel, needs>(), cfg, g, a, b, out);
+    return platform::launch(platform::registered<Kernel<T, Tile, false, true, Out>::kernel, needs, Lanes>(), cfg, g, a, b, out);
+  return platform::launch(platform::registered<Kernel<T, Tile, false, false, Out>::kernel, needs, Lanes>(), cfg, g, a, b, out);
 }
 
 // Calls launch(Unit{}) with the matrix unit of `dev` when this build has kernels for it: only
@@ -132,6 +133,28 @@ status with_matrix_unit(const platform::device_properties& dev, Launch launch) {
   return invalid(status::unsupported_variant, "pointwise", "this build has no kernels for the device's matrix unit");
 }
 
+// A tile that only the GPU builds of the vendor whose warps have Lanes lanes compile.
+template <class Tile, int Lanes>
+struct vendor_tile {
+  using tile = Tile;
+  static constexpr int lanes = Lanes;
+};
+
+// Calls launch(vendor_tile<...>{}) with the small SIMT tile of the vendor of `dev`
+// (gemm_small_tile_amd on AMD, whose waves have 64 lanes, gemm_small_tile_nvidia elsewhere):
+// each GPU build compiles its own only, the host platform both.
+template <class Launch>
+status with_small_simt_tile(const platform::device_properties& dev, Launch launch) {
+  using nvidia = vendor_tile<gemm_small_tile_nvidia, platform::mma_warp_lanes>;
+  using amd = vendor_tile<gemm_small_tile_amd, platform::mfma_wave_lanes>;
+  if constexpr (!platform::compiles_mfma)
+    return launch(nvidia{});
+  else if constexpr (!platform::compiles_mma_sync)
+    return launch(amd{});
+  else
+    return dev.warp_size == amd::lanes ? launch(amd{}) : launch(nvidia{});
+}
+
 // A pass ready to launch: its GEMM (aligned to the pointers), operands and output.
 template <class T>
 struct gemm_call {
@@ -142,12 +165,12 @@ struct gemm_call {
 };
 
 // launch_tiled with the grid of Tile over the whole GEMM.
-template <class Tile, template <class, class, bool, bool, class> class Kernel, class T>
+template <class Tile, template <class, class, bool, bool, class> class Kernel, int Lanes = 0, class T>
 status launch_whole(const char* name, const platform::device_properties& dev, stream_t stream, const gemm_call<T>& c) {
   platform::dims grid;
   if (!plan_gemm<Tile>(c.g, dev, grid))
     return invalid(status::unsupported_variant, "pointwise", std::string(name) + ": the grid exceeds the device's limits");
-  return launch_tiled<Tile, Kernel>(name, grid, stream, c.g, c.a, c.b, c.out);
+  return launch_tiled<Tile, Kernel, Lanes>(name, grid, stream, c.g, c.a, c.b, c.out);
 }
 
 // split_k: partial sums of each K slice (and A's row sums, where the output wants them) into
@@ -172,7 +195,11 @@ status launch_split_k(const pointwise_params& p, const platform::device_properti
                                return launch_tiled<typename mma_tiles<decltype(unit)>::small, mma_gemm>(
                                    "pointwise_split_k_mma", plan.grid, stream, plan.g, c.a, c.b, partial);
                              })
-          : launch_tiled<gemm_small_tile, simt_gemm>("pointwise_split_k_gemm", plan.grid, stream, plan.g, c.a, c.b, partial);
+          : with_small_simt_tile(dev, [&](auto v) {
+              using V = decltype(v);
+              return launch_tiled<typename V::tile, simt_gemm, V::lanes>("pointwise_split_k_gemm", plan.grid, stream,
+                                                                         plan.g, c.a, c.b, partial);
+            });
   if (s != status::success) return s;
   return platform::launch(platform::registered<kernels::pointwise_split_k_reduce<T>>(),
                           grid_stride_launch(plan.g.batches * plan.g.m * plan.g.n, grid_stride_block_threads, dev, stream,
@@ -186,7 +213,11 @@ status run_gemm(pointwise_variant variant, const pointwise_params& p, const plat
                 stream_t stream, const gemm_call<T>& c, void* workspace, std::size_t workspace_bytes) {
   switch (variant) {
     case pointwise_variant::gemm_large: return launch_whole<gemm_large_tile, simt_gemm>("pointwise_gemm_large", dev, stream, c);
-    case pointwise_variant::gemm_small: return launch_whole<gemm_small_tile, simt_gemm>("pointwise_gemm_small", dev, stream, c);
+    case pointwise_variant::gemm_small:
+      return with_small_simt_tile(dev, [&](auto v) {
+        using V = decltype(v);
+        return launch_whole<typename V::tile, simt_gemm, V::lanes>("pointwise_gemm_small", dev, stream, c);
+      });
     case pointwise_variant::mma_large:
       return with_matrix_unit(dev, [&](auto unit) {
         return launch_whole<typename mma_tiles<decltype(unit)>::large, mma_gemm>("pointwise_mma_large", dev, stream, c);

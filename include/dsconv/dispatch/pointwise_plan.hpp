@@ -26,16 +26,19 @@ namespace detail {
 // issues 256 FFMA in about 500 instructions, where it had 128 in 340), in 125 registers at
 // most. On AMD it steps 8, as it did before: hipcc loads a whole unrolled step's rows ahead,
 // and at 16 the tile took 191-217 VGPRs on gfx906 (one block a compute unit), or, held to the
-// 128 of two blocks, spilled 120-144. (The host platform runs the 16-step form at both warp
-// widths; the 8-step form is the same code with every row below the swizzled half.)
-inline constexpr int gemm_small_step =
-#if defined(DSCONV_PLATFORM_HIP)
-    8;
-#else
-    16;
-#endif
+// 128 of two blocks, spilled 120-144. The host platform compiles both and runs each vendor's
+// on that vendor's profiles (with_small_simt_tile), so that each form is tested, and planned
+// under the name its GPU build has.
 using gemm_large_tile = kernels::gemm_tile<128, 128, 8, 8, 8, 1>;
-using gemm_small_tile = kernels::gemm_tile<64, 64, gemm_small_step, 4, 4, 2>;
+template <int Step>
+using gemm_small_tile_stepping = kernels::gemm_tile<64, 64, Step, 4, 4, 2>;
+using gemm_small_tile_nvidia = gemm_small_tile_stepping<16>;
+using gemm_small_tile_amd = gemm_small_tile_stepping<8>;
+// The small tile's shape, which the grids are planned with (both vendors' forms have it).
+using gemm_small_tile = gemm_small_tile_nvidia;
+static_assert(gemm_small_tile_amd::bm == gemm_small_tile::bm && gemm_small_tile_amd::bn == gemm_small_tile::bn &&
+                  gemm_small_tile_amd::threads == gemm_small_tile::threads,
+              "both vendors' small SIMT tiles have the shape the grids are planned with");
 // Tensor-core tiles of each matrix unit, 128x128 and 64x64 for both (the grids are planned
 // with mma_large_tile / mma_small_tile). NVIDIA: 8 warps of 64x32 and 4 warps of 32x32; AMD:
 // 4 waves of 64x64 and 4 waves of 32x32 (256 threads either way on AMD, where a wave has 64).

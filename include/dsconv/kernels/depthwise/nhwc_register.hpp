@@ -13,7 +13,7 @@
 // 16-bit 3x3 filter through relu6 (scripts/sass_budget.py, sm_90), the 9 fp32 multiply-adds and
 // 4.5 conversions of each output the bulk of it.
 //
-// A block takes a group of channel vectors (blockIdx.y) whose weights and biases it stages
+// A block takes a group of channel vectors (blockIdx.x) whose weights and biases it stages
 // in shared memory as floats once (register_weight_index: runs of 4 floats of the group's
 // vectors side by side, so that the 8 lanes of a 16-byte access phase read 8 different runs
 // of banks); its threads take consecutive vectors of one pixel first (so that a warp's loads

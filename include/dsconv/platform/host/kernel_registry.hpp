@@ -25,6 +25,7 @@ namespace host_detail {
 struct compiled_kernel {
   std::string name;   // e.g. "kernels::depthwise_nchw_tiled<float, 3, 1>"
   matrix_unit needs;  // the matrix unit its instructions need (none: runs on any device)
+  int lanes;          // the warp width of the one vendor whose GPU builds compile it (0: both)
 };
 
 struct kernel_run {
@@ -37,7 +38,7 @@ struct kernel_run {
 
 class kernel_registry {
  public:
-  int add(const void* address, std::string name, matrix_unit needs) {
+  int add(const void* address, std::string name, matrix_unit needs, int lanes) {
     std::lock_guard<std::mutex> lock(mutex_);
     const auto it = index_.find(address);
     if (it != index_.end()) return static_cast<int>(it->second);
@@ -48,7 +49,7 @@ class kernel_registry {
                                               (k.name.size() == name.size() || k.name[name.size()] == ' ');
     if (repeats) name += " #" + std::to_string(repeats + 1);
     index_.emplace(address, kernels_.size());
-    kernels_.push_back(compiled_kernel{std::move(name), needs});
+    kernels_.push_back(compiled_kernel{std::move(name), needs, lanes});
     return static_cast<int>(kernels_.size() - 1);
   }
 
@@ -114,21 +115,22 @@ std::string kernel_name() {
   return s;
 }
 
-template <auto Kernel, matrix_unit Needs>
+template <auto Kernel, matrix_unit Needs, int Lanes>
 struct kernel_registration {
   static const int id;
 };
-template <auto Kernel, matrix_unit Needs>
-const int kernel_registration<Kernel, Needs>::id =
-    registry().add(reinterpret_cast<const void*>(Kernel), kernel_name<Kernel>(), Needs);
+template <auto Kernel, matrix_unit Needs, int Lanes>
+const int kernel_registration<Kernel, Needs, Lanes>::id =
+    registry().add(reinterpret_cast<const void*>(Kernel), kernel_name<Kernel>(), Needs, Lanes);
 
 }  // namespace host_detail
 
 // `Kernel` itself; naming it here enters it in the registry at program start. Needs: the
-// matrix unit its instructions need.
-template <auto Kernel, matrix_unit Needs = matrix_unit::none>
+// matrix unit its instructions need; Lanes: the warp width of the one vendor whose GPU builds
+// compile it (0: both vendors').
+template <auto Kernel, matrix_unit Needs = matrix_unit::none, int Lanes = 0>
 inline auto registered() {
-  (void)host_detail::kernel_registration<Kernel, Needs>::id;
+  (void)host_detail::kernel_registration<Kernel, Needs, Lanes>::id;
   return Kernel;
 }
 
