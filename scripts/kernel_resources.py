@@ -6,8 +6,9 @@ v_mfma in the device assembly), its integer divisions by run-time values (PTX di
 LLVM IR udiv/sdiv/urem/srem), in all and inside loops, and its 128-bit global loads (PTX
 ld.global.v4 / .v2 of 64-bit, or cp.async of 16 bytes; HIP global_load_dwordx4).
 
-Compiles tools/instantiate_kernels.cpp, which instantiates every kernel, with each compiler's
-resource report, prints one table and writes it to results/kernel_resources.md.
+Compiles tools/instantiate_kernels.cpp, which instantiates every kernel (one operation at a
+time: OPERATIONS), with each compiler's resource report, prints one table and writes it to
+results/kernel_resources.md.
 
 With --plan-tool (the host build's bench/dsconv_plan_launches; found in build-ci/ or build/
 when not given), it also lists how each kernel is launched for every layer of both networks
@@ -185,18 +186,29 @@ def ptxas_rows(report):
     return rows
 
 
-# The sm_90 cubin, kept for the SASS budgets (scripts/sass_budget.py) until the script ends.
+# The sm_90 cubins, kept for the SASS budgets (scripts/sass_budget.py) until the script ends.
 KEPT = tempfile.TemporaryDirectory()
 
+# The source's shards (DSCONV_RESOURCE_OPERATION), largest first (sm_90: pointwise 283 s,
+# depthwise 141 s, the block's own kernels 7 s): each target compiles each shard in a process
+# of its own, so that the cores stay busy until the last small one ends. With the entry points
+# of the other operations declared extern (DSCONV_EXTERN_TEMPLATES, as the host build's kernel
+# sources do): the block's unfused path would otherwise instantiate every layer kernel again.
+OPERATIONS = (("pointwise", 2), ("depthwise", 1), ("inverted_residual", 3))
 
-def cuda_rows(arch):
+
+def shard_flags(operation):
+    return ["-DDSCONV_EXTERN_TEMPLATES=1", f"-DDSCONV_RESOURCE_OPERATION={dict(OPERATIONS)[operation]}"]
+
+
+def cuda_rows(arch, operation):
     """The kernels' rows for a CUDA target: nvcc compiles the source to PTX once (read for
     mma.sync, divisions and 128-bit loads), ptxas that PTX to a cubin (registers, shared
     memory and spills from its report, HMMA from the cubin), as nvcc itself would."""
     with tempfile.TemporaryDirectory() as tmp:
-        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(KEPT.name, f"kernels_{arch}.cubin")
+        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(KEPT.name, f"kernels_{arch}_{operation}.cubin")
         compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
-                         SOURCE, "-o", ptx_path])
+                         *shard_flags(operation), SOURCE, "-o", ptx_path])
         with open(ptx_path) as f:
             ptx = ptx_counts(f.read())
         _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
@@ -219,7 +231,7 @@ def hip_llvm_tools():
     return tools
 
 
-def hip_rows(arch):
+def hip_rows(arch, operation):
     """The kernels' rows for a HIP target: hipcc compiles the source to optimised LLVM bitcode
     once, read as IR for the divisions (the assembly expands each into a long sequence), and
     llc compiles that to device assembly with the resource remarks (registers, LDS, spills;
@@ -229,7 +241,8 @@ def hip_rows(arch):
     with tempfile.TemporaryDirectory() as tmp:
         bitcode = os.path.join(tmp, "kernels.bc")
         compile_listing(["hipcc", "-std=c++17", "-x", "hip", f"--offload-arch={arch}", "--cuda-device-only", "-c",
-                         "-emit-llvm", "-O3", "-I", os.path.join(ROOT, "include"), SOURCE, "-o", bitcode])
+                         "-emit-llvm", "-O3", "-I", os.path.join(ROOT, "include"), *shard_flags(operation), SOURCE,
+                         "-o", bitcode])
         ir, _ = compile_listing([llvm_dis, bitcode, "-o", "-"])
         assembly, remarks = compile_listing([llc, "-O3", "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={arch}",
                                              "-pass-remarks-analysis=kernel-resource-usage", bitcode, "-o", "-"])
@@ -415,10 +428,11 @@ def resident_threads(registers, block):
 
 def sass_budget_lines(rows):
     """The two budgets of the memory-bound kernels modelled by scripts/sass_budget.py, from the
-    sm_90 cubin (reported; not a failure: 16-bit 5x5 depthwise filters need 6.25 fp32
+    sm_90 cubins (reported; not a failure: 16-bit 5x5 depthwise filters need 6.25 fp32
     multiply-adds per DRAM byte alone)."""
-    cubin = os.path.join(KEPT.name, "kernels_sm_90.cubin")
-    if not os.path.exists(cubin):
+    cubins = [os.path.join(KEPT.name, f"kernels_sm_90_{operation}.cubin") for operation, _ in OPERATIONS]
+    cubins = [c for c in cubins if os.path.exists(c)]
+    if not cubins:
         return ""
     sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
     if not sass_budget.find_nvdisasm():
@@ -434,7 +448,8 @@ def sass_budget_lines(rows):
              "| kernel | iteration | instructions | instr / DRAM byte | bytes in flight / thread | resident threads / SM | "
              "bytes in flight / SM |", "|---|---|---|---|---|---|---|"]
     layered = []
-    for name, what, b in sass_budget.budgets(cubin):
+    budgets = {(name, what): b for cubin in cubins for name, what, b in sass_budget.budgets(cubin)}
+    for (name, what), b in sorted(budgets.items(), key=lambda item: item[0]):
         threads = resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
         if isinstance(b, dict):
             layered.append((name, what, b, threads))
@@ -471,19 +486,25 @@ def main():
     parser.add_argument("--out", default=os.path.join(ROOT, "results"))
     parser.add_argument("--plan-tool", default=None, help="the host build's bench/dsconv_plan_launches")
     args = parser.parse_args()
-    builds = []  # (function, target): one compiler process each, run side by side on the cores
+    targets = []  # (function, target)
     if os.path.exists(NVCC):
-        builds += [(cuda_rows, arch) for arch in ("sm_75", "sm_80", "sm_90")]
+        targets += [(cuda_rows, arch) for arch in ("sm_75", "sm_80", "sm_90")]
     else:
         print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
     if shutil.which("hipcc"):
-        builds += [(hip_rows, arch) for arch in ("gfx906", "gfx90a")]
+        targets += [(hip_rows, arch) for arch in ("gfx906", "gfx90a")]
     else:
         print("no hipcc: HIP skipped", file=sys.stderr)
-    rows = []
+    # One compiler process per shard and target, run side by side on the cores, largest shards
+    # first. A kernel two operations launch (the fused block's helpers) is one row per target.
+    builds = [(function, target, operation) for operation, _ in OPERATIONS for function, target in targets]
+    rows, seen = [], set()
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for built in pool.map(lambda b: b[0](b[1]), builds):
-            rows += built
+        for built in pool.map(lambda b: b[0](b[1], b[2]), builds):
+            for r in built:
+                if (r["mangled"], r["target"]) not in seen:
+                    seen.add((r["mangled"], r["target"]))
+                    rows.append(r)
     if not rows:
         print("no GPU compiler found", file=sys.stderr)
         return 2
