@@ -32,6 +32,12 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activate(F x, activation a) {
   return x;
 }
 
+// The same with the activation a compile-time constant (detail::with_activation's).
+template <class F, activation A>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activate(F x, std::integral_constant<activation, A>) {
+  return activate(x, A);
+}
+
 // f(std::integral_constant<activation, a>{}): the activation known at run time made a
 // compile-time constant for f (an epilogue's switch then folds away), one switch for all of f.
 template <class F>

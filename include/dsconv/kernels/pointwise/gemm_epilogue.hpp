@@ -97,35 +97,37 @@ DSCONV_DEVICE DSCONV_FORCEINLINE const T* block_gate(const detail::gemm_operands
   return static_cast<const T*>(g.gate) + blk.batch * (g.gate_on_a ? g.a_batch : g.b_batch);
 }
 
-template <class T>
+// Act: the activation, g.act or a compile-time constant of it (detail::with_activation).
+template <class T, class Act>
 DSCONV_DEVICE DSCONV_FORCEINLINE void gemm_store(const detail::gemm_operands& g, index_t m, index_t n, float acc,
                                                  const T* __restrict__ bias, const T* __restrict__ residual,
-                                                 T* __restrict__ c, T* __restrict__ pre) {
+                                                 T* __restrict__ c, T* __restrict__ pre, Act act) {
   if (bias) acc += to_float(platform::load(bias + (g.bias_along_m ? m : n)));
   const index_t off = m * g.c_m + n * g.c_n;
   if (residual) acc += to_float(platform::load(residual + off));
   if (pre) platform::store(pre + off, from_float<T>(acc));
-  platform::store(c + off, from_float<T>(detail::activate(acc, g.act)));
+  platform::store(c + off, from_float<T>(detail::activate(acc, act)));
 }
 
 // Stores acc[0 .. V) as C[m][n .. n + V) through out.store, each column inside C.
-template <int V, class Out>
+template <int V, class Out, class Act>
 DSCONV_DEVICE DSCONV_FORCEINLINE void store_each(const Out& out, const detail::gemm_operands& g, const gemm_block& blk,
-                                                 index_t m, index_t n, const float* acc) {
+                                                 index_t m, index_t n, const float* acc, Act act) {
   DSCONV_UNROLL
   for (int e = 0; e < V; ++e)
-    if (n + e < g.n) out.store(g, blk, m, n + e, acc[e]);
+    if (n + e < g.n) out.store(g, blk, m, n + e, acc[e], act);
 }
 
 // What a tiled GEMM kernel does with what it accumulated: store(m, n, value) one element,
-// store_run<V>(m, n, values) the V consecutive columns C[m][n .. n + V) of a row (n a multiple
-// of V), as one vector access where the buffers allow it (vector_elems, which the dispatcher
-// sets), else one by one; and, where sums_rows(), store_row_sum(m, value) the sum of row m of A
+// store_run<V>(m, n, values, act) the V consecutive columns C[m][n .. n + V) of a row (n a
+// multiple of V), as one vector access where the buffers allow it (vector_elems, which the
+// dispatcher sets), else one by one (act: g.act or a compile-time constant of it); and, where sums_rows(), store_row_sum(m, value) the sum of row m of A
 // over the block's range of K (the blocks of the first column of tiles compute them).
 // fused_output: the epilogue above, into the output tensor (and the activation's input into
 // `pre` where the forward saves it); the row sums into `row_sums` (the bias gradient).
 template <class T>
 struct fused_output {
+  using value_type = T;  // of the stored elements
   const T* bias;
   const T* residual;
   T* c;
@@ -141,25 +143,30 @@ struct fused_output {
 
   DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                               index_t n, float acc) const {
+    store(g, blk, m, n, acc, g.act);
+  }
+  template <class Act>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                              index_t n, float acc, Act act) const {
     gemm_store(g, m, n, acc, bias, residual ? residual + blk.batch * g.c_batch : nullptr, c + blk.batch * g.c_batch,
-               pre ? pre + blk.batch * g.c_batch : nullptr);
+               pre ? pre + blk.batch * g.c_batch : nullptr, act);
   }
 
-  template <int V>
+  template <int V, class Act>
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
-                                                  index_t n, const float* acc) const {
+                                                  index_t n, const float* acc, Act act) const {
     if constexpr (V == 1) {
-      return store_each<V>(*this, g, blk, m, n, acc);
+      return store_each<V>(*this, g, blk, m, n, acc, act);
     } else {
-      if (V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
-      store_vector<V>(g, blk, m, n, acc);
+      if (V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc, act);
+      store_vector<V>(g, blk, m, n, acc, act);
     }
   }
 
   // store_run for V > 1 where the run is aligned and inside C.
-  template <int V>
+  template <int V, class Act>
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_vector(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
-                                                     index_t n, const float* acc) const {
+                                                     index_t n, const float* acc, Act act) const {
     const index_t off = blk.batch * g.c_batch + m * g.c_m + n;
     float v[V];
     DSCONV_UNROLL
@@ -185,7 +192,7 @@ struct fused_output {
       platform::store_vec<V>(pre + off, y);
     }
     DSCONV_UNROLL
-    for (int e = 0; e < V; ++e) y[e] = from_float<T>(detail::activate(v[e], g.act));
+    for (int e = 0; e < V; ++e) y[e] = from_float<T>(detail::activate(v[e], act));
     platform::store_vec<V>(c + off, y);
   }
 };
@@ -211,6 +218,7 @@ inline int fused_vector_elems(const detail::gemm_operands& g, const T* bias, con
 // out as [slice][batch][m][n], and A's row sums, where wanted, into row_sums [slice][m];
 // pointwise_split_k_reduce adds the slices and applies the epilogue.
 struct partial_output {
+  using value_type = float;  // of the stored elements
   float* workspace;
   int vector_elems;             // widest aligned run: partial_vector_elems
   float* row_sums = nullptr;    // backward weight: [slice][m], or nullptr
@@ -225,17 +233,23 @@ struct partial_output {
                                                   index_t n) const {
     return ((blk.slice * g.batches + blk.batch) * g.m + m) * g.n + n;
   }
+  // (the sums go out raw: the reduction applies the epilogue, and the activation)
   DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                               index_t n, float acc) const {
     platform::store(workspace + offset(g, blk, m, n), acc);
   }
-  template <int V>
+  template <class Act>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void store(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
+                                              index_t n, float acc, Act) const {
+    store(g, blk, m, n, acc);
+  }
+  template <int V, class Act>
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
-                                                  index_t n, const float* acc) const {
+                                                  index_t n, const float* acc, Act act) const {
     if constexpr (V == 1) {
-      return store_each<V>(*this, g, blk, m, n, acc);
+      return store_each<V>(*this, g, blk, m, n, acc, act);
     } else {
-      if (V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc);
+      if (V > vector_elems || n + V > g.n) return store_each<V>(*this, g, blk, m, n, acc, act);
       platform::vec<float, V> y;
       DSCONV_UNROLL
       for (int e = 0; e < V; ++e) y[e] = acc[e];

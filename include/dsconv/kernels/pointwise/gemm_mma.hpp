@@ -28,6 +28,7 @@
 #include "gemm_staging.hpp"
 #include "matrix_units.hpp"
 #include "mma_shared_tiles.hpp"
+#include "staged_epilogue.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -82,10 +83,17 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   using b_tile = operand_tile<BK, BN, threads, !KMajorB, Tile::template b_run<T>>;
   using a_layout = std::conditional_t<MMajorA, n_rows<T, BK, BM>, k_rows<T, BM, unit>>;
   using b_layout = std::conditional_t<KMajorB, k_rows<T, BN, unit>, n_rows<T, BK, BN>>;
-  DSCONV_SHARED_ARRAY(T, a_s, [stages][a_layout::elements]);
-  DSCONV_SHARED_ARRAY(T, b_s, [stages][b_layout::elements]);
-  static_assert(row_sums<a_tile>::scratch_floats * sizeof(float) <= stages * a_layout::elements * sizeof(T),
-                "A's row sums fit the A tiles");
+  // One array: the stages of A, then those of B; after the main loop, the tile of C on its
+  // way out (staged_epilogue.hpp), then A's row sums.
+  constexpr int operand_words = stages * (a_layout::elements + b_layout::elements) * static_cast<int>(sizeof(T)) / 4;
+  static_assert(a_layout::elements * sizeof(T) % 16 == 0, "each stage starts 16-byte aligned");
+  using staged = staged_tile<BM, BN, threads, operand_words>;
+  DSCONV_SHARED_ARRAY(float, shared_words, [staged::words]);
+  static_assert(row_sums<a_tile>::scratch_floats <= staged::words, "A's row sums fit the shared memory");
+  T* const a_stages = reinterpret_cast<T*>(shared_words);
+  T* const b_stages = a_stages + stages * a_layout::elements;
+  const auto a_s = [&](int buf) { return a_stages + buf * a_layout::elements; };
+  const auto b_s = [&](int buf) { return b_stages + buf * b_layout::elements; };
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int warp = tid / unit::lanes, lane = tid % unit::lanes;
@@ -100,15 +108,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   // contiguous dimension, as the rows of its layout (k_rows: k; n_rows: m or n).
   const auto a_at = [&](int buf, int m, int k) {
     if constexpr (MMajorA)
-      return a_layout{a_s[buf]}.at(k, m);
+      return a_layout{a_s(buf)}.at(k, m);
     else
-      return a_layout{a_s[buf]}.at(m, k);
+      return a_layout{a_s(buf)}.at(m, k);
   };
   const auto b_at = [&](int buf, int k, int n) {
     if constexpr (KMajorB)
-      return b_layout{b_s[buf]}.at(n, k);
+      return b_layout{b_s(buf)}.at(n, k);
     else
-      return b_layout{b_s[buf]}.at(k, n);
+      return b_layout{b_s(buf)}.at(k, n);
   };
 
   float acc[MI][NI][unit::accumulators];
@@ -120,8 +128,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       for (int r = 0; r < unit::accumulators; ++r) acc[i][j][r] = 0.f;
   const auto multiply = [&](int buf) {
     unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
-    op::load_a(af, a_layout{a_s[buf]}, wm0, lane);
-    op::load_b(bf, b_layout{b_s[buf]}, wn0, lane);
+    op::load_a(af, a_layout{a_s(buf)}, wm0, lane);
+    op::load_b(bf, b_layout{b_s(buf)}, wn0, lane);
     DSCONV_UNROLL
     for (int i = 0; i < MI; ++i)
       DSCONV_UNROLL
@@ -147,15 +155,15 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       if (sum_rows) sums.add(a_regs);
       a_tile::stash_runs(a_regs, tid, [&](int m, int k, const auto& run) {
         if constexpr (MMajorA)
-          a_layout{a_s[buf]}.store_run(k, m, run);
+          a_layout{a_s(buf)}.store_run(k, m, run);
         else
-          a_layout{a_s[buf]}.store_run(m, k, run);
+          a_layout{a_s(buf)}.store_run(m, k, run);
       });
       b_tile::stash_runs(b_regs, tid, [&](int k, int n, const auto& run) {
         if constexpr (KMajorB)
-          b_layout{b_s[buf]}.store_run(n, k, run);
+          b_layout{b_s(buf)}.store_run(n, k, run);
         else
-          b_layout{b_s[buf]}.store_run(k, n, run);
+          b_layout{b_s(buf)}.store_run(k, n, run);
       });
     };
     if (steps > 0) stage(0);
@@ -212,18 +220,29 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     through_registers();
   }
 
-  DSCONV_UNROLL
-  for (int i = 0; i < MI; ++i)
+  // (both ways end at a barrier: the operand tiles are free) A lane's runs of accumulators
+  // (consecutive columns of a row) into the staged tile, those of rows [r0, r0 + rows).
+  staged::store(shared_words, tid, out, g, blk, m0, n0, [&](float* s, int r0, int rows) {
     DSCONV_UNROLL
-    for (int j = 0; j < NI; ++j)
+    for (int i = 0; i < MI; ++i)
       DSCONV_UNROLL
-      for (int r = 0; r < unit::accumulators; r += unit::run) {
-        const index_t m = m0 + wm0 + i * unit::tile_m + unit::row(lane, r);
-        const index_t n = n0 + wn0 + j * unit::tile_n + unit::col(lane, r);
-        if (m < g.m) out.template store_run<unit::run>(g, blk, m, n, acc[i][j] + r);
-      }
-  // (both ways end at a barrier: the A tiles are free)
-  if (sum_rows) sums.finish(reinterpret_cast<float*>(&a_s[0][0]), tid, threads, out, g, blk, m0);
+      for (int j = 0; j < NI; ++j)
+        DSCONV_UNROLL
+        for (int r = 0; r < unit::accumulators; r += unit::run) {
+          const int row = wm0 + i * unit::tile_m + unit::row(lane, r) - r0;
+          if (staged::passes > 1 && (row < 0 || row >= rows)) continue;
+          pf::vec<float, unit::run> run;
+          DSCONV_UNROLL
+          for (int e = 0; e < unit::run; ++e) run[e] = acc[i][j][r + e];
+          pf::shared_store(reinterpret_cast<pf::vec<float, unit::run>*>(
+                               staged::at(s, row, wn0 + j * unit::tile_n + unit::col(lane, r))),
+                           run);
+        }
+  });
+  if (sum_rows) {
+    pf::sync_threads();  // (the staged tile's reads are done)
+    sums.finish(shared_words, tid, threads, out, g, blk, m0);
+  }
 }
 
 }  // namespace kernels

@@ -5,10 +5,10 @@
 // current step's are multiplied out of shared memory (double buffering), so global latency
 // hides behind arithmetic. Each thread owns TM x TN outputs: TM rows strided by the thread
 // grid, and TN columns in runs of RUN consecutive ones, strided so that a warp's runs are
-// contiguous: with RUN = 4 each run is one 16-byte shared-memory read per k and one vector
-// store in the epilogue, which fuses bias, residual and activation. The element form of the
-// tile (RUN = 1) serves buffers not aligned for vectors; a warp's element stores are
-// contiguous there.
+// contiguous: with RUN = 4 each run is one 16-byte shared-memory read per k. The epilogue,
+// which fuses bias, residual and activation, takes the tile through shared memory
+// (staged_epilogue.hpp). The element form of the tile (RUN = 1) serves operands not aligned
+// for vectors.
 
 #include <type_traits>
 
@@ -17,6 +17,7 @@
 #include "gemm_epilogue.hpp"
 #include "gemm_operands.hpp"
 #include "gemm_staging.hpp"
+#include "staged_epilogue.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -99,9 +100,17 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int PAD = 4;
   static_assert(BM % 16 == 0 && BN % 16 == 0, "the swizzled places stay inside the row");
   using rows = staged_rows<BK>;
-  DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM + PAD]);
-  DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN + PAD / RUN]);
-  static_assert(row_sums<a_tile>::scratch_floats <= 2 * BK * (BM + PAD), "A's row sums fit the A tiles");
+  // One array: A's two buffers, then B's; after the main loop, the tile of C on its way out
+  // (staged_epilogue.hpp), then A's row sums.
+  using a_tiles_t = float[2][BK][BM + PAD];
+  using b_tiles_t = run_t[2][BK][BN / RUN + PAD / RUN];
+  constexpr int a_words = static_cast<int>(sizeof(a_tiles_t) / 4), b_words = static_cast<int>(sizeof(b_tiles_t) / 4);
+  static_assert(a_words % 4 == 0, "B's buffers start 16-byte aligned");
+  using staged = staged_tile<BM, BN, Tile::threads, a_words + b_words>;
+  DSCONV_SHARED_ARRAY(float, shared_words, [staged::words]);
+  static_assert(row_sums<a_tile>::scratch_floats <= staged::words, "A's row sums fit the shared memory");
+  a_tiles_t& a_s = *reinterpret_cast<a_tiles_t*>(shared_words);
+  b_tiles_t& b_s = *reinterpret_cast<b_tiles_t*>(shared_words + a_words);
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % TX, ty = tid / TX;
@@ -186,16 +195,26 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     pf::sync_threads();
   }
 
-  DSCONV_UNROLL
-  for (int i = 0; i < TM; ++i) {
-    const index_t m = m0 + row_of(ty, i);
-    if (m >= g.m) continue;
+  // (the loop ended at a barrier: the operand tiles are free) A thread's runs of accumulators
+  // into the staged tile, those of rows [r0, r0 + rows).
+  staged::store(shared_words, tid, out, g, blk, m0, n0, [&](float* s, int r0, int rows) {
     DSCONV_UNROLL
-    for (int jr = 0; jr < RUNS; ++jr)
-      out.template store_run<RUN>(g, blk, m, n0 + (jr * TX + tx) * RUN, acc[i] + jr * RUN);
+    for (int i = 0; i < TM; ++i) {
+      const int row = row_of(ty, i) - r0;
+      if (staged::passes > 1 && (row < 0 || row >= rows)) continue;
+      DSCONV_UNROLL
+      for (int jr = 0; jr < RUNS; ++jr) {
+        run_t run;
+        DSCONV_UNROLL
+        for (int e = 0; e < RUN; ++e) run[e] = acc[i][jr * RUN + e];
+        pf::shared_store(reinterpret_cast<run_t*>(staged::at(s, row, (jr * TX + tx) * RUN)), run);
+      }
+    }
+  });
+  if (sum_rows) {
+    pf::sync_threads();  // (the staged tile's reads are done)
+    sums.finish(shared_words, tid, Tile::threads, out, g, blk, m0);
   }
-  // (the loop ended at a barrier: the A tiles are free)
-  if (sum_rows) sums.finish(&a_s[0][0][0], tid, Tile::threads, out, g, blk, m0);
 }
 
 }  // namespace kernels

@@ -1,0 +1,87 @@
+#pragma once
+// The end of a tiled GEMM kernel: its BM x BN tile of C, accumulated in registers in the
+// arrangement its inner loop gives (the tensor cores' fragments, the SIMT threads' runs),
+// passes through shared memory, so that each thread then takes runs of 16 bytes of output
+// along a row: one vector load of the residual and of a bias along n, one vector store, and
+// the activation a compile-time constant (one switch a pass, not one an element). Stored straight
+// from the fragments, a mma.sync lane held two columns of a row (4 bytes of half: half of
+// every 32-byte sector written per store), the SIMT thread four (8 bytes of half), each run
+// switching on the activation per element: on a half 1x1 layer that expands 16 channels to 96
+// the epilogue alone issued about 9 instructions per byte it stored.
+//
+// Shared memory: rows of BN floats, BN + 8 apart (8 banks mod 32), rows 4-7 of every 8 with
+// column c at c ^ 20 (16-byte chunks swapped in pairs, and the halves of each 32 columns).
+// Then no side meets a bank conflict: the fragment writes (mma.sync: 8-byte pairs, a
+// half-warp's 16 lanes on 4 rows; MFMA and the SIMT tile: 16-byte runs, 8 lanes a phase on 8
+// rows or along one row; the SIMT element form: a warp's 16 columns of two rows 4 apart) and
+// the row reads (8 lanes a phase, lane l on row l % 8 of the same chunk column).
+// Where the kernel's shared memory cannot hold the whole tile it goes in passes of whole
+// 8-row groups (rows_per_pass), a barrier between passes.
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../common/activation.hpp"
+#include "gemm_epilogue.hpp"
+#include "gemm_operands.hpp"
+
+namespace dsconv {
+namespace kernels {
+
+// OperandWords: 4-byte words of shared memory the kernel's main loop uses (the staging may
+// take more, up to cap_words, to go in fewer passes: see words).
+template <int BM, int BN, int THREADS, int OperandWords>
+struct staged_tile {
+  static constexpr int pitch = BN + 8;
+  // Up to 24 KiB for the whole tile where the operands take less (the 64x64 tiles: 18 KiB,
+  // one pass, no fewer resident blocks), else the operands' memory in passes (128x128).
+  static constexpr int cap_words = 6144;
+  static constexpr int whole_words = BM * pitch;
+  static constexpr int words = whole_words <= cap_words && whole_words > OperandWords ? whole_words : OperandWords;
+  static constexpr int rows_per_pass = words / pitch / 8 * 8 < BM ? words / pitch / 8 * 8 : BM;
+  static constexpr int passes = (BM + rows_per_pass - 1) / rows_per_pass;
+  static_assert(rows_per_pass >= 8, "a pass holds at least one 8-row group");
+  static_assert(BN % 32 == 0, "rows are whole bank rounds (the pitch keeps 8 banks mod 32)");
+
+  // Column c of row r (c a multiple of the run it starts: runs of 2 and 4 stay whole).
+  static DSCONV_DEVICE DSCONV_FORCEINLINE float* at(float* s, int r, int c) {
+    return s + r * pitch + (c ^ (r & 4 ? 20 : 0));
+  }
+
+  // Stores the tile through out: write(s, r0, rows) puts each accumulator of tile rows
+  // [r0, r0 + rows) at at(s, row - r0, column) (the calling kernel's arrangement); then runs of
+  // V consecutive columns (16 bytes of output) go to out.store_run. Called by every thread
+  // after a barrier past the main loop (the operand tiles free); ends without a barrier.
+  template <class Out, class Write>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE void store(float* s, int tid, const Out& out, const detail::gemm_operands& g,
+                                                     const gemm_block& blk, index_t m0, index_t n0, Write write) {
+    using value_type = typename Out::value_type;
+    constexpr int V = 16 / static_cast<int>(sizeof(value_type));
+    constexpr int runs_per_row = BN / V;
+    static_assert(BN % V == 0 && V % 4 == 0, "rows are whole runs of 16-byte chunks");
+    for (int pass = 0; pass < passes; ++pass) {
+      const int r0 = pass * rows_per_pass;
+      const int rows = BM - r0 < rows_per_pass ? BM - r0 : rows_per_pass;
+      if (pass > 0) platform::sync_threads();  // the previous pass's reads are done
+      write(s, r0, rows);
+      platform::sync_threads();
+      detail::with_activation(g.act, [&](auto act) {
+        for (int u = tid; u < rows * runs_per_row; u += THREADS) {
+          const int rest = u / 8, j = rest % runs_per_row, r = rest / runs_per_row * 8 + u % 8;
+          float v[V];
+          DSCONV_UNROLL
+          for (int q = 0; q < V; q += 4) {
+            const platform::vec<float, 4> chunk =
+                platform::shared_load(reinterpret_cast<const platform::vec<float, 4>*>(at(s, r, j * V + q)));
+            DSCONV_UNROLL
+            for (int e = 0; e < 4; ++e) v[q + e] = chunk[e];
+          }
+          const index_t m = m0 + r0 + r;
+          if (m < g.m) out.template store_run<V>(g, blk, m, n0 + j * V, v, act);
+        }
+      });
+    }
+  }
+};
+
+}  // namespace kernels
+}  // namespace dsconv
