@@ -64,8 +64,9 @@ std::size_t output_count(const inverted_residual_params& p) {
 // The bound of a correct block (accuracy.hpp): the composition's term norms from the reference
 // run on the squared tensors without activations or squeeze-excitation (each bounds its
 // layer's terms: |act(z)| <= 1.1 |z|, the gate is below 1), and the intermediate tensors'
-// rounding to T (the unfused sequence stores them in T) as an operand rounding; for float
-// with allow_tf32, the 1x1s' operands' rounding to TF32 likewise.
+// rounding to T (the unfused sequence stores them in T) as an operand rounding; for float on
+// NVIDIA's tensor cores, the 1x1s' operands' rounding to TF32 (allow_tf32) or to two TF32 parts
+// likewise.
 template <class T>
 error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
   const int products = std::max({p.c_in, p.kernel * p.kernel, p.expanded});
@@ -73,7 +74,8 @@ error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
   block_tensors<float> sq;
   sq.input = squares(t.input), sq.we = squares(t.we), sq.be = squares(t.be), sq.wd = squares(t.wd);
   sq.bd = squares(t.bd), sq.wp = squares(t.wp), sq.bp = squares(t.bp);
-  const double rounding = !std::is_same<T, float>::value ? unit_roundoff<T>() : p.allow_tf32 ? tf32_unit_roundoff : 0.0;
+  const double rounding = !std::is_same<T, float>::value ? unit_roundoff<T>()
+                                                         : float_matrix_operand_unit(current_device().matrix, p.allow_tf32);
   error_bound b{std::vector<double>(output_count(p)), products, rounding};
   REQUIRE(dsconv::reference::inverted_residual_forward(p, sq.weights(), sq.input.data(), b.term_norms.data()) ==
           status::success);

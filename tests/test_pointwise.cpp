@@ -30,8 +30,8 @@ using dsconv::pointwise_variant;
 // contract (independent of the planner, so a planner that wrongly refused a problem fails the
 // tests): warp_dot takes GEMMs with a side of at most 8 (NCHW with maps larger than 1x1 is a
 // c_out x pixels GEMM per image, everything else one (n * pixels) x c_out GEMM); the matrix-unit
-// variants need a matrix unit, and float on NVIDIA's also allow_tf32; Turing's multiplies half
-// only; split_k needs more than
+// variants need a matrix unit (float on NVIDIA's in TF32 parts, or rounded to TF32 with
+// allow_tf32); Turing's multiplies half only; split_k needs more than
 // one 32-channel slice of K; mma_stream takes NHWC 16-bit problems with c_in and c_out multiples
 // of 8 (c_in at most 3072: one slice's weights in 48 KB) on NVIDIA's tensor cores that multiply
 // the type; the rest take everything.
@@ -45,8 +45,7 @@ bool supports(pointwise_variant variant, const dsconv::pointwise_params& p, cons
     case pointwise_variant::mma_large:
     case pointwise_variant::mma_small:
       if (dev.matrix == dsconv::platform::matrix_unit::mma_sync_f16) return std::is_same<T, dsconv::half>::value;
-      return dev.matrix != dsconv::platform::matrix_unit::none &&
-             (!std::is_same<T, float>::value || dev.matrix == dsconv::platform::matrix_unit::mfma || p.allow_tf32);
+      return dev.matrix != dsconv::platform::matrix_unit::none;
     case pointwise_variant::split_k: return p.c_in > 32;
     case pointwise_variant::mma_stream:
       return p.data_layout == layout::nhwc && sizeof(T) == 2 && p.c_in % 8 == 0 && p.c_out % 8 == 0 && p.c_in <= 3072 &&
@@ -69,9 +68,9 @@ bool on_matrix_unit(pointwise_variant variant, const dsconv::pointwise_params& p
 
 // Runs `p` with random data through `variants` (default: automatic and each variant) and
 // checks each result; a variant outside its contract must refuse before launching or writing
-// anything. On a matrix unit, float operands are rounded to TF32 on NVIDIA's (allowed error
-// from it), and 16-bit subnormal operands read as zero on AMD's (compared with the reference
-// of the flushed operands).
+// anything. On a matrix unit, float operands are rounded to TF32 or split into two TF32 parts
+// on NVIDIA's (allowed error from it), and 16-bit subnormal operands read as zero on AMD's
+// (compared with the reference of the flushed operands).
 template <class T>
 void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool with_residual, std::size_t misalign = 0,
                      const std::vector<pointwise_variant>& variants = variants_with_automatic(dsconv::all_pointwise_variants)) {
@@ -96,7 +95,8 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
   const std::vector<double> ref = reference(input, weight);
   std::vector<double> ref_flushed;  // made when a variant needs it
   const error_bound exact = pointwise_bound(p, input, weight, bias_or_null, residual_or_null);
-  const error_bound tf32 = pointwise_bound(p, input, weight, bias_or_null, residual_or_null, tf32_unit_roundoff);
+  const error_bound on_tensor_cores = pointwise_bound(p, input, weight, bias_or_null, residual_or_null,
+                                                      float_matrix_operand_unit(dev.matrix, p.allow_tf32));
 
   const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign),
       d_residual(residual, misalign);
@@ -125,10 +125,10 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
     REQUIRE(s == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
     const bool matrix = on_matrix_unit<T>(variant, p, options, dev);
-    const bool rounds_to_tf32 = matrix && std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mma_sync;
+    const bool as_tf32 = matrix && std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mma_sync;
     const bool flushes = matrix && !std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mfma;
     if (flushes && ref_flushed.empty()) ref_flushed = reference(flush_subnormals(input), flush_subnormals(weight));
-    check_close(out.download_checked(), flushes ? ref_flushed : ref, rounds_to_tf32 ? tf32 : exact);
+    check_close(out.download_checked(), flushes ? ref_flushed : ref, as_tf32 ? on_tensor_cores : exact);
     if (workspace_bytes) (void)workspace.download_checked();  // checks the guards around it
   }
 }
@@ -216,24 +216,36 @@ TEST_CASE("pointwise: a build without matrix-unit code never chooses the matrix-
 }
 #endif
 
-TEST_CASE("pointwise: float takes NVIDIA's tensor cores only with allow_tf32, AMD's matrix cores in fp32",
+TEST_CASE("pointwise: float takes NVIDIA's tensor cores (sm_80+) with or without allow_tf32, AMD's matrix cores, not "
+          "Turing's",
           "[pointwise][tf32]") {
   dsconv::platform::device_properties dev;
   REQUIRE(dsconv::platform::get_device_properties(dev) == status::success);
-  const bool fp32 = dev.matrix == dsconv::platform::matrix_unit::mfma;
-  const bool allowed = fp32 || dev.matrix == dsconv::platform::matrix_unit::mma_sync;
+  const bool takes = dev.matrix == dsconv::platform::matrix_unit::mfma || dev.matrix == dsconv::platform::matrix_unit::mma_sync;
   dsconv::pointwise_params p = make_params(2, 32, 48, 8, 8);
-  for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
-    INFO(dsconv::to_string(v));
-    p.allow_tf32 = false;
-    CHECK(dsconv::can_implement<float>(v, p) == (fp32 ? status::success : status::unsupported_variant));
-    p.allow_tf32 = true;
-    CHECK(dsconv::can_implement<float>(v, p) == (allowed ? status::success : status::unsupported_variant));
+  for (const bool tf32 : {false, true}) {
+    p.allow_tf32 = tf32;
+    for (const dsconv::pointwise_variant v : {dsconv::pointwise_variant::mma_large, dsconv::pointwise_variant::mma_small}) {
+      INFO(dsconv::to_string(v) << (tf32 ? ", TF32 allowed" : ""));
+      CHECK(dsconv::can_implement<float>(v, p) == (takes ? status::success : status::unsupported_variant));
+    }
+    CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == takes);
   }
-  p.allow_tf32 = false;
-  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == fp32);
-  p.allow_tf32 = true;
-  CHECK(is_tensor_core(dsconv::select_variant<float>(p)) == allowed);
+}
+
+// Without allow_tf32, float keeps about its own accuracy on every device: on NVIDIA's tensor
+// cores by two TF32 parts and three products, nearer the reference than TF32 rounding can be
+// (with K = 512 the error of one TF32 product each exceeds the split's bound: the test fails
+// where the split is lost), on AMD's in fp32, elsewhere on the SIMT cores (where the
+// matrix-unit variants refuse it cleanly).
+TEST_CASE("pointwise: float without allow_tf32 keeps about fp32's accuracy on every device's matrix unit",
+          "[pointwise][tf32]") {
+  dsconv::pointwise_params p = make_params(2, 512, 64, 4, 4);
+  for (const layout data_layout : all_layouts) {
+    p.data_layout = data_layout;
+    check_pointwise<float>(p, true, false, 0,
+                           {pointwise_variant::automatic, pointwise_variant::mma_large, pointwise_variant::mma_small});
+  }
 }
 
 // With TF32 allowed, float through every variant that may take the matrix unit (automatic and

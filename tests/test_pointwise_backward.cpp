@@ -45,8 +45,7 @@ bool supports(pointwise_variant variant, pass ps, const dsconv::pointwise_params
     case pointwise_variant::mma_large:
     case pointwise_variant::mma_small:
       if (dev.matrix == dsconv::platform::matrix_unit::mma_sync_f16) return std::is_same<T, dsconv::half>::value;
-      return dev.matrix != dsconv::platform::matrix_unit::none &&
-             (!std::is_same<T, float>::value || dev.matrix == dsconv::platform::matrix_unit::mfma || p.allow_tf32);
+      return dev.matrix != dsconv::platform::matrix_unit::none;
     case pointwise_variant::split_k:
       if (ps == pass::data) return p.c_out > 32;
       return (per_image ? p.n * ((pixels + 31) / 32 * 32) : p.n * pixels) > 32;
@@ -163,7 +162,8 @@ void check_backward(pass ps, const dsconv::pointwise_params& p, bool with_bias, 
                         (ran == pointwise_variant::split_k && supports<T>(pointwise_variant::mma_small, ps, p, dev));
     const bool tf32 = matrix && std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mma_sync;
     const bool flushes = matrix && !std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mfma;
-    const double operand_unit = tf32 ? tf32_unit_roundoff : matrix && gated ? unit_roundoff<T>() : 0;
+    const double operand_unit =
+        tf32 ? float_matrix_operand_unit(dev.matrix, p.allow_tf32) : matrix && gated ? unit_roundoff<T>() : 0;
     const expected e = flushes ? reference(rounded<T>(dz, true), flush_subnormals(x), flush_subnormals(w), operand_unit)
                                : reference(rounded<T>(dz, false), x, w, operand_unit);
     // (dz rounded to T is exact where nothing gates it; gated, the bound allows its rounding)

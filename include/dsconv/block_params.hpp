@@ -23,7 +23,8 @@ struct inverted_residual_params {
   // float only: lets NVIDIA tensor cores multiply the block's 1x1 layers (the unfused
   // sequence's and the squeeze-excitation path's; the fused kernel keeps float on the SIMT
   // cores there) with operands rounded to TF32, as pointwise_params::allow_tf32 does a layer's.
-  // Off by default: float results are then exact fp32 arithmetic.
+  // Off by default: the tensor cores then multiply float in two TF32 parts (about fp32's
+  // accuracy).
   bool allow_tf32 = false;
 
   bool has_expand() const { return expanded != c_in; }

@@ -42,9 +42,11 @@ struct pointwise_params {
   int n = 0, c_in = 0, c_out = 0, h = 0, w = 0;
   layout data_layout = layout::nchw;
   activation act = activation::none;
-  // float only: lets NVIDIA tensor cores multiply with operands rounded to TF32 (10-bit
-  // mantissa, relative error ~1e-3). Off by default: float results are then exact fp32
-  // arithmetic. (AMD matrix cores multiply float in fp32 either way.)
+  // float only: lets NVIDIA tensor cores (sm_80+) multiply with operands rounded to TF32
+  // (10-bit mantissa, relative error ~1e-3), one product each. Off by default: they then
+  // multiply each operand as two TF32 parts, three products (22 of float's 24 bits: about fp32
+  // arithmetic's accuracy, three times the tensor-core work). AMD matrix cores multiply float
+  // in fp32 either way.
   bool allow_tf32 = false;
 };
 

@@ -1,7 +1,8 @@
 // The CUDA kernels of the dsconv operators (schemas in ops_cpu.cpp, whose library is loaded
 // first): dsconv's CUDA build, on the tensors' device and PyTorch's current stream there, so
-// that the calls order with the rest of the model's work. Float 1x1 layers use TF32 tensor
-// cores where PyTorch allows them for convolutions (torch.backends.cudnn.allow_tf32).
+// that the calls order with the rest of the model's work. Float 1x1 layers round to TF32 on
+// the tensor cores where PyTorch allows it for convolutions (torch.backends.cudnn.allow_tf32),
+// else multiply in two TF32 parts there (about fp32's accuracy).
 
 #include <ATen/Context.h>
 #include <c10/cuda/CUDAGuard.h>

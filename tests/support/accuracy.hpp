@@ -37,6 +37,16 @@ constexpr double rounding_floor() {
   return std::is_same<T, float>::value ? 0x1p-150 : std::is_same<T, dsconv::half>::value ? 0x1p-25 : 0x1p-134;
 }
 inline constexpr double tf32_unit_roundoff = 0x1p-11;
+// float on NVIDIA's tensor cores in two TF32 parts and three products (matrix_units.hpp): each
+// product within about 3 * 2^-22 of itself (each part rounded to within 2^-22 of its operand,
+// and the small x small term, below 2^-22, left out), as if each operand were rounded to 2^-21.
+inline constexpr double split_tf32_unit_roundoff = 0x1p-21;
+// The operand rounding of float products on the matrix unit `unit`: on NVIDIA's tensor cores
+// TF32 where the caller allows it, else the two parts'; fp32 on AMD's (0).
+inline double float_matrix_operand_unit(dsconv::platform::matrix_unit unit, bool allow_tf32) {
+  if (unit != dsconv::platform::matrix_unit::mma_sync) return 0;
+  return allow_tf32 ? tf32_unit_roundoff : split_tf32_unit_roundoff;
+}
 
 struct error_bound {
   std::vector<double> term_norms;  // ||t||_2 of each output element

@@ -162,7 +162,7 @@ status project_per_image(const inverted_residual_params& p, const T* z, const T*
   align_operands(c.g, c.a, c.b);
   c.out = kernels::fused_output<T>{bias, residual, output, kernels::fused_vector_elems(c.g, bias, residual, static_cast<const T*>(output)),
                                    nullptr};
-  return run_gemm(mma_usable<T>(pp, dev) ? pointwise_variant::mma_small : pointwise_variant::gemm_small, pp, dev, stream, c,
+  return run_gemm(mma_usable<T>(dev) ? pointwise_variant::mma_small : pointwise_variant::gemm_small, pp, dev, stream, c,
                   nullptr, 0);
 }
 

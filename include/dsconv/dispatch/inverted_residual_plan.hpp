@@ -335,14 +335,15 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
 // squeeze-excitation) on the device's matrix unit (plan_fused_block then takes the unit's tile
 // or the SIMT cores', whichever lets more blocks reside, or as many and moves fewer bytes):
 // where the pointwise GEMM's matrix-unit
-// variants multiply T without TF32 (mma_usable: the one rule for which unit multiplies which
-// type): 16-bit types on every unit that multiplies them, float on AMD's (fp32 MFMA: fp32
-// products and sums, as on the SIMT cores). Float stays on NVIDIA's SIMT cores even where the
-// block allows TF32 (its layers then take it): the kernel's TF32 form spilled registers on
-// sm_80 and sm_90 (4 and 8 bytes past the 64 its launch bounds leave).
+// variants multiply T (mma_usable: the one rule for which unit multiplies which type): 16-bit
+// types on every unit that multiplies them, float on AMD's (fp32 MFMA: fp32 products and sums,
+// as on the SIMT cores). Float stays on NVIDIA's SIMT cores in the fused kernel (its layers
+// take the tensor cores in TF32 parts): the kernel's TF32 form spilled registers on sm_80 and
+// sm_90 (4 and 8 bytes past the 64 its launch bounds leave), and three products would need more.
 template <class T>
 bool fused_block_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
-  return (p.has_expand() || p.se_channels == 0) && mma_usable<T>(pointwise_params{}, dev);
+  const bool float_on_mma_sync = std::is_same<T, float>::value && dev.matrix == platform::matrix_unit::mma_sync;
+  return (p.has_expand() || p.se_channels == 0) && !float_on_mma_sync && mma_usable<T>(dev);
 }
 
 // The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by

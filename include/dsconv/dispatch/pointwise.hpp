@@ -30,7 +30,6 @@ std::string why_unsupported(pointwise_variant variant, gemm_pass pass, const poi
       return "the device has no matrix unit (NVIDIA sm_75+, AMD gfx90a/gfx94x, or the host at warp width 32 or 64)";
     if (dev.matrix == platform::matrix_unit::mma_sync_f16 && !std::is_same<T, half>::value)
       return "Turing's tensor cores (sm_75, or code compiled for it) multiply half only";
-    if (!mma_usable<T>(p, dev)) return "float runs on NVIDIA tensor cores only with pointwise_params::allow_tf32";
   }
   if (variant == pointwise_variant::split_k) return "K has fewer than two slices of 32 channels";
   if (variant == pointwise_variant::mma_stream) {
@@ -72,7 +71,7 @@ std::size_t pass_workspace_size(gemm_pass pass, const pointwise_params& p) {
   platform::device_properties dev;
   split_k_plan plan;
   if (validate_params(p, sizeof(T)) != status::success || platform::get_device_properties(dev) != status::success ||
-      !plan_split_k<T>(p, make_pass_gemm(pass, p), dev, pass == gemm_pass::backward_weight, plan))
+      !plan_split_k<T>(make_pass_gemm(pass, p), dev, pass == gemm_pass::backward_weight, plan))
     return 0;
   return static_cast<std::size_t>(plan.workspace_bytes);
 }
@@ -176,10 +175,10 @@ status launch_whole(const char* name, const platform::device_properties& dev, st
 // split_k: partial sums of each K slice (and A's row sums, where the output wants them) into
 // the workspace, then their ordered sum and the epilogue (two launches on the same stream).
 template <class T>
-status launch_split_k(const pointwise_params& p, const platform::device_properties& dev, stream_t stream,
+status launch_split_k(const platform::device_properties& dev, stream_t stream,
                       const gemm_call<T>& c, void* workspace_ptr, std::size_t workspace_bytes) {
   split_k_plan plan;
-  if (!plan_split_k<T>(p, c.g, dev, c.out.sums_rows(), plan))
+  if (!plan_split_k<T>(c.g, dev, c.out.sums_rows(), plan))
     return invalid(status::unsupported_variant, "pointwise", "split_k: K has fewer than two slices");
   if (!workspace_ptr || static_cast<index_t>(workspace_bytes) < plan.workspace_bytes)
     return invalid(status::insufficient_workspace, "pointwise",
@@ -210,7 +209,9 @@ status launch_split_k(const pointwise_params& p, const platform::device_properti
 // Runs `variant` (concrete) on a prepared pass.
 template <class T>
 status run_gemm(pointwise_variant variant, const pointwise_params& p, const platform::device_properties& dev,
-                stream_t stream, const gemm_call<T>& c, void* workspace, std::size_t workspace_bytes) {
+                stream_t stream, const gemm_call<T>& call, void* workspace, std::size_t workspace_bytes) {
+  gemm_call<T> c = call;
+  c.g.single_tf32 = p.allow_tf32;  // (float on NVIDIA's tensor cores: one TF32 product, or three)
   switch (variant) {
     case pointwise_variant::gemm_large: return launch_whole<gemm_large_tile, simt_gemm>("pointwise_gemm_large", dev, stream, c);
     case pointwise_variant::gemm_small:
@@ -226,7 +227,7 @@ status run_gemm(pointwise_variant variant, const pointwise_params& p, const plat
       return with_matrix_unit(dev, [&](auto unit) {
         return launch_whole<typename mma_tiles<decltype(unit)>::small, mma_gemm>("pointwise_mma_small", dev, stream, c);
       });
-    case pointwise_variant::split_k: return launch_split_k(p, dev, stream, c, workspace, workspace_bytes);
+    case pointwise_variant::split_k: return launch_split_k(dev, stream, c, workspace, workspace_bytes);
     case pointwise_variant::mma_stream: break;  // (the forward pass only: pointwise_forward launches it)
     case pointwise_variant::warp_dot: {
       platform::launch_config cfg;

@@ -87,14 +87,15 @@ bool plan_gemm(const gemm_operands& g, const platform::device_properties& dev, p
   return true;
 }
 
-// Whether the matrix-unit variants can multiply elements of type T for `p` on `dev`: 16-bit
-// types on either unit (half only on Turing's); float on AMD's in fp32, on NVIDIA's (sm_80+)
-// only where the caller allowed TF32 rounding.
+// Whether the matrix-unit variants can multiply elements of type T on `dev`: 16-bit types on
+// either unit (half only on Turing's); float on AMD's in fp32, on NVIDIA's (sm_80+) as TF32:
+// each operand split into two TF32 parts and three products (about fp32's accuracy), or, where
+// the caller allows TF32 (pointwise_params::allow_tf32), rounded to TF32 and one product
+// (matrix_units.hpp).
 template <class T>
-bool mma_usable(const pointwise_params& p, const platform::device_properties& dev) {
-  constexpr bool is_float = std::is_same<T, float>::value;
+bool mma_usable(const platform::device_properties& dev) {
   switch (dev.matrix) {
-    case platform::matrix_unit::mma_sync: return !is_float || p.allow_tf32;
+    case platform::matrix_unit::mma_sync: return true;
     case platform::matrix_unit::mma_sync_f16: return std::is_same<T, half>::value;
     case platform::matrix_unit::mfma: return true;
     default: return false;
@@ -116,7 +117,7 @@ struct split_k_plan {
 // multiprocessor two blocks; false when it has fewer than two granules (nothing to split).
 // `row_sums`: room for A's row sums per slice too (the backward weight's bias gradient).
 template <class T>
-bool plan_split_k(const pointwise_params& p, gemm_operands g, const platform::device_properties& dev, bool row_sums,
+bool plan_split_k(gemm_operands g, const platform::device_properties& dev, bool row_sums,
                   split_k_plan& plan) {
   static_assert(gemm_small_tile::bm == mma_small_tile::bm && gemm_small_tile::bn == mma_small_tile::bn,
                 "split_k plans one grid for both 64x64 kernels");
@@ -136,7 +137,7 @@ bool plan_split_k(const pointwise_params& p, gemm_operands g, const platform::de
   if (gx > dev.max_grid_x || gy > dev.max_grid_y || gz > dev.max_grid_z) return false;
   plan.g = g;
   plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(gy), static_cast<unsigned>(gz)};
-  plan.tensor_cores = mma_usable<T>(p, dev);
+  plan.tensor_cores = mma_usable<T>(dev);
   plan.row_sums_offset = g.slices * g.batches * g.m * g.n * static_cast<index_t>(sizeof(float));
   plan.workspace_bytes = plan.row_sums_offset + (row_sums ? g.slices * g.m * static_cast<index_t>(sizeof(float)) : 0);
   return true;
@@ -170,11 +171,11 @@ bool plan_variant(pointwise_variant v, gemm_pass pass, const pointwise_params& p
     case pointwise_variant::gemm_small: return plan_gemm<gemm_small_tile>(g, dev, grid);
     case pointwise_variant::warp_dot: return pass != gemm_pass::backward_weight && plan_warp_dot(g, dev, grid);
     case pointwise_variant::mma_large:  // (its element form may be the small tile's: its grid too)
-      return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(g, dev, grid) && plan_gemm<mma_large_tile>(g, dev, grid);
-    case pointwise_variant::mma_small: return mma_usable<T>(p, dev) && plan_gemm<mma_small_tile>(g, dev, grid);
+      return mma_usable<T>(dev) && plan_gemm<mma_small_tile>(g, dev, grid) && plan_gemm<mma_large_tile>(g, dev, grid);
+    case pointwise_variant::mma_small: return mma_usable<T>(dev) && plan_gemm<mma_small_tile>(g, dev, grid);
     case pointwise_variant::split_k: {
       split_k_plan plan;
-      if (!plan_split_k<T>(p, g, dev, pass == gemm_pass::backward_weight, plan)) return false;
+      if (!plan_split_k<T>(g, dev, pass == gemm_pass::backward_weight, plan)) return false;
       grid = plan.grid;
       return true;
     }
@@ -224,7 +225,7 @@ pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, co
     split_k_plan plan;
     if (measured != pointwise_variant::automatic && plan_variant<T>(measured, pass, p, dev, grid) &&
         (measured != pointwise_variant::split_k ||
-         (plan_split_k<T>(p, make_pass_gemm(pass, p), dev, false, plan) &&
+         (plan_split_k<T>(make_pass_gemm(pass, p), dev, false, plan) &&
           static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)))
       return measured;
   }
@@ -232,7 +233,7 @@ pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, co
   if (plan_variant<T>(pointwise_variant::mma_stream, pass, p, dev, stream_grid) &&
       stream_instructions_per_byte(p) <= stream_instruction_limit)
     return pointwise_variant::mma_stream;
-  const bool mma = mma_usable<T>(p, dev);
+  const bool mma = mma_usable<T>(dev);
   const pointwise_variant small = mma ? pointwise_variant::mma_small : pointwise_variant::gemm_small;
   platform::dims grid;
   const long long sms = dev.multiprocessor_count;
@@ -244,7 +245,7 @@ pointwise_variant choose_pointwise(gemm_pass pass, const pointwise_params& p, co
   if (g.a_k == 1 && g.b_k == 1 && plan_variant<T>(pointwise_variant::warp_dot, pass, p, dev, grid))
     return pointwise_variant::warp_dot;
   split_k_plan plan;
-  if (plan_split_k<T>(p, g, dev, pass == gemm_pass::backward_weight, plan) &&
+  if (plan_split_k<T>(g, dev, pass == gemm_pass::backward_weight, plan) &&
       plan.g.k_slice < plan.g.k_batches * plan.g.k_padded && static_cast<index_t>(workspace_bytes) >= plan.workspace_bytes)
     return pointwise_variant::split_k;
   return small_fits ? small : pointwise_variant::direct;

@@ -29,8 +29,8 @@ enum class pointwise_variant {
   gemm_small,  // tiled SIMT GEMM, 64x64 tiles, 4x4 outputs per thread (more blocks for small grids)
   warp_dot,    // one warp per output, K split over its lanes: matrix-vector and skinny shapes (GEMM side <= 8)
   mma_large,   // matrix-unit GEMM, 128x128 tiles: NVIDIA sm_80+ tensor cores (half, bfloat16, and float
-               // as TF32 with allow_tf32), sm_75 ones (half), AMD gfx90a/gfx94x matrix cores (half,
-               // bfloat16, float as fp32)
+               // as two TF32 parts, or one with allow_tf32), sm_75 ones (half), AMD gfx90a/gfx94x
+               // matrix cores (half, bfloat16, float as fp32)
   mma_small,   // matrix-unit GEMM, 64x64 tiles (more blocks for small grids)
   split_k,     // 64x64 tiles (tensor cores where mma_small runs) with K split over several blocks,
                // partial sums in the caller's workspace, summed in a fixed order (deterministic)

@@ -23,9 +23,12 @@ namespace dsconv {
 namespace detail {
 namespace tuning {
 
-// The fused kernel's revision (kernels/block/fused_nhwc.hpp): a change to that kernel that can
-// change its speed bumps it, so that tables measured on the old kernel stop deciding.
-inline constexpr int fused_block_revision = 1;
+// The fused kernel's revision (kernels/block/fused_nhwc.hpp): a change to that kernel, or to the
+// layer kernels of the unfused sequence it is measured against, that can change either's speed
+// bumps it, so that tables measured on the old kernels stop deciding. 2: the 1x1 GEMMs' epilogue
+// through shared memory, float's 1x1 layers on NVIDIA's tensor cores (the sm_90 table of
+// 2026-11-26 measured revision 1: blocks run unfused until the blocks experiment measures these).
+inline constexpr int fused_block_revision = 2;
 
 // Fused only where it measured at least this much faster: a margin for the noise of one run.
 inline constexpr double fusion_min_speedup = 1.05;

@@ -25,9 +25,11 @@ namespace tuning {
 // The depthwise and 1x1 kernels' revision: a change to one of them that can change its speed,
 // or a new variant (which a table measured before it never considered), bumps it, so that
 // tables measured on the old kernels stop deciding. 2: nchw_register. 3: nhwc_register's channel
-// groups along grid.x, the SIMT GEMM's row runs and 16-step small tile (the sm_90 table of
-// 2026-11-27 measured revision 2: the rules decide until a sweep measures these).
-inline constexpr int variant_kernels_revision = 3;
+// groups along grid.x, the SIMT GEMM's row runs and 16-step small tile. 4: the GEMMs' epilogue
+// through shared memory, float on NVIDIA's tensor cores (mma_large, mma_small, split_k) in two
+// TF32 parts. (The sm_90 table of 2026-11-27 measured revision 2: the rules decide until a sweep
+// measures these.)
+inline constexpr int variant_kernels_revision = 4;
 
 inline constexpr std::size_t variant_table_count = sizeof variant_tables / sizeof variant_tables[0];
 

@@ -1,8 +1,9 @@
 #pragma once
 // Pointwise (1x1) convolution as a tiled GEMM on a matrix unit (matrix_units.hpp): NVIDIA
-// tensor cores (half and bfloat16 with m16n8k16, float rounded to tf32 with m16n8k8, only
-// when the caller allows TF32; sm_75 half only) or AMD matrix cores (half and bfloat16 with
-// 16x16x16, float in fp32 with 16x16x4); fp32 accumulation either way. A block computes a
+// tensor cores (half and bfloat16 with m16n8k16; float with tf32 m16n8k8, each operand split
+// into two tf32 parts and three products for about fp32's accuracy, or rounded to tf32 and
+// one product where the caller allows TF32; sm_75 half only) or AMD matrix cores (half and
+// bfloat16 with 16x16x16, float in fp32 with 16x16x4); fp32 accumulation either way. A block computes a
 // BM x BN tile of C with WARPS_M x WARPS_N warps (waves on AMD), each owning a
 // (BM / WARPS_M) x (BN / WARPS_N) piece made of the unit's tiles. K advances 32 bytes of
 // operand per row at a time (one instruction K step; two for float on AMD) through shared
@@ -130,10 +131,7 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
     op::load_a(af, a_layout{a_s(buf)}, wm0, lane);
     op::load_b(bf, b_layout{b_s(buf)}, wn0, lane);
-    DSCONV_UNROLL
-    for (int i = 0; i < MI; ++i)
-      DSCONV_UNROLL
-      for (int j = 0; j < NI; ++j) op::mma(acc[i][j], af[i], bf[j]);
+    op::products(acc, af, bf, g.single_tf32);
   };
 
   const index_t steps = at.count;

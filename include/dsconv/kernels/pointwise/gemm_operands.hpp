@@ -58,6 +58,9 @@ struct gemm_operands {
   bool gate_on_a;
   int a_align, b_align;         // bytes (1 to 16) that every row of A (B) starts aligned to, along its
                                 // contiguous dimension: set by align_operands once the pointers are known
+  bool single_tf32;             // float on NVIDIA's tensor cores: operands rounded to TF32, one product
+                                // (the caller's allow_tf32), else split into two TF32 parts, three
+                                // products (matrix_units.hpp); nothing else reads it
 };
 
 // The largest power of two up to 16 that divides the address and, in bytes, the row stride
@@ -93,6 +96,7 @@ inline gemm_operands gemm_base(index_t m, index_t n, index_t k, activation act) 
   g.slices = 1, g.k_slice = k;
   g.gate_act = activation::none;
   g.a_align = g.b_align = 1;  // until align_operands: element loads only
+  g.single_tf32 = false;      // until the dispatcher reads allow_tf32: float at its accuracy
   return g;
 }
 

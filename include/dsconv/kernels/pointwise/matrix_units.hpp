@@ -30,6 +30,15 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void two_words(unsigned (&f)[2], const S* p) {
   const auto w = platform::shared_load_as<platform::vec<unsigned, 2>>(p);
   f[0] = w[0], f[1] = w[1];
 }
+// acc[i][j] += A_i B_j, each pair of the warp's tiles by one Op::mma.
+template <class Op, int MI, int NI, int ACC, int AR, int BR>
+DSCONV_DEVICE DSCONV_FORCEINLINE void each_product(float (&acc)[MI][NI][ACC], const unsigned (&a)[MI][AR],
+                                                   const unsigned (&b)[NI][BR]) {
+  DSCONV_UNROLL
+  for (int i = 0; i < MI; ++i)
+    DSCONV_UNROLL
+    for (int j = 0; j < NI; ++j) Op::mma(acc[i][j], a[i], b[j]);
+}
 }  // namespace detail_units
 
 // A unit's op<T> loads a warp's fragments of one K stage (32 bytes of operand per row, BK
@@ -58,11 +67,12 @@ struct mma_sync_unit {
   // bytes of 8 consecutive rows). 16-byte runs stay whole, as asynchronous copies need.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) { return ((r >> 2) & 1) << 1; }
 
-  // half and bfloat16: m16n8k16. float: tf32 m16n8k8, rounded to tf32 as it leaves shared
-  // memory (staged as it arrives, so that copies need not pass through registers); ldmatrix
-  // reads its 8x8 matrix of 16-bit halves as 8 rows x 4 floats, so the A and k_rows B
-  // fragments load as for 16-bit types: a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4],
-  // a[3] = A[g+8][t+4], b[0] = B[t][g], b[1] = B[t+4][g].
+  // half and bfloat16: m16n8k16. float: tf32 m16n8k8 (products: rounded to tf32, or split
+  // into two tf32 parts, after the fragments leave shared memory, where they are staged as
+  // they arrive so that copies need not pass through registers); ldmatrix reads its 8x8 matrix
+  // of 16-bit halves as 8 rows x 4 floats, so the A and k_rows B fragments load as for 16-bit
+  // types: a[0] = A[g][t], a[1] = A[g+8][t], a[2] = A[g][t+4], a[3] = A[g+8][t+4],
+  // b[0] = B[t][g], b[1] = B[t+4][g].
   template <class T>
   struct op {
     static constexpr int a_regs = 4, b_regs = 2;
@@ -75,7 +85,6 @@ struct mma_sync_unit {
       DSCONV_UNROLL
       for (int i = 0; i < MI; ++i) {
         platform::ldmatrix_x4<false>(f[i], a.at(row0 + 16 * i + lane % 8 + 8 * (lane / 8 % 2), half_stage * (lane / 16)));
-        round(f[i]);
       }
     }
     // A from n_rows (rows k, contiguous along m: the backward GEMMs whose A is W^T or dz^T).
@@ -92,8 +101,7 @@ struct mma_sync_unit {
           const int m = row0 + 16 * i + lane / 4, k = lane % 4;
           f[i][0] = detail_units::word(a.at(k, m)), f[i][1] = detail_units::word(a.at(k, m + 8));
           f[i][2] = detail_units::word(a.at(k + 4, m)), f[i][3] = detail_units::word(a.at(k + 4, m + 8));
-          round(f[i]);
-        }
+          }
       }
     }
     // B from k_rows (rows n): matrices (n 0-7, k-half 0), (n 0-7, k-half 1) are b[0..1] of one
@@ -107,7 +115,6 @@ struct mma_sync_unit {
       for (int j = 0; j < NI; j += 2) {
         unsigned r[4];
         platform::ldmatrix_x4<false>(r, b.at(row0 + 8 * j + lane % 8 + 8 * (lane / 16), half_stage * (lane / 8 % 2)));
-        round(r);
         f[j][0] = r[0], f[j][1] = r[1], f[j + 1][0] = r[2], f[j + 1][1] = r[3];
       }
     }
@@ -128,7 +135,6 @@ struct mma_sync_unit {
           for (int jj = j; jj < j + 2; ++jj) {
             const int n = row0 + 8 * jj + lane / 4, k = lane % 4;
             f[jj][0] = detail_units::word(b.at(k, n)), f[jj][1] = detail_units::word(b.at(k + 4, n));
-            round(f[jj]);
           }
         }
       }
@@ -139,14 +145,47 @@ struct mma_sync_unit {
       else
         platform::mma_16x8x16<T>(d, a, b);
     }
-    // Fragment registers as the instruction takes them: 16-bit operands as stored, floats
-    // rounded to tf32.
-    template <int N>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void round(unsigned (&r)[N]) {
+    // acc[i][j] += A_i B_j for the warp's tiles, as loaded. 16-bit types: one product each.
+    // float: with single_tf32 (the caller's allow_tf32) each operand rounded to tf32 (10
+    // mantissa bits), one product; else each split into two tf32 parts, x = big + small (big =
+    // tf32(x), small = tf32(x - big): 22 of float's 24 bits, the rest below 2^-22 of x), and
+    // three products, small x big, big x small, big x big (small x small, below 2^-22 of the
+    // product, left out): about float's accuracy on the tensor cores, at three times their
+    // work (NVIDIA's "3xTF32"), which the SIMT cores' fp32 multiply-adds do not match on the
+    // wider 1x1 layers.
+    template <int MI, int NI>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void products(float (&acc)[MI][NI][accumulators], unsigned (&a)[MI][a_regs],
+                                                          unsigned (&b)[NI][b_regs], bool single_tf32) {
       if constexpr (std::is_same<T, float>::value) {
-        DSCONV_UNROLL
-        for (int i = 0; i < N; ++i) r[i] = detail::float_bits(platform::round_to_tf32(detail::bits_float(r[i])));
+        if (!single_tf32) {
+          unsigned a_small[MI][a_regs], b_small[NI][b_regs];
+          split(a, a_small);
+          split(b, b_small);
+          detail_units::each_product<op>(acc, a_small, b);
+          detail_units::each_product<op>(acc, a, b_small);
+        } else {
+          split<MI, a_regs>(a, nullptr);
+          split<NI, b_regs>(b, nullptr);
+        }
       }
+      detail_units::each_product<op>(acc, a, b);
+    }
+
+   private:
+    // x -> big (in place), and small into `small` where it is given. The low 13 bits of each
+    // part are cleared: the instruction reads only tf32's bits, and small = x - big must be
+    // exact.
+    template <int N, int R>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void split(unsigned (&x)[N][R], unsigned (*small)[R]) {
+      const auto tf32 = [](float v) { return detail::float_bits(platform::round_to_tf32(v)) & 0xffffe000u; };
+      DSCONV_UNROLL
+      for (int i = 0; i < N; ++i)
+        DSCONV_UNROLL
+        for (int r = 0; r < R; ++r) {
+          const float v = detail::bits_float(x[i][r]);
+          x[i][r] = tf32(v);
+          if (small) small[i][r] = tf32(v - detail::bits_float(x[i][r]));
+        }
     }
   };
 };
@@ -199,6 +238,13 @@ struct mfma_unit {
     template <int NI, class Tile>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const Tile& b, int row0, int lane) {
       load_a(f, b, row0, lane);
+    }
+    // acc[i][j] += A_i B_j for the warp's tiles (every type in its own precision: fp32 products
+    // for float).
+    template <int MI, int NI>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void products(float (&acc)[MI][NI][accumulators], unsigned (&a)[MI][a_regs],
+                                                          unsigned (&b)[NI][b_regs], bool) {
+      detail_units::each_product<op>(acc, a, b);
     }
     // B^T is the instruction's A operand, A^T its B.
     static DSCONV_DEVICE DSCONV_FORCEINLINE void mma(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
