@@ -839,12 +839,13 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
   say "all $total chunks done: results in $dir"
 }
 
-# The variants dsconv_bench --variant takes, per operation (dsconv::to_string of each).
-sweep_variants() {  # kind: dw or pw
-  case "$1" in
-    dw) echo direct nchw_tiled nhwc_tiled nhwc_register nchw_register ;;
-    pw) echo direct gemm_large gemm_small warp_dot mma_large mma_small split_k mma_stream ;;
-  esac
+# The variants dsconv_bench --variant takes (dsconv::to_string of each), as kind:variant, in the
+# order the sweep runs them: the open questions first, so that a budget that runs out leaves the
+# variants measured before (the 1x1 tensor-core and SIMT GEMMs, float's included; the register
+# depthwise kernels), the ones that lost every measured case last.
+sweep_variants() {
+  echo pw:mma_small pw:gemm_small pw:split_k pw:mma_stream pw:mma_large pw:warp_dot \
+    dw:nhwc_register dw:nchw_register dw:nhwc_tiled dw:nchw_tiled dw:direct pw:direct pw:gemm_large
 }
 
 step_sweep() {
@@ -852,7 +853,7 @@ step_sweep() {
   require_built bench/dsconv_bench
   write_environment >/dev/null
   runtime_env
-  local bin=$build/bench/dsconv_bench dir=$out/sweep kind v f start deadline rc done_count=0 left=0
+  local bin=$build/bench/dsconv_bench dir=$out/sweep kv kind v f start deadline rc done_count=0 left=0
   local sel=("--batch=$batches" "--type=$types" "--layout=$layouts" "--pass=$passes")
   mkdir -p "$dir"
   start=$(now)
@@ -863,24 +864,23 @@ step_sweep() {
     rm -f "$dir"/*.json.gz
     cp "$logs/sweep_selection.txt" "$dir/selection.txt"
   fi
-  for kind in dw pw; do
-    for v in $(sweep_variants "$kind"); do
-      f=$dir/$kind-$v.json.gz
-      [ -f "$f" ] && { done_count=$((done_count + 1)); continue; }
-      if [ "$budget" -gt 0 ] && [ $((deadline - $(now))) -lt 20 ]; then left=$((left + 1)); continue; fi
-      rc=0
-      timeout -k 10 "$((budget > 0 ? deadline - $(now) : 3600))" "$bin" "${sel[@]}" --kind="$kind" --variant="$v" \
-        --benchmark_filter=/dsconv/ --benchmark_repetitions="$repetitions" --benchmark_min_time="$min_time" \
-        --benchmark_display_aggregates_only=true --benchmark_out="$logs/sweep.json" --benchmark_out_format=json \
-        > "$logs/sweep-$kind-$v.log" 2>&1 || rc=$?
-      if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then left=$((left + 1)); continue; fi
-      # A forced variant that cannot run a case reports an error for that case: expected.
-      "$python" -c 'import json, sys; json.load(open(sys.argv[1]))' "$logs/sweep.json" 2>/dev/null ||
-        { tail -5 "$logs/sweep-$kind-$v.log"; die "dsconv_bench --variant=$v wrote no complete JSON (exit $rc)"; }
-      gzip -9 -c "$logs/sweep.json" > "$f"
-      done_count=$((done_count + 1))
-      say "$kind $v done ($(($(now) - start)) s)"
-    done
+  for kv in $(sweep_variants); do
+    kind=${kv%%:*} v=${kv#*:}
+    f=$dir/$kind-$v.json.gz
+    [ -f "$f" ] && { done_count=$((done_count + 1)); continue; }
+    if [ "$budget" -gt 0 ] && [ $((deadline - $(now))) -lt 20 ]; then left=$((left + 1)); continue; fi
+    rc=0
+    timeout -k 10 "$((budget > 0 ? deadline - $(now) : 3600))" "$bin" "${sel[@]}" --kind="$kind" --variant="$v" \
+      --benchmark_filter=/dsconv/ --benchmark_repetitions="$repetitions" --benchmark_min_time="$min_time" \
+      --benchmark_display_aggregates_only=true --benchmark_out="$logs/sweep.json" --benchmark_out_format=json \
+      > "$logs/sweep-$kind-$v.log" 2>&1 || rc=$?
+    if [ "$rc" -eq 124 ] || [ "$rc" -eq 137 ]; then left=$((left + 1)); continue; fi
+    # A forced variant that cannot run a case reports an error for that case: expected.
+    "$python" -c 'import json, sys; json.load(open(sys.argv[1]))' "$logs/sweep.json" 2>/dev/null ||
+      { tail -5 "$logs/sweep-$kind-$v.log"; die "dsconv_bench --variant=$v wrote no complete JSON (exit $rc)"; }
+    gzip -9 -c "$logs/sweep.json" > "$f"
+    done_count=$((done_count + 1))
+    say "$kind $v done ($(($(now) - start)) s)"
   done
   record_step sweep "$([ "$left" -eq 0 ] && echo ok || echo incomplete)" "$done_count variants swept, $left left"
   if [ "$left" -gt 0 ]; then

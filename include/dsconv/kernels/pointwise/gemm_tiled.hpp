@@ -123,12 +123,14 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   const index_t a_stride = MMajorA ? g.a_k : g.a_m, b_stride = KMajorB ? g.b_n : g.b_k;
+  const bool interior = m0 + BM <= g.m && n0 + BN <= g.n;  // (its whole K steps need no bounds)
   auto fetch = [&]() {
+    const bool whole = interior && at.k0 + BK <= at.limit;
     // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
     a_tile::template fetch_operand<true>(a_next, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
-                                         at.limit, a_stride, tid, to_stage);
+                                         at.limit, a_stride, tid, to_stage, whole);
     b_tile::template fetch_operand<MMajorA>(b_next, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
-                                            at.limit, g.n, b_stride, tid, to_stage);
+                                            at.limit, g.n, b_stride, tid, to_stage, whole);
     if (sum_rows) sums.add(a_next);
     at.advance(g);
   };
