@@ -42,15 +42,12 @@ static_assert(gemm_small_tile_amd::bm == gemm_small_tile::bm && gemm_small_tile_
 // Tensor-core tiles of each matrix unit, 128x128 and 64x64 for both (the grids are planned
 // with mma_large_tile / mma_small_tile). NVIDIA: 8 warps of 64x32 and 4 warps of 32x32; AMD:
 // 4 waves of 64x64 and 4 waves of 32x32 (256 threads either way on AMD, where a wave has 64).
-// NVIDIA's small tile is held to four resident blocks' registers (128 a thread): its 128
-// threads at 131 (float's two TF32 parts beside the staging's interior path) let three reside,
-// 12 warps to hide the loads where 16 fit; at 128 it needs no spill (sm_80, sm_90).
 template <class Unit>
 struct mma_tiles;
 template <>
 struct mma_tiles<kernels::mma_sync_unit> {
   using large = kernels::mma_tile<128, 128, 2, 4, 1, kernels::mma_sync_unit>;
-  using small = kernels::mma_tile<64, 64, 2, 2, 4, kernels::mma_sync_unit>;
+  using small = kernels::mma_tile<64, 64, 2, 2, 2, kernels::mma_sync_unit>;
 };
 template <>
 struct mma_tiles<kernels::mfma_unit> {

@@ -105,7 +105,6 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const bool sum_rows = out.sums_rows() && pf::block_idx().x == 0;
   row_sums<a_tile> sums;
   const index_t a_stride = MMajorA ? g.a_k : g.a_m, b_stride = KMajorB ? g.b_n : g.b_k;
-  const bool interior = m0 + BM <= g.m && n0 + BN <= g.n;  // (its whole K steps need no bounds)
   // Element (row, column) of A's or B's tile in buffer `buf`: runs go along the operand's
   // contiguous dimension, as the rows of its layout (k_rows: k; n_rows: m or n).
   const auto a_at = [&](int buf, int m, int k) {
@@ -146,11 +145,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       T a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
       const auto as_is = [](T v) { return v; };
       // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
-      const bool whole = interior && at.k0 + BK <= at.limit;
       a_tile::template fetch_operand<true>(a_regs, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
-                                           at.limit, a_stride, tid, as_is, whole);
+                                           at.limit, a_stride, tid, as_is);
       b_tile::template fetch_operand<MMajorA>(b_regs, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
-                                              at.limit, g.n, b_stride, tid, as_is, whole);
+                                              at.limit, g.n, b_stride, tid, as_is);
       at.advance(g);
       if (sum_rows) sums.add(a_regs);
       a_tile::stash_runs(a_regs, tid, [&](int m, int k, const auto& run) {
@@ -180,11 +178,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     if (!at.gate) {
       const auto copy_stage = [&](index_t step) {
         const int buf = static_cast<int>(step % stages);
-        const bool whole = interior && at.k0 + BK <= at.limit;
-        a_tile::copy_runs(at.a, m0, at.k0, g.m, at.limit, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); },
-                          whole);
-        b_tile::copy_runs(at.b, at.k0, n0, at.limit, g.n, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); },
-                          whole);
+        a_tile::copy_runs(at.a, m0, at.k0, g.m, at.limit, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); });
+        b_tile::copy_runs(at.b, at.k0, n0, at.limit, g.n, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
         at.advance(g);
       };
       // Stages 0 .. stages - 2 in flight, one commit group each (empty past the end, so that

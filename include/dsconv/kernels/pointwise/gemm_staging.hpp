@@ -69,45 +69,16 @@ struct operand_tile {
     return placed_run{t, ColsContiguous ? r * stride + c : r + c * stride, static_cast<int>(left < V ? left : V)};
   }
 
-  // place() where the whole tile lies inside the matrix (place_run's Whole): the offset alone.
-  static DSCONV_DEVICE DSCONV_FORCEINLINE placed_run place_inside(int tid, int j, index_t row0, index_t col0,
-                                                                index_t stride) {
-    const tile_position t = position(run_start(tid, j));
-    const index_t r = row0 + t.r, c = col0 + t.c;
-    return placed_run{t, ColsContiguous ? r * stride + c : r + c * stride, V};
-  }
-
-  // Run j placed; Whole: the caller knows the tile lies inside the matrix (an interior block's
-  // whole K step), so no bound is tested: the general path's 64-bit bounds and counts (about 35
-  // instructions a 16-byte run on sm_90) are left to the edges.
-  template <bool Whole>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE placed_run place_run(int tid, int j, index_t row0, index_t col0, index_t rows,
-                                                             index_t cols, index_t stride) {
-    if constexpr (Whole)
-      return place_inside(tid, j, row0, col0, stride);
-    else
-      return place(tid, j, row0, col0, rows, cols, stride);
-  }
-
   // Loads this thread's share of the tile (rows aligned to V elements when V > 1); `convert`
-  // turns an element (zero outside the matrix) into the staged value. whole: as for place_run.
+  // turns an element (zero outside the matrix) into the staged value.
   template <class T, class Stage, class Convert>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch(Stage (&regs)[per_thread], const T* base, index_t row0, index_t col0,
                                                      index_t rows, index_t cols, index_t stride, int tid,
-                                                     Convert convert, bool whole) {
-    if (whole)
-      fetch_placed<true>(regs, base, row0, col0, rows, cols, stride, tid, convert);
-    else
-      fetch_placed<false>(regs, base, row0, col0, rows, cols, stride, tid, convert);
-  }
-  template <bool Whole, class T, class Stage, class Convert>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_placed(Stage (&regs)[per_thread], const T* base, index_t row0,
-                                                            index_t col0, index_t rows, index_t cols, index_t stride,
-                                                            int tid, Convert convert) {
+                                                     Convert convert) {
     DSCONV_UNROLL
     for (int j = 0; j < runs; ++j) {
-      const placed_run run = place_run<Whole>(tid, j, row0, col0, rows, cols, stride);
-      const platform::vec<T, V> x = load_run<Whole>(base + run.offset, run.inside);
+      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
+      const platform::vec<T, V> x = load_run(base + run.offset, run.inside);
       DSCONV_UNROLL
       for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
     }
@@ -118,21 +89,12 @@ struct operand_tile {
   template <class T, class Stage>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_gated(Stage (&regs)[per_thread], const T* base, const T* gate,
                                                            activation act, index_t row0, index_t col0, index_t rows,
-                                                           index_t cols, index_t stride, int tid, bool whole) {
-    if (whole)
-      fetch_gated_placed<true>(regs, base, gate, act, row0, col0, rows, cols, stride, tid);
-    else
-      fetch_gated_placed<false>(regs, base, gate, act, row0, col0, rows, cols, stride, tid);
-  }
-  template <bool Whole, class T, class Stage>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_gated_placed(Stage (&regs)[per_thread], const T* base, const T* gate,
-                                                                  activation act, index_t row0, index_t col0,
-                                                                  index_t rows, index_t cols, index_t stride, int tid) {
+                                                           index_t cols, index_t stride, int tid) {
     DSCONV_UNROLL
     for (int j = 0; j < runs; ++j) {
-      const placed_run run = place_run<Whole>(tid, j, row0, col0, rows, cols, stride);
-      const platform::vec<float, V> dz = detail::gate_run<V>(load_run<Whole>(base + run.offset, run.inside),
-                                                             load_run<Whole>(gate + run.offset, run.inside), act);
+      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
+      const platform::vec<float, V> dz =
+          detail::gate_run<V>(load_run(base + run.offset, run.inside), load_run(gate + run.offset, run.inside), act);
       DSCONV_UNROLL
       for (int e = 0; e < V; ++e) regs[j * V + e] = Stage(dz[e]);
     }
@@ -143,19 +105,17 @@ struct operand_tile {
   template <bool CanGate, class T, class Stage, class Convert>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_operand(Stage (&regs)[per_thread], const T* base, const T* gate,
                                                              activation act, index_t row0, index_t col0, index_t rows,
-                                                             index_t cols, index_t stride, int tid, Convert convert,
-                                                             bool whole) {
+                                                             index_t cols, index_t stride, int tid, Convert convert) {
     if constexpr (CanGate)
-      if (gate) return fetch_gated(regs, base, gate, act, row0, col0, rows, cols, stride, tid, whole);
-    fetch(regs, base, row0, col0, rows, cols, stride, tid, convert, whole);
+      if (gate) return fetch_gated(regs, base, gate, act, row0, col0, rows, cols, stride, tid);
+    fetch(regs, base, row0, col0, rows, cols, stride, tid, convert);
   }
 
   // The V elements at p of which `inside` lie inside the matrix (zero past them): one vector
-  // load where all do (rows are aligned to V elements then), else element by element. All:
-  // the caller knows all do.
-  template <bool All, class T>
+  // load where all do (rows are aligned to V elements then), else element by element.
+  template <class T>
   static DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<T, V> load_run(const T* p, int inside) {
-    if (All || (V > 1 && inside == V)) return platform::load_vec<V>(p);
+    if (V > 1 && inside == V) return platform::load_vec<V>(p);
     platform::vec<T, V> x;
     DSCONV_UNROLL
     for (int e = 0; e < V; ++e) x[e] = e < inside ? platform::load(p + e) : T(0.f);
@@ -166,22 +126,14 @@ struct operand_tile {
   // (platform/async_copy.hpp): run j to at(row, col), its 16 bytes zero past the matrix.
   template <class T, class At>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void copy_runs(const T* base, index_t row0, index_t col0, index_t rows,
-                                                         index_t cols, index_t stride, int tid, At at, bool whole) {
-    if (whole)
-      copy_placed<true>(base, row0, col0, rows, cols, stride, tid, at);
-    else
-      copy_placed<false>(base, row0, col0, rows, cols, stride, tid, at);
-  }
-  template <bool Whole, class T, class At>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void copy_placed(const T* base, index_t row0, index_t col0, index_t rows,
-                                                           index_t cols, index_t stride, int tid, At at) {
+                                                         index_t cols, index_t stride, int tid, At at) {
     static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
     DSCONV_UNROLL
     for (int j = 0; j < runs; ++j) {
-      const placed_run run = place_run<Whole>(tid, j, row0, col0, rows, cols, stride);
+      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
       // (a valid address where nothing is read: the matrix itself)
-      const T* p = Whole || run.inside ? base + run.offset : base;
-      platform::async_copy_16(at(run.t.r, run.t.c), p, Whole ? 16 : run.inside * static_cast<int>(sizeof(T)));
+      const T* p = run.inside ? base + run.offset : base;
+      platform::async_copy_16(at(run.t.r, run.t.c), p, run.inside * static_cast<int>(sizeof(T)));
     }
   }
 

@@ -5,10 +5,12 @@
 // current step's are multiplied out of shared memory (double buffering), so global latency
 // hides behind arithmetic. Each thread owns TM x TN outputs: TM rows strided by the thread
 // grid, and TN columns in runs of RUN consecutive ones, strided so that a warp's runs are
-// contiguous: with RUN = 4 each run is one 16-byte shared-memory read per k. The epilogue,
-// which fuses bias, residual and activation, takes the tile through shared memory
-// (staged_epilogue.hpp). The element form of the tile (RUN = 1) serves operands not aligned
-// for vectors.
+// contiguous: with RUN = 4 each run is one 16-byte shared-memory read per k and one vector
+// store in the epilogue, which fuses bias, residual and activation. The element form of the
+// tile (RUN = 1) serves buffers not aligned for vectors; a warp's element stores are
+// contiguous there. (The matrix-unit GEMM's epilogue goes through shared memory,
+// staged_epilogue.hpp; this one stores from registers: the 128x128 tile's element form holds
+// 255 registers on gfx906, and the staged epilogue's passes spilled it in bfloat16.)
 
 #include <type_traits>
 
@@ -17,7 +19,6 @@
 #include "gemm_epilogue.hpp"
 #include "gemm_operands.hpp"
 #include "gemm_staging.hpp"
-#include "staged_epilogue.hpp"
 
 namespace dsconv {
 namespace kernels {
@@ -100,17 +101,9 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   constexpr int PAD = 4;
   static_assert(BM % 16 == 0 && BN % 16 == 0, "the swizzled places stay inside the row");
   using rows = staged_rows<BK>;
-  // One array: A's two buffers, then B's; after the main loop, the tile of C on its way out
-  // (staged_epilogue.hpp), then A's row sums.
-  using a_tiles_t = float[2][BK][BM + PAD];
-  using b_tiles_t = run_t[2][BK][BN / RUN + PAD / RUN];
-  constexpr int a_words = static_cast<int>(sizeof(a_tiles_t) / 4), b_words = static_cast<int>(sizeof(b_tiles_t) / 4);
-  static_assert(a_words % 4 == 0, "B's buffers start 16-byte aligned");
-  using staged = staged_tile<BM, BN, Tile::threads, a_words + b_words>;
-  DSCONV_SHARED_ARRAY(float, shared_words, [staged::words]);
-  static_assert(row_sums<a_tile>::scratch_floats <= staged::words, "A's row sums fit the shared memory");
-  a_tiles_t& a_s = *reinterpret_cast<a_tiles_t*>(shared_words);
-  b_tiles_t& b_s = *reinterpret_cast<b_tiles_t*>(shared_words + a_words);
+  DSCONV_SHARED_ARRAY(float, a_s, [2][BK][BM + PAD]);
+  DSCONV_SHARED_ARRAY(run_t, b_s, [2][BK][BN / RUN + PAD / RUN]);
+  static_assert(row_sums<a_tile>::scratch_floats <= 2 * BK * (BM + PAD), "A's row sums fit the A tiles");
 
   const int tid = static_cast<int>(pf::thread_idx().x);
   const int tx = tid % TX, ty = tid / TX;
@@ -123,14 +116,12 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   const index_t a_stride = MMajorA ? g.a_k : g.a_m, b_stride = KMajorB ? g.b_n : g.b_k;
-  const bool interior = m0 + BM <= g.m && n0 + BN <= g.n;  // (its whole K steps need no bounds)
   auto fetch = [&]() {
-    const bool whole = interior && at.k0 + BK <= at.limit;
     // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
     a_tile::template fetch_operand<true>(a_next, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
-                                         at.limit, a_stride, tid, to_stage, whole);
+                                         at.limit, a_stride, tid, to_stage);
     b_tile::template fetch_operand<MMajorA>(b_next, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
-                                            at.limit, g.n, b_stride, tid, to_stage, whole);
+                                            at.limit, g.n, b_stride, tid, to_stage);
     if (sum_rows) sums.add(a_next);
     at.advance(g);
   };
@@ -197,26 +188,20 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     pf::sync_threads();
   }
 
-  // (the loop ended at a barrier: the operand tiles are free) A thread's runs of accumulators
-  // into the staged tile, those of rows [r0, r0 + rows).
-  staged::store(shared_words, tid, out, g, blk, m0, n0, [&](float* s, int r0, int rows) {
+  DSCONV_UNROLL
+  for (int i = 0; i < TM; ++i) {
+    const index_t m = m0 + row_of(ty, i);
+    if (m >= g.m) continue;
     DSCONV_UNROLL
-    for (int i = 0; i < TM; ++i) {
-      const int row = row_of(ty, i) - r0;
-      if (staged::passes > 1 && (row < 0 || row >= rows)) continue;
+    for (int jr = 0; jr < RUNS; ++jr) {
+      run_t run;
       DSCONV_UNROLL
-      for (int jr = 0; jr < RUNS; ++jr) {
-        run_t run;
-        DSCONV_UNROLL
-        for (int e = 0; e < RUN; ++e) run[e] = acc[i][jr * RUN + e];
-        pf::shared_store(reinterpret_cast<run_t*>(staged::at(s, row, (jr * TX + tx) * RUN)), run);
-      }
+      for (int e = 0; e < RUN; ++e) run[e] = acc[i][jr * RUN + e];
+      out.template store_run<RUN>(g, blk, m, n0 + (jr * TX + tx) * RUN, run, g.act);
     }
-  });
-  if (sum_rows) {
-    pf::sync_threads();  // (the staged tile's reads are done)
-    sums.finish(shared_words, tid, Tile::threads, out, g, blk, m0);
   }
+  // (the loop ended at a barrier: the A tiles are free)
+  if (sum_rows) sums.finish(&a_s[0][0][0], tid, Tile::threads, out, g, blk, m0);
 }
 
 }  // namespace kernels

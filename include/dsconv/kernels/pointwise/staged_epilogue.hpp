@@ -1,20 +1,20 @@
 #pragma once
-// The end of a tiled GEMM kernel: its BM x BN tile of C, accumulated in registers in the
-// arrangement its inner loop gives (the tensor cores' fragments, the SIMT threads' runs),
+// The end of the matrix-unit GEMM kernel (gemm_mma.hpp): its BM x BN tile of C, accumulated in
+// registers in the arrangement its inner loop gives (the tensor cores' fragments),
 // passes through shared memory, so that each thread then takes runs of 16 bytes of output
 // along a row: one vector load of the residual and of a bias along n, one vector store, and
 // the activation a compile-time constant (one switch a pass, not one an element). Stored straight
 // from the fragments, a mma.sync lane held two columns of a row (4 bytes of half: half of
-// every 32-byte sector written per store), the SIMT thread four (8 bytes of half), each run
-// switching on the activation per element: on a half 1x1 layer that expands 16 channels to 96
+// every 32-byte sector written per store), each run switching on the activation per element: on a half 1x1 layer that expands 16 channels to 96
 // the epilogue alone issued about 9 instructions per byte it stored.
 //
 // Shared memory: rows of BN floats, BN + 8 apart (8 banks mod 32), rows 4-7 of every 8 with
 // column c at c ^ 20 (16-byte chunks swapped in pairs, and the halves of each 32 columns).
 // Then no side meets a bank conflict: the fragment writes (mma.sync: 8-byte pairs, a
-// half-warp's 16 lanes on 4 rows; MFMA and the SIMT tile: 16-byte runs, 8 lanes a phase on 8
-// rows or along one row; the SIMT element form: a warp's 16 columns of two rows 4 apart) and
-// the row reads (8 lanes a phase, lane l on row l % 8 of the same chunk column).
+// half-warp's 16 lanes on 4 rows; MFMA: 16-byte runs, 8 lanes a phase on 8 rows; and, should a
+// SIMT tile use it, runs along one row, or 16 columns of two rows 4 apart) and the row reads (8
+// lanes a phase, lane l on row l % 8 of the same chunk column). (The SIMT GEMM stores from its
+// registers: its 128x128 tile's element form, at 255 registers on gfx906, spilled in passes.)
 // Where the kernel's shared memory cannot hold the whole tile it goes in passes of whole
 // 8-row groups (rows_per_pass), a barrier between passes.
 
@@ -32,11 +32,13 @@ namespace kernels {
 template <int BM, int BN, int THREADS, int OperandWords>
 struct staged_tile {
   static constexpr int pitch = BN + 8;
-  // Up to 24 KiB for the whole tile where the operands take less (the 64x64 tiles: 18 KiB,
-  // one pass, no fewer resident blocks), else the operands' memory in passes (128x128).
-  static constexpr int cap_words = 6144;
+  // The operands' memory, or more, up to 34 KiB: the 64x64 tiles take the whole tile in one
+  // pass (18 KiB where their operands had 17, the same resident blocks), the 128x128 tiles two
+  // passes of 64 rows (they reside one block a multiprocessor, by registers), not six.
+  static constexpr int cap_words = 8704;
   static constexpr int whole_words = BM * pitch;
-  static constexpr int words = whole_words <= cap_words && whole_words > OperandWords ? whole_words : OperandWords;
+  static constexpr int wanted_words = whole_words < cap_words ? whole_words : cap_words;
+  static constexpr int words = wanted_words > OperandWords ? wanted_words : OperandWords;
   static constexpr int rows_per_pass = words / pitch / 8 * 8 < BM ? words / pitch / 8 * 8 : BM;
   static constexpr int passes = (BM + rows_per_pass - 1) / rows_per_pass;
   static_assert(rows_per_pass >= 8, "a pass holds at least one 8-row group");
@@ -58,6 +60,7 @@ struct staged_tile {
     constexpr int V = 16 / static_cast<int>(sizeof(value_type));
     constexpr int runs_per_row = BN / V;
     static_assert(BN % V == 0 && V % 4 == 0, "rows are whole runs of 16-byte chunks");
+    DSCONV_UNROLL  // (each pass's rows known at compile time: write's tests of them fold)
     for (int pass = 0; pass < passes; ++pass) {
       const int r0 = pass * rows_per_pass;
       const int rows = BM - r0 < rows_per_pass ? BM - r0 : rows_per_pass;
@@ -67,7 +70,7 @@ struct staged_tile {
       detail::with_activation(g.act, [&](auto act) {
         for (int u = tid; u < rows * runs_per_row; u += THREADS) {
           const int rest = u / 8, j = rest % runs_per_row, r = rest / runs_per_row * 8 + u % 8;
-          float v[V];
+          platform::vec<float, V> v;
           DSCONV_UNROLL
           for (int q = 0; q < V; q += 4) {
             const platform::vec<float, 4> chunk =
