@@ -122,8 +122,9 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void store_each(const Out& out, const detail::g
 // What a tiled GEMM kernel does with what it accumulated: store(m, n, value) one element,
 // store_run<V>(m, n, values, act) the V consecutive columns C[m][n .. n + V) of a row (n a
 // multiple of V), as one vector access where the buffers allow it (vector_elems, which the
-// dispatcher sets), else one by one (act: g.act or a compile-time constant of it); and, where sums_rows(), store_row_sum(m, value) the sum of row m of A
-// over the block's range of K (the blocks of the first column of tiles compute them).
+// dispatcher sets), else one by one (act: g.act or a compile-time constant of it); and, where
+// sums_rows(), store_row_sum(m, value) the sum of row m of A over the block's range of K (the
+// blocks of the first column of tiles compute them).
 // fused_output: the epilogue above, into the output tensor (and the activation's input into
 // `pre` where the forward saves it); the row sums into `row_sums` (the bias gradient).
 template <class T>

@@ -1,20 +1,21 @@
 #pragma once
-// The end of the matrix-unit GEMM kernel (gemm_mma.hpp): its BM x BN tile of C, accumulated in
-// registers in the arrangement its inner loop gives (the tensor cores' fragments),
-// passes through shared memory, so that each thread then takes runs of 16 bytes of output
-// along a row: one vector load of the residual and of a bias along n, one vector store, and
-// the activation a compile-time constant (one switch a pass, not one an element). Stored straight
-// from the fragments, a mma.sync lane held two columns of a row (4 bytes of half: half of
-// every 32-byte sector written per store), each run switching on the activation per element: on a half 1x1 layer that expands 16 channels to 96
-// the epilogue alone issued about 9 instructions per byte it stored.
+// The end of the matrix-unit GEMM kernel (gemm_mma.hpp): its BM x BN tile of C, accumulated
+// in registers in the tensor cores' fragments, passes through shared memory, so that each
+// thread then takes runs of 16 bytes of output along a row: one vector load of the residual and
+// of a bias along n, one vector store, and the activation a compile-time constant (one switch a
+// pass, not one an element). Stored straight from the fragments, a mma.sync lane held two
+// columns of a row (4 bytes of half: half of every 32-byte sector written per store), each run
+// switching on the activation per element: on a half 1x1 layer that expands 16 channels to 96
+// the epilogue alone issued about 9 instructions per byte it stored. (The SIMT GEMM stores from
+// its registers: its 128x128 tile's element form, at 255 registers on gfx906, spilled in passes.)
 //
 // Shared memory: rows of BN floats, BN + 8 apart (8 banks mod 32), rows 4-7 of every 8 with
-// column c at c ^ 20 (16-byte chunks swapped in pairs, and the halves of each 32 columns).
-// Then no side meets a bank conflict: the fragment writes (mma.sync: 8-byte pairs, a
-// half-warp's 16 lanes on 4 rows; MFMA: 16-byte runs, 8 lanes a phase on 8 rows; and, should a
-// SIMT tile use it, runs along one row, or 16 columns of two rows 4 apart) and the row reads (8
-// lanes a phase, lane l on row l % 8 of the same chunk column). (The SIMT GEMM stores from its
-// registers: its 128x128 tile's element form, at 255 registers on gfx906, spilled in passes.)
+// column c at c ^ 20 (16-byte chunks swapped in pairs, and the halves of each 32 columns: c ^ 4
+// would do for the fragments; the 20 also kept a SIMT element form's rows 4 apart apart, which
+// the host platform's bank test checked while the SIMT tile used this). No side meets a bank
+// conflict: the fragment writes (mma.sync: 8-byte pairs, a half-warp's 16 lanes on 4 rows;
+// MFMA: 16-byte runs, 8 lanes a phase on 8 rows) and the row reads (8 lanes a phase, lane l on
+// row l % 8 of the same chunk column).
 // Where the kernel's shared memory cannot hold the whole tile it goes in passes of whole
 // 8-row groups (rows_per_pass), a barrier between passes.
 
