@@ -11,7 +11,7 @@
 //
 // Shared memory: rows of BN floats, BN + 8 apart (8 banks mod 32), rows 4-7 of every 8 with
 // column c at c ^ 20 (16-byte chunks swapped in pairs, and the halves of each 32 columns: c ^ 4
-// would do for the fragments; the 20 also kept a SIMT element form's rows 4 apart apart, which
+// would do for the fragments; the 20 also kept apart a SIMT element form's rows 4 apart, which
 // the host platform's bank test checked while the SIMT tile used this). No side meets a bank
 // conflict: the fragment writes (mma.sync: 8-byte pairs, a half-warp's 16 lanes on 4 rows;
 // MFMA: 16-byte runs, 8 lanes a phase on 8 rows) and the row reads (8 lanes a phase, lane l on
