@@ -412,6 +412,9 @@ BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hp
 
 
 def block_threads_of(kernel):
+    tile = re.search(r"mma_tile<\d+, \d+, (\d+), (\d+),", kernel)  # (the matrix-unit GEMM: warps of its tile)
+    if tile:
+        return int(tile.group(1)) * int(tile.group(2)) * 32
     header, constant = BLOCK_THREADS[kernel.split("<")[0]]
     with open(os.path.join(ROOT, "include", "dsconv", header)) as f:
         return int(re.search(constant + r" = (\d+);", f.read()).group(1))
@@ -470,7 +473,25 @@ def sass_budget_lines(rows):
                 cells.append(b if b == "-" else "no path" if b is None else
                              "%d, %.2f, %d" % (b[0], sass_budget.stream_layer_budget(b[0], *layer), b[2]))
             lines.append("| %s | %s |" % (name, " | ".join(cells)))
+    forward = [(name, b) for (name, what), b in sorted(budgets.items(), key=lambda item: item[0])
+               if b and not isinstance(b, dict) and MMA_FORWARD.search(name)]
+    if forward:
+        lines += ["", "pointwise_gemm_mma per layer (NHWC forward, c_in -> c_out): its K stage's instructions x the stages "
+                  "of every column of tiles over a pixel row's, per DRAM byte of the layer (the activations re-read from "
+                  "L2 once per column of tiles; main loop only).", "",
+                  "| kernel | " + " | ".join("%d->%d" % l for l in sass_budget.STREAM_LAYERS) + " |",
+                  "|---|" + "---|" * len(sass_budget.STREAM_LAYERS)]
+        for name, b in forward:
+            m = MMA_FORWARD.search(name)
+            t, tile = m.group(1).replace("dsconv::", ""), [int(m.group(i)) for i in range(2, 6)]
+            lines.append("| %s | %s |" % (name, " | ".join(
+                "%.2f" % sass_budget.mma_layer_budget(b[0], t, *tile, *layer) for layer in sass_budget.STREAM_LAYERS)))
     return "\n".join(lines) + "\n"
+
+
+# The matrix-unit GEMM's NHWC forward kernels (A k-contiguous, B k-contiguous, the fused epilogue).
+MMA_FORWARD = re.compile(r"pointwise_gemm_mma<(float|dsconv::half|dsconv::bfloat16), mma_tile<(\d+), (\d+), (\d+), (\d+), "
+                         r"\d+, mma_sync_unit, true, void>, false, true, fused_output")
 
 
 def find_plan_tool():

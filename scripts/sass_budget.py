@@ -214,8 +214,15 @@ def peak_in_flight(code, path):
             for r in written:
                 outstanding[r] = (n, size)
         elif ins.base == "LDGSTS":
-            loads[n] = size  # asynchronous copies stay in flight until the wait (not modelled: counted once)
+            loads[n] = size  # (asynchronous copies: their stages below)
         peak = max(peak, sum(loads.values()))
+    # Asynchronous copies stay in flight across iterations: the wait (DEPBAR.LE SB0, n) leaves the
+    # n newest stages' copies outstanding while the oldest lands, so n + 1 stages are in flight.
+    copied = sum(code[i].global_load_bytes() for i in path if code[i].base == "LDGSTS")
+    waits = [int(m.group(1), 0) for i in path if code[i].base == "DEPBAR"
+             for m in [re.search(r"SB0,\s*(0x[0-9a-f]+|\d+)", code[i].operands)] if m]
+    if copied and waits:
+        peak = max(peak, copied * (min(waits) + 1))
     return peak
 
 
@@ -302,6 +309,41 @@ def stream_model(t, nt):
     return need, nt
 
 
+def mma_stage_bytes(bm, bn):
+    """mma_tile::stage_bytes (kernels/pointwise/gemm_mma.hpp): 64 where three stages fit 48 KiB
+    whatever the layouts (n_rows pad 8 rows), else 32."""
+    return 64 if 3 * 64 * (bm + bn + 16) <= 48 * 1024 else 32
+
+
+def mma_model(t, bm, bn, wm, wn):
+    """pointwise_gemm_mma on mma.sync (kernels/pointwise/gemm_mma.hpp), its asynchronous path
+    (aligned operands, sm_80+): one shared-memory stage of K, 64 bytes of operand per row where
+    three such stages fit a block's 48 KiB (mma_tile::stage_bytes), else 32: each thread's
+    16-byte copies of the A and B tiles, its warp's HMMA (m16n8k16 for 16-bit types; for float
+    m16n8k8, three a product: 3xTF32). DRAM bytes: the activation operand's tile, bm x the stage
+    bytes (the tiles are square: A or B; the weights come from L2), over the block's threads."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    threads = wm * wn * 32
+    stage = mma_stage_bytes(bm, bn)
+    copies = (bm + bn) * stage // 16 // threads
+    hmma = (bm // wm // 16) * (bn // wn // 8) * (stage // 32) * (1 if size == 2 else 3)
+    need = {"16-byte copies": (is_op("LDGSTS"), copies), "products": (is_op("HMMA"), hmma)}
+    return need, bm * stage / threads, "a %d-byte K stage of the %dx%d tile" % (stage, bm, bn)
+
+
+def mma_layer_budget(stage_instructions, t, bm, bn, wm, wn, c_in, c_out):
+    """Instructions per DRAM byte of an NHWC forward layer on a pointwise_gemm_mma tile (its main
+    loop only): every column of tiles (c_out / bn of them) reads all of a pixel row's K (the
+    activations again from L2), ceil(c_in / bk) stages, while the layer moves (c_in + c_out)
+    elements a pixel from and to DRAM."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    stage = mma_stage_bytes(bm, bn)
+    bk = stage // size
+    threads = wm * wn * 32
+    columns, stages = -(-c_out // bn), -(-c_in // bk)
+    return columns * stages * stage_instructions * threads / (bm * size * (c_in + c_out))
+
+
 # (c_in, c_out) of 1x1 layers whose budget the stream kernel's report gives.
 STREAM_LAYERS = [(32, 16), (16, 96), (96, 24), (24, 144), (144, 24), (144, 32), (192, 64), (384, 96), (576, 160),
                  (960, 160), (160, 960), (960, 320), (672, 112), (1152, 192)]
@@ -324,6 +366,9 @@ def stream_layer_budget(tile_instructions, c_in, c_out):
 
 
 KERNELS = [
+    (re.compile(r"pointwise_gemm_mma<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), "
+                r"(?:dsconv::)?(?:kernels::)?mma_tile<(\d+), (\d+), (\d+), (\d+), \d+, (?:dsconv::)?(?:kernels::)?mma_sync_unit, true, void>"),
+     lambda m: mma_model(m.group(1).replace("dsconv::", ""), *(int(m.group(i)) for i in range(2, 6)))),
     (re.compile(r"pointwise_nhwc_stream<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)>"),
      lambda m: stream_model(m.group(1), int(m.group(2)))),
     (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),

@@ -7,6 +7,7 @@ import unittest
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import kernel_resources  # noqa: E402
+import sass_budget  # noqa: E402
 
 # ptxas -v, as CUDA 13's prints it: an entry's spills in its own "Function properties", then
 # those of a device function compiled apart, with none, before the next entry.
@@ -44,6 +45,60 @@ class PtxasReport(unittest.TestCase):
         self.assertEqual(rows["_Z5cleanv"]["smem"], 16384)
         self.assertEqual(rows["_Z7spillerv"]["target"], "sm_80")
 
+
+# nvdisasm -c, shaped as it prints a kernel: a prologue, then a main loop of two asynchronous
+# 16-byte copies of a 4-stage pipeline (the wait leaves the 2 newest stages' copies in flight),
+# the products, and a cold path inside the loop that the cheapest iteration skips.
+PIPELINE_LISTING = """\
+.text._Z8pipelinev:
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   DEPBAR.LE SB0, 0x2 ;
+        /*0020*/                   BAR.SYNC.DEFER_BLOCKING 0x0 ;
+        /*0030*/              @P0  BRA `(.L_x_2) ;
+        /*0040*/                   IADD3 R4, P1, R4, 0x40, RZ ;
+        /*0050*/                   LDGSTS.E.BYPASS.128 [R6], desc[UR4][R4.64], P2 ;
+        /*0060*/                   LDGSTS.E.BYPASS.128 [R6+0x2000], desc[UR4][R8.64], P3 ;
+.L_x_2:
+        /*0070*/                   LDGDEPBAR ;
+        /*0080*/                   LDSM.16.M88.4 R12, [R10] ;
+        /*0090*/                   HMMA.16816.F32 R16, R12, R14, R16 ;
+        /*00a0*/              @P4  BRA `(.L_x_3) ;
+        /*00b0*/                   IMAD R20, R20, R21, RZ ;
+        /*00c0*/                   IMAD R20, R20, R21, RZ ;
+        /*00d0*/                   IMAD R20, R20, R21, RZ ;
+.L_x_3:
+        /*00e0*/                   ISETP.GE.AND P5, PT, R2, R3, PT ;
+        /*00f0*/              @!P5 BRA `(.L_x_1) ;
+        /*0100*/                   EXIT ;
+"""
+
+
+class SassBudget(unittest.TestCase):
+    def test_pipelined_copies_are_counted_for_every_stage_in_flight(self):
+        code = sass_budget.parse_listing(PIPELINE_LISTING)["_Z8pipelinev"]
+        need = {"copies": (sass_budget.is_op("LDGSTS"), 2), "products": (sass_budget.is_op("HMMA"), 1)}
+        instructions, per_byte, in_flight, ops = sass_budget.budget(code, need, 32.0)
+        # The loop without its cold path (3 IMAD): 12 instructions, over 32 DRAM bytes.
+        self.assertEqual(instructions, 12)
+        self.assertAlmostEqual(per_byte, 12 / 32.0)
+        self.assertEqual(ops["IMAD"], 0)
+        # 32 bytes copied a stage, 3 stages outstanding at the wait.
+        self.assertEqual(in_flight, 96)
+
+    def test_a_loop_without_the_modelled_copies_has_no_path(self):
+        code = sass_budget.parse_listing(PIPELINE_LISTING)["_Z8pipelinev"]
+        self.assertIsNone(sass_budget.budget(code, {"copies": (sass_budget.is_op("LDGSTS"), 3)}, 32.0))
+
+    def test_matrix_unit_model_follows_the_stage_width(self):
+        need, dram, what = sass_budget.mma_model("half", 64, 64, 2, 2)
+        self.assertEqual(need["16-byte copies"][1], 4)  # (64 + 64) rows x 64 bytes / 16 / 128 threads
+        self.assertEqual(need["products"][1], 16)       # 2 x 4 tiles of a warp, two 32-byte steps
+        self.assertEqual(dram, 32)
+        need, dram, what = sass_budget.mma_model("float", 128, 128, 2, 4)
+        self.assertEqual(need["16-byte copies"][1], 2)  # 32-byte stages: 3 of 64 bytes would exceed 48 KiB
+        self.assertEqual(need["products"][1], 48)       # 4 x 4 tiles, three products each (3xTF32)
+        self.assertEqual(dram, 16)
 
 if __name__ == "__main__":
     unittest.main()

@@ -50,6 +50,24 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16(T* dst, const T* src, int sr
 #endif
 }
 
+// Copies the 16 bytes at `src` to `dst` where `whole`, else zero-fills `dst` (reading
+// nothing; `src` still a valid global address): for runs that lie wholly inside the matrix or
+// wholly outside, where a predicate replaces the byte count (on sm_90, cp.async with a run-time
+// count computes the address of a shortened read: four instructions more a copy).
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16_whole(T* dst, const T* src, bool whole DSCONV_CALL_SITE) {
+#if defined(DSCONV_HAS_CP_ASYNC)
+  static_assert(16 % sizeof(T) == 0, "async_copy_16_whole moves whole elements");
+  const unsigned shared_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile(
+      "{\n .reg .pred ignore;\n setp.eq.u32 ignore, %2, 0;\n"
+      " cp.async.cg.shared.global [%0], [%1], 16, ignore;\n}\n" ::"r"(shared_addr),
+      "l"(src), "r"(static_cast<unsigned>(whole)));
+#else
+  async_copy_16(dst, src, whole ? 16 : 0 DSCONV_CALL_SITE_ARGS);
+#endif
+}
+
 // (A bool would convert to 1 byte.)
 template <class T>
 void async_copy_16(T* dst, const T* src, bool valid) = delete;

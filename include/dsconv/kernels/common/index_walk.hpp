@@ -82,6 +82,17 @@ class index_walk {
   I outer_, outer_step_;
 };
 
+// for_each_strided's loop from a walk placed beforehand: its divisions then stay outside a
+// caller's branches, once for every case of a switch around the loop.
+template <int N, class I, class Body>
+DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_walked(I count, index_walk<N, I> at, Body body DSCONV_CALL_SITE) {
+  DSCONV_LOOP_MARKS(marks);
+  for (; at.index() < count; at.advance()) {
+    marks.iteration();
+    body(at);
+  }
+}
+
 // Calls body(at) for the flat indices first, first + stride, ... below count, with `at` the
 // index's coordinates (inner extents `inner`): the strided loops of kernels without a
 // division per element. Its iterations are marked (platform/loop_marks.hpp): a body that
@@ -89,12 +100,8 @@ class index_walk {
 template <int N, class I, class Body>
 DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_strided(I count, const I (&inner)[N - 1], I first, I stride,
                                                        Body body DSCONV_CALL_SITE) {
-  DSCONV_LOOP_MARKS(marks);
   if (first >= count) return;  // (also: no extent is zero below)
-  for (index_walk<N, I> at(inner, first, stride); at.index() < count; at.advance()) {
-    marks.iteration();
-    body(at);
-  }
+  for_each_walked(count, index_walk<N, I>(inner, first, stride), body DSCONV_CALL_SITE_ARGS);
 }
 
 }  // namespace detail

@@ -46,6 +46,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE gemm_block select_block(const detail::gemm_oper
 // padding between the summed GEMMs (k_padded).
 template <class T, int BK>
 struct k_steps {
+  static constexpr int bk = BK;
   const T* a;
   const T* b;
   const T* gate;
@@ -69,10 +70,19 @@ struct k_steps {
     if (k0 >= limit && count > 0) next_gemm(g);  // (a range that starts in the padding)
   }
 
-  // The next step's position.
-  DSCONV_DEVICE DSCONV_FORCEINLINE void advance(const detail::gemm_operands& g) {
+  // The K of this step inside the matrix: BK but in a range's last step.
+  DSCONV_DEVICE DSCONV_FORCEINLINE int inside() const {
+    const index_t left = limit - k0;
+    return left < BK ? static_cast<int>(left) : BK;
+  }
+
+  // The next step's position; whether it starts the next of the GEMMs summed along K (its
+  // operands elsewhere).
+  DSCONV_DEVICE DSCONV_FORCEINLINE bool advance(const detail::gemm_operands& g) {
     k0 += BK;
-    if (k0 >= limit && batch_ < last_) next_gemm(g);
+    if (k0 < limit || batch_ >= last_) return false;
+    next_gemm(g);
+    return true;
   }
 
  private:
@@ -88,6 +98,31 @@ struct k_steps {
     move(g, 1);
     k0 = 0;
     limit = batch_ == last_ ? end_ : g.k;
+  }
+};
+
+// The cursors (gemm_staging.hpp's k_cursor) of this thread's runs of a block's A and B tiles
+// at the step k_steps is at, and their move with it to the next step: placed again where that
+// step starts the next of the GEMMs summed along K. (m0, n0): the block's corner of C.
+template <class ATile, class BTile>
+struct tile_cursors {
+  typename ATile::template k_cursor<false> a;
+  typename BTile::template k_cursor<true> b;
+
+  template <class Steps>
+  DSCONV_DEVICE DSCONV_FORCEINLINE tile_cursors(const Steps& at, const detail::gemm_operands& g, index_t m0, index_t n0,
+                                                index_t a_stride, index_t b_stride, int tid)
+      : a(m0, at.k0, g.m, a_stride, tid), b(at.k0, n0, g.n, b_stride, tid) {}
+
+  template <class Steps>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void advance(Steps& at, const detail::gemm_operands& g, index_t m0, index_t n0,
+                                                index_t a_stride, index_t b_stride, int tid) {
+    if (at.advance(g)) {
+      *this = tile_cursors(at, g, m0, n0, a_stride, b_stride, tid);
+    } else {
+      a.next(Steps::bk, a_stride);
+      b.next(Steps::bk, b_stride);
+    }
   }
 };
 

@@ -5,13 +5,14 @@
 // one product where the caller allows TF32; sm_75 half only) or AMD matrix cores (half and
 // bfloat16 with 16x16x16, float in fp32 with 16x16x4); fp32 accumulation either way. A block computes a
 // BM x BN tile of C with WARPS_M x WARPS_N warps (waves on AMD), each owning a
-// (BM / WARPS_M) x (BN / WARPS_N) piece made of the unit's tiles. K advances 32 bytes of
-// operand per row at a time (one instruction K step; two for float on AMD) through shared
-// memory, in one of two ways:
+// (BM / WARPS_M) x (BN / WARPS_N) piece made of the unit's tiles. K advances a stage of 32
+// or 64 bytes of operand per row at a time (one or two instruction K steps of 32 bytes; for
+// float on AMD, one step is two instructions) through shared memory, in one of two ways:
 //   asynchronous  where a thread's runs are 16 bytes (aligned operands) and the unit keeps
 //                 them whole (NVIDIA): the runs go global -> shared by cp.async (sm_80+),
-//                 Unit::async_stages stages deep, so that the loads of the next stages are
-//                 in flight while the tensor cores multiply this one;
+//                 up to Unit::async_stages stages deep, so that the loads of the next stages
+//                 are in flight while the tensor cores multiply this one; each thread's runs
+//                 placed once (gemm_staging.hpp's k_cursor);
 //   registers     otherwise: two buffers, the next step loaded into registers and stored
 //                 into one before the current one is multiplied out of the other.
 // Either needs a single barrier per step.
@@ -51,20 +52,29 @@ struct mma_tile {
   static constexpr int threads = WARPS_M * WARPS_N * Unit::lanes;
   static constexpr int warp_m = BM / WARPS_M, warp_n = BN / WARPS_N;  // a warp's piece of C
   static_assert(warp_m % Unit::tile_m == 0 && warp_n % Unit::tile_n == 0, "a warp's piece must be whole unit tiles");
-  // K per shared-memory stage: 32 bytes of operand per row (16 half or bfloat16, 8 float). 64
-  // bytes made the 16-bit kernels spill on sm_80 at 255 registers (before the staging loaded
-  // 16-byte vectors).
+  // Whether stages are copied asynchronously (see the top): where the unit can and a thread's
+  // runs of a 32-byte stage are 16 bytes (a 64-byte one's are too).
   template <class T>
-  static constexpr int bk = 32 / static_cast<int>(sizeof(T));
+  static constexpr bool async = Unit::async_stages > 2 && Vectors &&
+                                staging_run<T, BM, 32 / static_cast<int>(sizeof(T)), threads>() * sizeof(T) == 16 &&
+                                staging_run<T, 32 / static_cast<int>(sizeof(T)), BN, threads>() * sizeof(T) == 16;
+  // K bytes per row of a shared-memory stage: one instruction K step of 32 bytes (two for
+  // float on AMD), or two steps where stages are copied asynchronously and three of them fit
+  // the 48 KiB of a block's static shared memory whatever the layouts (the 64x64 tile): the
+  // step's fixed costs (the wait, the barrier, the bounds, the loop) then spread over twice the
+  // bytes, about 3.9 instructions a DRAM byte for half on sm_90 where 32-byte stages took 4.9.
+  // (The 128x128 tile's NHWC layouts fit three too, but its second step took 79 instructions
+  // more, its registers went from 157 to 214 and the heuristic never takes it.) Through
+  // registers, 64 bytes made the 16-bit kernels spill on sm_80 at 255 registers.
   template <class T>
-  static constexpr int a_run = Vectors ? staging_run<T, BM, bk<T>, threads>() : 1;
+  static constexpr int stage_bytes = async<T> && 3 * 64 * (BM + BN + 16) <= 48 * 1024 ? 64 : 32;
   template <class T>
-  static constexpr int b_run = Vectors ? staging_run<T, bk<T>, BN, threads>() : 1;
-  // Whether stages are copied asynchronously (see the top), and how many are in shared memory.
+  static constexpr int bk = stage_bytes<T> / static_cast<int>(sizeof(T));
+  // A thread's runs: as wide in either stage (16 bytes where async).
   template <class T>
-  static constexpr bool async = Unit::async_stages > 2 && a_run<T> * sizeof(T) == 16 && b_run<T> * sizeof(T) == 16;
+  static constexpr int a_run = Vectors ? staging_run<T, BM, 32 / static_cast<int>(sizeof(T)), threads>() : 1;
   template <class T>
-  static constexpr int stages = async<T> ? Unit::async_stages : 2;
+  static constexpr int b_run = Vectors ? staging_run<T, 32 / static_cast<int>(sizeof(T)), BN, threads>() : 1;
 };
 
 // MMajorA, KMajorB: as for pointwise_gemm_tiled.
@@ -78,12 +88,18 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   using op = typename unit::template op<T>;
   constexpr int BM = Tile::bm, BN = Tile::bn, BK = Tile::template bk<T>, threads = Tile::threads;
   constexpr int MI = Tile::warp_m / unit::tile_m, NI = Tile::warp_n / unit::tile_n;
-  constexpr int stages = Tile::template stages<T>;
+  constexpr int row_bytes = Tile::template stage_bytes<T>;
   // rows m, columns k / rows k, columns n
   using a_tile = operand_tile<BM, BK, threads, !MMajorA, Tile::template a_run<T>>;
   using b_tile = operand_tile<BK, BN, threads, !KMajorB, Tile::template b_run<T>>;
-  using a_layout = std::conditional_t<MMajorA, n_rows<T, BK, BM>, k_rows<T, BM, unit>>;
-  using b_layout = std::conditional_t<KMajorB, k_rows<T, BN, unit>, n_rows<T, BK, BN>>;
+  using a_layout = std::conditional_t<MMajorA, n_rows<T, BK, BM>, k_rows<T, BM, unit, row_bytes>>;
+  using b_layout = std::conditional_t<KMajorB, k_rows<T, BN, unit, row_bytes>, n_rows<T, BK, BN>>;
+  // Asynchronous: Unit::async_stages, as many as fit 48 KiB; through registers: two buffers.
+  constexpr int stage_footprint = (a_layout::elements + b_layout::elements) * static_cast<int>(sizeof(T));
+  constexpr int stages = !Tile::template async<T> ? 2
+                         : unit::async_stages * stage_footprint <= 48 * 1024 ? unit::async_stages
+                                                                              : 48 * 1024 / stage_footprint;
+  static_assert(stages >= 2, "two stages fit the shared memory");
   // One array: the stages of A, then those of B; after the main loop, the tile of C on its
   // way out (staged_epilogue.hpp), then A's row sums.
   constexpr int operand_words = stages * (a_layout::elements + b_layout::elements) * static_cast<int>(sizeof(T)) / 4;
@@ -100,6 +116,9 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int warp = tid / unit::lanes, lane = tid % unit::lanes;
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
+  // (the kernel's arguments, in constant memory: valid addresses for copies that read nothing)
+  const T* const a_arg = a;
+  const T* const b_arg = b;
   const gemm_block blk = select_block(g, a, b);
   k_steps<T, BK> at(g, blk, a, b, block_gate<T>(g, blk));  // the step the next copy or fetch loads
   const bool sum_rows = out.sums_rows() && pf::block_idx().x == 0;
@@ -127,14 +146,21 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     for (int j = 0; j < NI; ++j)
       DSCONV_UNROLL
       for (int r = 0; r < unit::accumulators; ++r) acc[i][j][r] = 0.f;
+  // A stage's instruction K steps of 32 bytes, one after the other.
   const auto multiply = [&](int buf) {
-    unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
-    op::load_a(af, a_layout{a_s(buf)}, wm0, lane);
-    op::load_b(bf, b_layout{b_s(buf)}, wn0, lane);
-    op::products(acc, af, bf, g.single_tf32);
+    DSCONV_UNROLL
+    for (int k0 = 0; k0 < BK; k0 += 32 / static_cast<int>(sizeof(T))) {
+      unsigned af[MI][op::a_regs], bf[NI][op::b_regs];
+      op::load_a(af, a_layout{a_s(buf), k0}, wm0, lane);
+      op::load_b(bf, b_layout{b_s(buf), k0}, wn0, lane);
+      op::products(acc, af, bf, g.single_tf32);
+    }
   };
 
   const index_t steps = at.count;
+  // This thread's runs of A's and B's tiles (gemm_staging.hpp), and the move to the next step.
+  tile_cursors<a_tile, b_tile> runs(at, g, m0, n0, a_stride, b_stride, tid);
+  const auto next_step = [&] { runs.advance(at, g, m0, n0, a_stride, b_stride, tid); };
   // Through registers (a thread's vector loads, then its stores into the layout): keeping the
   // next step's tiles in registers across the multiplications (as the SIMT kernel does) pushed
   // these kernels past 255 registers; the other resident blocks hide the load latency instead.
@@ -144,12 +170,13 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     const auto stage = [&](int buf) {
       T a_regs[a_tile::per_thread], b_regs[b_tile::per_thread];
       const auto as_is = [](T v) { return v; };
+      const int inside = at.inside();
       // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
-      a_tile::template fetch_operand<true>(a_regs, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
-                                           at.limit, a_stride, tid, as_is);
-      b_tile::template fetch_operand<MMajorA>(b_regs, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
-                                              at.limit, g.n, b_stride, tid, as_is);
-      at.advance(g);
+      runs.a.template fetch<true>(a_regs, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, inside, a_stride, tid,
+                                  as_is);
+      runs.b.template fetch<MMajorA>(b_regs, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, inside, b_stride, tid,
+                                     as_is);
+      next_step();
       if (sum_rows) sums.add(a_regs);
       a_tile::stash_runs(a_regs, tid, [&](int m, int k, const auto& run) {
         if constexpr (MMajorA)
@@ -178,9 +205,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
     if (!at.gate) {
       const auto copy_stage = [&](index_t step) {
         const int buf = static_cast<int>(step % stages);
-        a_tile::copy_runs(at.a, m0, at.k0, g.m, at.limit, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); });
-        b_tile::copy_runs(at.b, at.k0, n0, at.limit, g.n, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
-        at.advance(g);
+        const int inside = at.inside();
+        runs.a.copy(at.a, a_arg, inside, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); });
+        runs.b.copy(at.b, b_arg, inside, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
+        next_step();
       };
       // Stages 0 .. stages - 2 in flight, one commit group each (empty past the end, so that
       // the count of groups stays that of steps).

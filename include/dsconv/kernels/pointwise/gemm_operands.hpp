@@ -63,11 +63,14 @@ struct gemm_operands {
                                 // products (matrix_units.hpp); nothing else reads it
 };
 
-// The largest power of two up to 16 that divides the address and, in bytes, the row stride
-// and the offset between GEMMs: rows of the operand then start aligned to it.
-inline int operand_alignment(const void* p, index_t stride, index_t batch_offset, std::size_t element_bytes) {
+// The largest power of two up to 16 that divides, in bytes, the address, the row stride, the
+// offset between GEMMs and the rows' extent along them: rows of the operand then start aligned
+// to it and hold whole runs of it, so that a run of a tile's vector form lies wholly inside the
+// matrix or wholly outside (gemm_staging.hpp's k_cursor counts on it).
+inline int operand_alignment(const void* p, index_t stride, index_t batch_offset, index_t extent, std::size_t element_bytes) {
   const std::uintptr_t bits = reinterpret_cast<std::uintptr_t>(p) | static_cast<std::uintptr_t>(stride) * element_bytes |
-                              static_cast<std::uintptr_t>(batch_offset) * element_bytes | 16u;
+                              static_cast<std::uintptr_t>(batch_offset) * element_bytes |
+                              static_cast<std::uintptr_t>(extent) * element_bytes | 16u;
   return static_cast<int>(bits & (~bits + 1));
 }
 
@@ -77,11 +80,13 @@ inline int operand_alignment(const void* p, index_t stride, index_t batch_offset
 template <class T>
 void align_operands(gemm_operands& g, const T* a, const T* b) {
   const index_t a_rows = g.a_m_contiguous ? g.a_k : g.a_m, b_rows = g.b_k_contiguous ? g.b_n : g.b_k;
-  g.a_align = operand_alignment(a, a_rows, g.a_batch, sizeof(T));
-  g.b_align = operand_alignment(b, b_rows, g.b_batch, sizeof(T));
+  const index_t a_along = g.a_m_contiguous ? g.m : g.k, b_along = g.b_k_contiguous ? g.k : g.n;
+  g.a_align = operand_alignment(a, a_rows, g.a_batch, a_along, sizeof(T));
+  g.b_align = operand_alignment(b, b_rows, g.b_batch, b_along, sizeof(T));
   if (g.gate) {
     int& gated = g.gate_on_a ? g.a_align : g.b_align;
-    const int gate_align = operand_alignment(g.gate, g.gate_on_a ? a_rows : b_rows, g.gate_on_a ? g.a_batch : g.b_batch, sizeof(T));
+    const int gate_align = operand_alignment(g.gate, g.gate_on_a ? a_rows : b_rows, g.gate_on_a ? g.a_batch : g.b_batch,
+                                             g.gate_on_a ? a_along : b_along, sizeof(T));
     gated = gate_align < gated ? gate_align : gated;
   }
 }

@@ -1,14 +1,15 @@
 #pragma once
 // Staging of one GEMM operand tile, shared by the tiled GEMM kernels: a ROWS x COLS tile of a
-// matrix given by strides is loaded from global memory into registers (zero outside the
-// matrix), spread evenly over the block's THREADS, and later written to shared memory in
-// whatever arrangement the kernel's inner loop wants. Splitting the two steps lets a kernel
-// load the next tile while it multiplies the current one (double buffering).
+// matrix given by strides, spread evenly over the block's THREADS, is loaded step after step
+// along K (k_cursor) from global memory into registers (zero outside the matrix) and later
+// written to shared memory in whatever arrangement the kernel's inner loop wants, or copied
+// straight there. Splitting load and store lets a kernel load the next tile while it
+// multiplies the current one (double buffering).
 // With V > 1 a thread loads runs of V elements that are consecutive in memory, one vector
-// load each (element by element where a run crosses the matrix edge): for operands whose rows
-// are aligned for it. With V = 1 it loads single elements THREADS apart, so that consecutive
-// threads read consecutive addresses whatever the alignment. The dispatcher picks the form
-// (the tiles' element_form), so odd channel counts and misaligned pointers never fail.
+// load each: for operands whose rows are aligned for it and hold whole runs. With V = 1 it
+// loads single elements THREADS apart, so that consecutive threads read consecutive addresses
+// whatever the alignment. The dispatcher picks the form (the tiles' element_form), so odd
+// channel counts and misaligned pointers never fail.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -51,91 +52,111 @@ struct operand_tile {
   // The first element of this thread's run j; the run's elements follow it in memory.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int run_start(int tid, int j) { return (tid + j * THREADS) * V; }
 
-  // This thread's run j of the tile whose corner is (row0, col0) of a rows x cols matrix whose
-  // non-contiguous dimension has stride `stride`: its place in the tile, its first element's
-  // offset in the matrix, and how many of its V elements lie inside the matrix.
-  struct placed_run {
-    tile_position t;
-    index_t offset;
-    int inside;
+  // This thread's runs of a tile that moves along K step after step (the matrix-unit GEMM),
+  // placed once per block: a step then costs a run an address increment and a 32-bit test,
+  // where placing each run afresh (`place`, its 64-bit bounds, offsets and counts) took about
+  // 35 instructions a run on sm_90: over half of a half-precision step of 16-byte runs, and 36
+  // instructions a byte in the element form. Run j lies `shift` lines (rows where columns are
+  // contiguous, else columns) after run 0, so one offset places them all. Rows hold whole runs
+  // (detail::operand_alignment), so a run lies wholly inside the matrix or wholly outside.
+  // KIsRows: K is the tile's rows (B) or its columns (A).
+  template <bool KIsRows>
+  struct k_cursor {
+    static constexpr int shift = THREADS * V / (ColsContiguous ? COLS : ROWS);
+    static_assert(THREADS * V % (ColsContiguous ? COLS : ROWS) == 0, "a thread's runs lie whole lines apart");
+    // Whether K is the contiguous dimension, and whether the runs differ in k (else across K:
+    // rows of A, columns of B).
+    static constexpr bool k_contiguous = KIsRows != ColsContiguous;
+    static constexpr bool runs_differ_in_k = KIsRows == ColsContiguous;
+    index_t offset;  // run 0's first element in the current step, from the GEMM's operand
+    int room;        // runs differing in k: whether run 0 lies inside the matrix across K (0 or 1);
+                     // else the lines from run 0's to the matrix's end across K, at most 2^30
+                     // (run j lies inside where j * shift < room)
+
+    // The tile's corner (row0, col0), K's part of it the first step's k; `extent`: the matrix's
+    // size across K (rows of A, columns of B).
+    DSCONV_DEVICE DSCONV_FORCEINLINE k_cursor(index_t row0, index_t col0, index_t extent, index_t stride, int tid) {
+      const tile_position t = position(run_start(tid, 0));
+      const index_t r = row0 + t.r, c = col0 + t.c, across = KIsRows ? c : r;
+      const index_t left = across < extent ? extent - across : 0;
+      room = runs_differ_in_k ? left > 0 : static_cast<int>(left < (1 << 30) ? left : (1 << 30));
+      offset = ColsContiguous ? r * stride + c : r + c * stride;
+    }
+
+    // Whether run j lies inside the matrix this step, `inside` of the step's K inside it (k
+    // from tid: cheaper than a register held across the main loop).
+    DSCONV_DEVICE DSCONV_FORCEINLINE bool inside_run(int j, int inside, int tid) const {
+      const tile_position t = position(run_start(tid, 0));
+      const int k = KIsRows ? t.r : t.c;
+      if constexpr (runs_differ_in_k)
+        return room && k + j * shift < inside;
+      else
+        return j * shift < room && k < inside;
+    }
+    // Run j's first element in the operand (or in a tensor laid out as it) at `base`.
+    template <class T>
+    DSCONV_DEVICE DSCONV_FORCEINLINE const T* run(const T* base, int j, index_t stride) const {
+      return base + offset + j * (shift * stride);
+    }
+
+    // Copies this step's runs straight to shared memory, at(row, col), asynchronously where the
+    // target can (platform/async_copy.hpp), zero outside the matrix; `valid`: an address
+    // where nothing is read.
+    template <class T, class At>
+    DSCONV_DEVICE DSCONV_FORCEINLINE void copy(const T* base, const T* valid, int inside, index_t stride, int tid,
+                                               At at) const {
+      static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
+      DSCONV_UNROLL
+      for (int j = 0; j < runs; ++j) {
+        const tile_position t = position(run_start(tid, j));
+        const bool whole = inside_run(j, inside, tid);
+        platform::async_copy_16_whole(at(t.r, t.c), whole ? run(base, j, stride) : valid, whole);
+      }
+    }
+
+    // Loads this step's runs into registers, zero outside the matrix; `convert` turns an
+    // element into the staged value. With `gate` (CanGate: the kernel gates this operand), each
+    // element is dL/dy times act'(gate), gate laid out as the operand (dL/dz, rounded to Stage).
+    template <bool CanGate, class T, class Stage, class Convert>
+    DSCONV_DEVICE DSCONV_FORCEINLINE void fetch(Stage (&regs)[per_thread], const T* base, const T* gate, activation act,
+                                                int inside, index_t stride, int tid, Convert convert) const {
+      // (the runs' addresses by increments, and the gate's test once a step, not once a run:
+      // either per run cost the element form a 64-bit multiplication or a branch an element)
+      const index_t delta = shift * stride;
+      const T* p = run(base, 0, stride);
+      if constexpr (CanGate) {
+        if (gate) {
+          const T* q = run(gate, 0, stride);
+          DSCONV_UNROLL
+          for (int j = 0; j < runs; ++j, p += delta, q += delta) {
+            const bool whole = inside_run(j, inside, tid);
+            const platform::vec<float, V> dz = detail::gate_run<V>(load_whole(p, whole), load_whole(q, whole), act);
+            DSCONV_UNROLL
+            for (int e = 0; e < V; ++e) regs[j * V + e] = Stage(dz[e]);
+          }
+          return;
+        }
+      }
+      DSCONV_UNROLL
+      for (int j = 0; j < runs; ++j, p += delta) {
+        const platform::vec<T, V> x = load_whole(p, inside_run(j, inside, tid));
+        DSCONV_UNROLL
+        for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
+      }
+    }
+    // The run at p where `whole`, else zeros.
+    template <class T>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<T, V> load_whole(const T* p, bool whole) {
+      platform::vec<T, V> x{};
+      if (whole) x = platform::load_vec<V>(p);
+      return x;
+    }
+
+    // On to the next step, `bk` further along K (`stride`: the operand's, as placed).
+    DSCONV_DEVICE DSCONV_FORCEINLINE void next(int bk, index_t stride) {
+      offset += k_contiguous ? static_cast<index_t>(bk) : bk * stride;
+    }
   };
-  static DSCONV_DEVICE DSCONV_FORCEINLINE placed_run place(int tid, int j, index_t row0, index_t col0, index_t rows,
-                                                         index_t cols, index_t stride) {
-    const tile_position t = position(run_start(tid, j));
-    const index_t r = row0 + t.r, c = col0 + t.c;
-    const index_t along = ColsContiguous ? c : r, extent = ColsContiguous ? cols : rows;
-    const bool line_inside = ColsContiguous ? r < rows : c < cols;
-    const index_t left = line_inside && along < extent ? extent - along : 0;
-    return placed_run{t, ColsContiguous ? r * stride + c : r + c * stride, static_cast<int>(left < V ? left : V)};
-  }
-
-  // Loads this thread's share of the tile (rows aligned to V elements when V > 1); `convert`
-  // turns an element (zero outside the matrix) into the staged value.
-  template <class T, class Stage, class Convert>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch(Stage (&regs)[per_thread], const T* base, index_t row0, index_t col0,
-                                                     index_t rows, index_t cols, index_t stride, int tid,
-                                                     Convert convert) {
-    DSCONV_UNROLL
-    for (int j = 0; j < runs; ++j) {
-      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
-      const platform::vec<T, V> x = load_run(base + run.offset, run.inside);
-      DSCONV_UNROLL
-      for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
-    }
-  }
-
-  // fetch of an operand that is dL/dy, multiplied as it is read by act'(gate), `gate` the
-  // tensor the forward saved, laid out as the operand (dL/dz, rounded to Stage).
-  template <class T, class Stage>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_gated(Stage (&regs)[per_thread], const T* base, const T* gate,
-                                                           activation act, index_t row0, index_t col0, index_t rows,
-                                                           index_t cols, index_t stride, int tid) {
-    DSCONV_UNROLL
-    for (int j = 0; j < runs; ++j) {
-      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
-      const platform::vec<float, V> dz =
-          detail::gate_run<V>(load_run(base + run.offset, run.inside), load_run(gate + run.offset, run.inside), act);
-      DSCONV_UNROLL
-      for (int e = 0; e < V; ++e) regs[j * V + e] = Stage(dz[e]);
-    }
-  }
-
-  // fetch_gated where `gate` is set, else fetch. CanGate: whether the kernel ever gates this
-  // operand (only then is the gated code compiled into it).
-  template <bool CanGate, class T, class Stage, class Convert>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void fetch_operand(Stage (&regs)[per_thread], const T* base, const T* gate,
-                                                             activation act, index_t row0, index_t col0, index_t rows,
-                                                             index_t cols, index_t stride, int tid, Convert convert) {
-    if constexpr (CanGate)
-      if (gate) return fetch_gated(regs, base, gate, act, row0, col0, rows, cols, stride, tid);
-    fetch(regs, base, row0, col0, rows, cols, stride, tid, convert);
-  }
-
-  // The V elements at p of which `inside` lie inside the matrix (zero past them): one vector
-  // load where all do (rows are aligned to V elements then), else element by element.
-  template <class T>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<T, V> load_run(const T* p, int inside) {
-    if (V > 1 && inside == V) return platform::load_vec<V>(p);
-    platform::vec<T, V> x;
-    DSCONV_UNROLL
-    for (int e = 0; e < V; ++e) x[e] = e < inside ? platform::load(p + e) : T(0.f);
-    return x;
-  }
-
-  // The same share copied straight to shared memory, asynchronously where the target can
-  // (platform/async_copy.hpp): run j to at(row, col), its 16 bytes zero past the matrix.
-  template <class T, class At>
-  static DSCONV_DEVICE DSCONV_FORCEINLINE void copy_runs(const T* base, index_t row0, index_t col0, index_t rows,
-                                                         index_t cols, index_t stride, int tid, At at) {
-    static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
-    DSCONV_UNROLL
-    for (int j = 0; j < runs; ++j) {
-      const placed_run run = place(tid, j, row0, col0, rows, cols, stride);
-      // (a valid address where nothing is read: the matrix itself)
-      const T* p = run.inside ? base + run.offset : base;
-      platform::async_copy_16(at(run.t.r, run.t.c), p, run.inside * static_cast<int>(sizeof(T)));
-    }
-  }
 
   // Hands each staged value to put(row, col, value), rows and columns relative to the tile.
   template <class Stage, class Put>

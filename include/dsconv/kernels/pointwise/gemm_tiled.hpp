@@ -116,14 +116,16 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   float a_next[a_tile::per_thread], b_next[b_tile::per_thread];
   const auto to_stage = [](T v) { return to_float(v); };
   const index_t a_stride = MMajorA ? g.a_k : g.a_m, b_stride = KMajorB ? g.b_n : g.b_k;
+  tile_cursors<a_tile, b_tile> runs(at, g, m0, n0, a_stride, b_stride, tid);  // (gemm_staging.hpp)
   auto fetch = [&]() {
+    const int inside = at.inside();
     // (dz is A, but B in the backward data GEMM of NCHW, whose A is W^T)
-    a_tile::template fetch_operand<true>(a_next, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, m0, at.k0, g.m,
-                                         at.limit, a_stride, tid, to_stage);
-    b_tile::template fetch_operand<MMajorA>(b_next, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, at.k0, n0,
-                                            at.limit, g.n, b_stride, tid, to_stage);
+    runs.a.template fetch<true>(a_next, at.a, g.gate_on_a ? at.gate : nullptr, g.gate_act, inside, a_stride, tid,
+                                to_stage);
+    runs.b.template fetch<MMajorA>(b_next, at.b, g.gate_on_a ? nullptr : at.gate, g.gate_act, inside, b_stride, tid,
+                                   to_stage);
     if (sum_rows) sums.add(a_next);
-    at.advance(g);
+    runs.advance(at, g, m0, n0, a_stride, b_stride, tid);
   };
   auto stash = [&](int buf) {
     if constexpr (MMajorA)  // runs along m, as the rows: one vector store each

@@ -41,8 +41,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void each_product(float (&acc)[MI][NI][ACC], co
 }
 }  // namespace detail_units
 
-// A unit's op<T> loads a warp's fragments of one K stage (32 bytes of operand per row, BK
-// elements) from the shared tiles of mma_shared_tiles.hpp: load_a those of its MI tiles of A
+// A unit's op<T> loads a warp's fragments of one K step (32 bytes of operand per row, from
+// the tile's k0 on) from the shared tiles of mma_shared_tiles.hpp: load_a those of its MI tiles of A
 // from A's k_rows, load_b those of its NI tiles of B from B's k_rows or n_rows, the first at
 // tile row (A: m, B: n) row0; mma multiplies one pair. async_stages: how many K stages the
 // GEMM keeps in flight where it copies them asynchronously (2: it stages through registers).
@@ -63,9 +63,15 @@ struct mma_sync_unit {
   // Accumulator r of a lane: D[g + 8 * (r / 2)][2t + r % 2] with g = lane / 4, t = lane % 4.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int r) { return lane / 4 + (r >= 2 ? 8 : 0); }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 2 * (lane % 4) + (r & 1); }
-  // k_rows: rows 4..7 of every 8 swap their 16-byte halves (an 8x8 matrix of ldmatrix is 16
-  // bytes of 8 consecutive rows). 16-byte runs stay whole, as asynchronous copies need.
-  static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) { return ((r >> 2) & 1) << 1; }
+  // k_rows (an 8x8 matrix of ldmatrix is 16 bytes of 8 consecutive rows; 16-byte runs stay
+  // whole, as asynchronous copies need): 32-byte rows, rows 4..7 of every 8 swap their 16-byte
+  // halves; 64-byte rows, the 16-byte quarter q of row r goes to q ^ (r / 2 % 4), which puts
+  // the 8 rows of a matrix, two to a 128-byte line, in 8 distinct quarters of those lines.
+  template <int RowBytes = 32>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) {
+    static_assert(RowBytes == 32 || RowBytes == 64, "k_rows of 32 or 64 bytes");
+    return RowBytes == 32 ? ((r >> 2) & 1) << 1 : ((r >> 1) & 3) << 1;
+  }
 
   // half and bfloat16: m16n8k16. float: tf32 m16n8k8 (products: rounded to tf32, or split
   // into two tf32 parts, after the fragments leave shared memory, where they are staged as
@@ -107,8 +113,8 @@ struct mma_sync_unit {
     // B from k_rows (rows n): matrices (n 0-7, k-half 0), (n 0-7, k-half 1) are b[0..1] of one
     // 8-column tile, the next two those of the next tile: lane l names row l % 8 + 8 * (l / 16)
     // of k-half l / 8 % 2.
-    template <int NI, int ROWS>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const k_rows<T, ROWS, mma_sync_unit>& b,
+    template <int NI, int ROWS, int RowBytes>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const k_rows<T, ROWS, mma_sync_unit, RowBytes>& b,
                                                         int row0, int lane) {
       static_assert(NI % 2 == 0, "B tiles load in pairs");
       DSCONV_UNROLL
@@ -209,7 +215,11 @@ struct mfma_unit {
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 4 * (lane / 16) + r; }
   // k_rows: the 8-byte units of rows 4j .. 4j+3 rotated by j (a fragment load reads 8 bytes of
   // 16 consecutive rows).
-  static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) { return (r >> 2) & 3; }
+  template <int RowBytes = 32>
+  static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) {
+    static_assert(RowBytes == 32, "AMD's stages pass through registers: 32-byte rows");
+    return (r >> 2) & 3;
+  }
 
   template <class T>
   struct op {

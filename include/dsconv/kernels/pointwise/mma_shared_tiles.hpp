@@ -1,11 +1,12 @@
 #pragma once
-// How the matrix-unit GEMM (gemm_mma.hpp) lays out one K stage (32 bytes of operand per row)
-// of its operand tiles in shared memory, so that neither the staging stores nor the fragment
-// loads meet a bank conflict (the host platform's bank model checks it on every layer):
+// How the matrix-unit GEMM (gemm_mma.hpp) lays out one K stage (RowBytes of operand per row:
+// 32, or 64 where stages are copied asynchronously) of its operand tiles in shared memory, so
+// that neither the staging stores nor the fragment loads meet a bank conflict (the host
+// platform's bank model checks it on every layer):
 //
-//   k_rows    rows of 32 bytes, k-contiguous: A always, B where it arrives k-contiguous (the
-//             NHWC form). No padding: instead the four 8-byte units of row r are permuted,
-//             unit u stored at u ^ Unit::swizzle(r). mma.sync reads 8 rows x 16 bytes per
+//   k_rows    rows of RowBytes, k-contiguous: A always, B where it arrives k-contiguous (the
+//             NHWC form). No padding: instead the 8-byte units of row r are permuted, unit u
+//             stored at u ^ Unit::swizzle<RowBytes>(r). mma.sync reads 8 rows x 16 bytes per
 //             8x8 matrix of ldmatrix, MFMA 16 rows x 8 bytes per fragment load; the swizzle spreads either over all 32
 //             banks, and keeps the staging's 8- and 16-byte stores (4 or 8 rows a phase)
 //             conflict-free. (Padding rows to 48 bytes, as before, left 2-way conflicts on the
@@ -15,6 +16,8 @@
 //             was a 16-way conflict). Rows padded by 8 elements, which puts the k rows a
 //             fragment reads (4 or 8 of them, one element per lane, or 8 rows of 16 bytes
 //             for ldmatrix) in distinct banks and keeps 16-byte runs aligned.
+// Either can be viewed from k0 on (a unit's K step of a stage that holds two): the fragment
+// loads then read k0 + k.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -22,17 +25,18 @@
 namespace dsconv {
 namespace kernels {
 
-template <class S, int ROWS, class Unit>
+template <class S, int ROWS, class Unit, int RowBytes = 32>
 struct k_rows {
-  static constexpr int row_elements = 32 / static_cast<int>(sizeof(S));  // one K stage
+  static constexpr int row_elements = RowBytes / static_cast<int>(sizeof(S));  // one K stage
   static constexpr int unit_elements = 8 / static_cast<int>(sizeof(S));
   static constexpr int elements = ROWS * row_elements;
   S* base;
+  int k0 = 0;
 
   // Element k of row r. Where the swizzle keeps 16-byte runs whole (mma.sync's), the run
   // k .. k + 16 bytes (k a multiple of it) starts there: an asynchronous copy's destination.
   DSCONV_DEVICE DSCONV_FORCEINLINE S* at(int r, int k) const {
-    const int unit = (k / unit_elements) ^ Unit::swizzle(r);
+    const int unit = ((k0 + k) / unit_elements) ^ Unit::template swizzle<RowBytes>(r);
     return base + r * row_elements + unit * unit_elements + k % unit_elements;
   }
 
@@ -43,14 +47,14 @@ struct k_rows {
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_run(int r, int k, const platform::vec<S, V>& run) const {
     constexpr int bytes = V * static_cast<int>(sizeof(S));
     if constexpr (bytes == 16) {
-      const int swizzle = Unit::swizzle(r);
+      const int swizzle = Unit::template swizzle<RowBytes>(r);
       const bool swap = swizzle & 1;
       platform::vec<S, V> placed;
       // (indices known at compile time: indexing `run` by a run-time value put it in scratch
       // memory on AMD)
       DSCONV_UNROLL
       for (int e = 0; e < V; ++e) placed[e] = swap ? run[(e + unit_elements) % V] : run[e];
-      const int first_unit = (k / unit_elements) ^ (swizzle & ~1);
+      const int first_unit = ((k0 + k) / unit_elements) ^ (swizzle & ~1);
       platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(base + r * row_elements + first_unit * unit_elements),
                              placed);
     } else if constexpr (bytes == 8) {
@@ -67,9 +71,10 @@ struct n_rows {
   static constexpr int pitch = N + 8;
   static constexpr int elements = K_ROWS * pitch;
   S* base;
+  int k0 = 0;
 
   // Element n of row k.
-  DSCONV_DEVICE DSCONV_FORCEINLINE S* at(int k, int n) const { return base + k * pitch + n; }
+  DSCONV_DEVICE DSCONV_FORCEINLINE S* at(int k, int n) const { return base + (k0 + k) * pitch + n; }
 
   // Stores the V elements n .. n + V - 1 of row k (n a multiple of V) as one store.
   template <int V>
