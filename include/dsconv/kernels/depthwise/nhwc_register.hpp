@@ -9,7 +9,7 @@
 // tile and no barrier stand between the loads and the arithmetic, so many independent
 // loads are in flight per thread: the shared-memory tiled kernels computed one output per
 // thread from 2 K^2 shared-memory loads, 10+ instructions per DRAM byte where an H200 issues
-// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is 5.6 for a
+// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is 5.4 for a
 // 16-bit 3x3 filter through relu6 (scripts/sass_budget.py, sm_90), the 9 fp32 multiply-adds and
 // 4.5 conversions of each output the bulk of it.
 //
@@ -21,6 +21,8 @@
 // Requires multiplier 1, channels a multiple of the vector, a specialised filter (K and S at
 // compile time: 3x3 and 5x5, stride 1 and 2, no dilation). Pointers that are not aligned to
 // the vector are read and written element by element (the plan's `aligned`), the same arithmetic.
+
+#include <type_traits>
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -70,6 +72,15 @@ DSCONV_HOST_DEVICE constexpr int register_rows_unrolled() {
 #else
   return K == 3 ? K : 1;
 #endif
+}
+
+// Whether strips that lie inside the map take their own unchecked path (the kernel's `rows`),
+// whose loads of the unrolled rows may all be issued at once: where those rows' words take at
+// most 96 of the 128 registers a thread has (float 3x3 at stride 2, 108, spilled on sm_90).
+template <class T, int K, int S, bool Gated>
+DSCONV_HOST_DEVICE constexpr bool register_inside_path() {
+  constexpr int words = register_vector<T, K, S>() * static_cast<int>(sizeof(T)) / 4;
+  return register_rows_unrolled<T, K, S>() * ((register_strip<T, K, S, Gated>() - 1) * S + K) * words <= 96;
 }
 
 // The filters the register kernel is compiled for.
@@ -199,50 +210,62 @@ DSCONV_UNROLL
 DSCONV_UNROLL
       for (int o = 0; o < TW; ++o) acc[o][e] = b;
     }
-    [[maybe_unused]] constexpr int row_unroll = detail::register_rows_unrolled<T, K, S>();  // (host: no pragma)
+    // The strip's K input rows, loaded, widened and multiplied in. Inside (a compile-time
+    // fact): the strip's rows and columns all lie inside the map, its loads without checks and
+    // without a branch between the rows, so that the compiler may issue every row's loads before
+    // the first row's arithmetic (with a test a row, each row's loads waited for the previous
+    // row's products: a DRAM latency a row).
+    const auto rows = [&](auto inside) {
+      // (declared here: clang takes an unroll count from the lambda's own scope only)
+      [[maybe_unused]] constexpr int row_unroll = detail::register_rows_unrolled<T, K, S>();  // (host: no pragma)
 DSCONV_UNROLL_BY(row_unroll)
-    for (int ky = 0; ky < K; ++ky) {
-      // A padding row reads zeros and still multiplies them: the threads of a warp keep in step
-      // at the weights' shared loads (a skipped row would split the warp's requests).
-      const int iy = iy0 + ky;
-      const bool row_inside = iy >= 0 && iy < s.h;
-      words raw[IW];
-      // (Gated: the saved words at the same place, gated into raw as they arrive)
-      // (at pointers, not 64-bit offsets per column: those spilled the 5x5 stride-2 forms on AMD;
-      // kept: the saved tensor's element at the same place, Gated)
-      const auto load = [&](int j, const T* at, const T* kept) {
-        raw[j] = detail::load_words<W>(at, t.aligned);
-        if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(kept, t.aligned), gate);
-      };
-      if (row_inside && columns_inside) {  // the strips inside the map: loads without checks
-        const T* in_row = image + iy * row_pitch + ix0 * s.c;
-        const T* saved_row = Gated ? saved + iy * row_pitch + ix0 * s.c : nullptr;
+      for (int ky = 0; ky < K; ++ky) {
+        const int iy = iy0 + ky;
+        words raw[IW];
+        // (Gated: the saved words at the same place, gated into raw as they arrive)
+        // (at pointers, not 64-bit offsets per column: those spilled the 5x5 stride-2 forms on AMD;
+        // kept: the saved tensor's element at the same place, Gated)
+        const auto load = [&](int j, const T* at, const T* kept) {
+          raw[j] = detail::load_words<W>(at, t.aligned);
+          if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(kept, t.aligned), gate);
+        };
+        // A padding row reads zeros and still multiplies them: the threads of a warp keep in
+        // step at the weights' shared loads (a skipped row would split the warp's requests).
+        const bool row_inside = iy >= 0 && iy < s.h;
+        if (decltype(inside)::value || (row_inside && columns_inside)) {  // the row's loads without checks
+          const T* in_row = image + iy * row_pitch + ix0 * s.c;
+          const T* saved_row = Gated ? saved + iy * row_pitch + ix0 * s.c : nullptr;
 DSCONV_UNROLL
-        for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c, Gated ? saved_row + j * s.c : nullptr);
-      } else {
+          for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c, Gated ? saved_row + j * s.c : nullptr);
+        } else {
 DSCONV_UNROLL
-        for (int j = 0; j < IW; ++j) {
-          const int ix = ix0 + j;
-          raw[j] = words{};  // zeros: the padding
-          if (row_inside && ix >= 0 && ix < s.w)
-            load(j, image + iy * row_pitch + ix * s.c, Gated ? saved + iy * row_pitch + ix * s.c : nullptr);
+          for (int j = 0; j < IW; ++j) {
+            const int ix = ix0 + j;
+            raw[j] = words{};  // zeros: the padding
+            if (row_inside && ix >= 0 && ix < s.w)
+              load(j, image + iy * row_pitch + ix * s.c, Gated ? saved + iy * row_pitch + ix * s.c : nullptr);
+          }
+        }
+        float in[IW][V];
+DSCONV_UNROLL
+        for (int j = 0; j < IW; ++j) detail::widen_words<T>(raw[j], in[j]);
+DSCONV_UNROLL
+        for (int kx = 0; kx < K; ++kx) {
+          float w[V];
+DSCONV_UNROLL
+          for (int e = 0; e < V; ++e)
+            w[e] = pf::shared_load(w_s + detail::register_weight_index<V>(ky * K + kx, cv, e, t.group_vectors));
+DSCONV_UNROLL
+          for (int o = 0; o < TW; ++o)
+DSCONV_UNROLL
+            for (int e = 0; e < V; ++e) acc[o][e] += in[o * S + kx][e] * w[e];
         }
       }
-      float in[IW][V];
-DSCONV_UNROLL
-      for (int j = 0; j < IW; ++j) detail::widen_words<T>(raw[j], in[j]);
-DSCONV_UNROLL
-      for (int kx = 0; kx < K; ++kx) {
-        float w[V];
-DSCONV_UNROLL
-        for (int e = 0; e < V; ++e)
-          w[e] = pf::shared_load(w_s + detail::register_weight_index<V>(ky * K + kx, cv, e, t.group_vectors));
-DSCONV_UNROLL
-        for (int o = 0; o < TW; ++o)
-DSCONV_UNROLL
-          for (int e = 0; e < V; ++e) acc[o][e] += in[o * S + kx][e] * w[e];
-      }
-    }
+    };
+    if (detail::register_inside_path<T, K, S, Gated>() && columns_inside && iy0 >= 0 && iy0 + K <= s.h)
+      rows(std::integral_constant<bool, detail::register_inside_path<T, K, S, Gated>()>{});
+    else
+      rows(std::false_type{});
 
     const index_t first_out = (static_cast<index_t>(n) * s.out_h + oy) * out_pitch + static_cast<index_t>(ox0) * s.c + c;
     T* out = output + first_out;
