@@ -67,6 +67,8 @@ struct mma_sync_unit {
   // whole, as asynchronous copies need): 32-byte rows, rows 4..7 of every 8 swap their 16-byte
   // halves; 64-byte rows, the 16-byte quarter q of row r goes to q ^ (r / 2 % 4), which puts
   // the 8 rows of a matrix, two to a 128-byte line, in 8 distinct quarters of those lines.
+  // Either repeats every 8 rows (the fragment loads address tiles 16 rows apart from one lane
+  // address).
   template <int RowBytes = 32>
   static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) {
     static_assert(RowBytes == 32 || RowBytes == 64, "k_rows of 32 or 64 bytes");
@@ -88,10 +90,10 @@ struct mma_sync_unit {
     // of k-half l / 16.
     template <int MI, class Tile>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][4], const Tile& a, int row0, int lane) {
+      // (tile i 16 rows further: the swizzles repeat every 8 or 16 rows, so one lane address)
+      const auto* p = a.at(row0 + lane % 8 + 8 * (lane / 8 % 2), half_stage * (lane / 16));
       DSCONV_UNROLL
-      for (int i = 0; i < MI; ++i) {
-        platform::ldmatrix_x4<false>(f[i], a.at(row0 + 16 * i + lane % 8 + 8 * (lane / 8 % 2), half_stage * (lane / 16)));
-      }
+      for (int i = 0; i < MI; ++i) platform::ldmatrix_x4<false>(f[i], p + 16 * i * Tile::row_elements);
     }
     // A from n_rows (rows k, contiguous along m: the backward GEMMs whose A is W^T or dz^T).
     // 16-bit types: the same four matrices transposed, k rows 0-7 / 8-15 of 8 m-columns each:
@@ -99,10 +101,11 @@ struct mma_sync_unit {
     // register, a[0..3] = A[g][t], A[g+8][t], A[g][t+4], A[g+8][t+4].
     template <int MI, int K, int M>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][4], const n_rows<T, K, M>& a, int row0, int lane) {
+      [[maybe_unused]] const T* p = a.at(lane % 8 + 8 * (lane / 16), row0 + 8 * (lane / 8 % 2));
       DSCONV_UNROLL
       for (int i = 0; i < MI; ++i) {
         if constexpr (sizeof(T) == 2) {
-          platform::ldmatrix_x4<true>(f[i], a.at(lane % 8 + 8 * (lane / 16), row0 + 16 * i + 8 * (lane / 8 % 2)));
+          platform::ldmatrix_x4<true>(f[i], p + 16 * i);
         } else {
           const int m = row0 + 16 * i + lane / 4, k = lane % 4;
           f[i][0] = detail_units::word(a.at(k, m)), f[i][1] = detail_units::word(a.at(k, m + 8));
@@ -117,10 +120,11 @@ struct mma_sync_unit {
     static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const k_rows<T, ROWS, mma_sync_unit, RowBytes>& b,
                                                         int row0, int lane) {
       static_assert(NI % 2 == 0, "B tiles load in pairs");
+      const T* p = b.at(row0 + lane % 8 + 8 * (lane / 16), half_stage * (lane / 8 % 2));
       DSCONV_UNROLL
       for (int j = 0; j < NI; j += 2) {
         unsigned r[4];
-        platform::ldmatrix_x4<false>(r, b.at(row0 + 8 * j + lane % 8 + 8 * (lane / 16), half_stage * (lane / 8 % 2)));
+        platform::ldmatrix_x4<false>(r, p + 8 * j * b.row_elements);
         f[j][0] = r[0], f[j][1] = r[1], f[j + 1][0] = r[2], f[j + 1][1] = r[3];
       }
     }
@@ -130,11 +134,12 @@ struct mma_sync_unit {
     template <int NI, int K, int N>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void load_b(unsigned (&f)[NI][2], const n_rows<T, K, N>& b, int row0, int lane) {
       static_assert(NI % 2 == 0, "B tiles load in pairs");
+      [[maybe_unused]] const T* p = b.at(lane % 8 + 8 * (lane / 8 % 2), row0 + 8 * (lane / 16));
       DSCONV_UNROLL
       for (int j = 0; j < NI; j += 2) {
         if constexpr (sizeof(T) == 2) {
           unsigned r[4];
-          platform::ldmatrix_x4<true>(r, b.at(lane % 8 + 8 * (lane / 8 % 2), row0 + 8 * j + 8 * (lane / 16)));
+          platform::ldmatrix_x4<true>(r, p + 8 * j);
           f[j][0] = r[0], f[j][1] = r[1], f[j + 1][0] = r[2], f[j + 1][1] = r[3];
         } else {
           DSCONV_UNROLL
@@ -214,7 +219,7 @@ struct mfma_unit {
   static DSCONV_DEVICE DSCONV_FORCEINLINE int row(int lane, int) { return lane % 16; }
   static DSCONV_DEVICE DSCONV_FORCEINLINE int col(int lane, int r) { return 4 * (lane / 16) + r; }
   // k_rows: the 8-byte units of rows 4j .. 4j+3 rotated by j (a fragment load reads 8 bytes of
-  // 16 consecutive rows).
+  // 16 consecutive rows); it repeats every 16 rows (the fragment loads count on it).
   template <int RowBytes = 32>
   static DSCONV_DEVICE DSCONV_FORCEINLINE int swizzle(int r) {
     static_assert(RowBytes == 32, "AMD's stages pass through registers: 32-byte rows");
@@ -228,9 +233,10 @@ struct mfma_unit {
     static constexpr int k_per_lane_group = 8 / static_cast<int>(sizeof(T));
     template <int MI, class Tile>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void load_a(unsigned (&f)[MI][2], const Tile& a, int row0, int lane) {
+      // (tile i 16 rows further: the swizzle repeats every 16 rows, so one lane address)
+      const auto* p = a.at(row0 + lane % 16, k_per_lane_group * (lane / 16));
       DSCONV_UNROLL
-      for (int i = 0; i < MI; ++i)
-        detail_units::two_words(f[i], a.at(row0 + 16 * i + lane % 16, k_per_lane_group * (lane / 16)));
+      for (int i = 0; i < MI; ++i) detail_units::two_words(f[i], p + 16 * i * Tile::row_elements);
     }
     // From n_rows (rows k, contiguous along m or n): the same fragments, element by element.
     template <int MI, int K, int M>
