@@ -1139,9 +1139,12 @@ EOF
 }
 
 # The metrics Nsight Compute takes of each case: time, DRAM throughput, issue-slot use, achieved
-# occupancy, and the warps' stall reasons per issue.
+# occupancy, the warps' stall reasons per issue, and the warp instructions executed and DRAM
+# bytes moved (32 x the one over the other: the thread-instructions per DRAM byte that
+# scripts/sass_budget.py counts from the SASS, measured).
 ncu_metrics=gpu__time_duration.sum,dram__throughput.avg.pct_of_peak_sustained_elapsed
 ncu_metrics+=,sm__inst_issued.avg.pct_of_peak_sustained_active,sm__warps_active.avg.pct_of_peak_sustained_active
+ncu_metrics+=,smsp__inst_executed.sum,dram__bytes.sum
 for stall in long_scoreboard barrier lg_throttle mio_throttle short_scoreboard math_pipe_throttle wait; do
   ncu_metrics+=,smsp__average_warps_issue_stalled_${stall}_per_issue_active.ratio
 done

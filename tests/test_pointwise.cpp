@@ -351,6 +351,22 @@ TEMPLATE_TEST_CASE("pointwise: input, weight, bias, residual and output misalign
   }
 }
 
+// The GEMM kernels' vector forms take a run as wholly inside the matrix or wholly outside
+// (gemm_staging.hpp's k_cursor): an operand's alignment must count its rows' extent along
+// them, not only their stride and start.
+TEST_CASE("pointwise: an operand is aligned for a run only where its rows hold whole runs", "[pointwise][misaligned]") {
+  alignas(16) static const dsconv::half buffer[64] = {};
+  using dsconv::detail::operand_alignment;
+  // 16-byte rows that start aligned: 16-byte runs ...
+  CHECK(operand_alignment(buffer, 8, 0, 8, sizeof(dsconv::half)) == 16);
+  // ... but not where a row holds 6 elements of its 8 (12 bytes: 4-byte runs at most).
+  CHECK(operand_alignment(buffer, 8, 0, 6, sizeof(dsconv::half)) == 4);
+  // The start, the stride and the offset between GEMMs count as before.
+  CHECK(operand_alignment(buffer + 1, 8, 0, 8, sizeof(dsconv::half)) == 2);
+  CHECK(operand_alignment(buffer, 12, 0, 12, sizeof(dsconv::half)) == 8);
+  CHECK(operand_alignment(buffer, 8, 4, 8, sizeof(dsconv::half)) == 8);
+}
+
 TEMPLATE_TEST_CASE("pointwise: split_k needs its own workspace, and automatic takes it only when given",
                    "[pointwise][split_k]", float, dsconv::half) {
   using T = TestType;

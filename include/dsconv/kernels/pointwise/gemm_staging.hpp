@@ -52,11 +52,11 @@ struct operand_tile {
   // The first element of this thread's run j; the run's elements follow it in memory.
   static DSCONV_DEVICE DSCONV_FORCEINLINE int run_start(int tid, int j) { return (tid + j * THREADS) * V; }
 
-  // This thread's runs of a tile that moves along K step after step (the matrix-unit GEMM),
+  // This thread's runs of a tile that moves along K step after step (both GEMM kernels),
   // placed once per block: a step then costs a run an address increment and a 32-bit test,
-  // where placing each run afresh (`place`, its 64-bit bounds, offsets and counts) took about
-  // 35 instructions a run on sm_90: over half of a half-precision step of 16-byte runs, and 36
-  // instructions a byte in the element form. Run j lies `shift` lines (rows where columns are
+  // where placing each run afresh each step, with 64-bit bounds, offsets and byte counts, took
+  // about 35 instructions a run on sm_90: over half of a half-precision step of 16-byte runs,
+  // and 36 instructions a byte in the element form. Run j lies `shift` lines (rows where columns are
   // contiguous, else columns) after run 0, so one offset places them all. Rows hold whole runs
   // (detail::operand_alignment), so a run lies wholly inside the matrix or wholly outside.
   // KIsRows: K is the tile's rows (B) or its columns (A).
