@@ -62,7 +62,9 @@ struct mma_tile {
   // float on AMD), or two steps where stages are copied asynchronously and three of them fit
   // the 48 KiB of a block's static shared memory whatever the layouts (the 64x64 tile): the
   // step's fixed costs (the wait, the barrier, the bounds, the loop) then spread over twice the
-  // bytes, about 3.9 instructions a DRAM byte for half on sm_90 where 32-byte stages took 4.9.
+  // bytes: 126 instructions a 64-byte stage for half on sm_90 (3.9 a DRAM byte of the
+  // activations' tile) where 32-byte stages took 79 (4.9), both before the fragment loads' one
+  // lane address (matrix_units.hpp; 116 now).
   // (The 128x128 tile's NHWC layouts fit three too, but its second step took 79 instructions
   // more, its registers went from 157 to 214 and the heuristic never takes it.) Through
   // registers, 64 bytes made the 16-bit kernels spill on sm_80 at 255 registers.
