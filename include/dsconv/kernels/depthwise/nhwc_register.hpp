@@ -262,8 +262,9 @@ DSCONV_UNROLL
         }
       }
     };
-    if (detail::register_inside_path<T, K, S, Gated>() && columns_inside && iy0 >= 0 && iy0 + K <= s.h)
-      rows(std::integral_constant<bool, detail::register_inside_path<T, K, S, Gated>()>{});
+    constexpr bool inside_path = detail::register_inside_path<T, K, S, Gated>();
+    if (inside_path && columns_inside && iy0 >= 0 && iy0 + K <= s.h)
+      rows(std::integral_constant<bool, inside_path>{});
     else
       rows(std::false_type{});
 

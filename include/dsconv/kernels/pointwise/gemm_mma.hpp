@@ -64,7 +64,7 @@ struct mma_tile {
   // step's fixed costs (the wait, the barrier, the bounds, the loop) then spread over twice the
   // bytes: 126 instructions a 64-byte stage for half on sm_90 (3.9 a DRAM byte of the
   // activations' tile) where 32-byte stages took 79 (4.9), both before the fragment loads' one
-  // lane address (matrix_units.hpp; 116 now).
+  // lane address (matrix_units.hpp; 114 now).
   // (The 128x128 tile's NHWC layouts fit three too, but its second step took 79 instructions
   // more, its registers went from 157 to 214 and the heuristic never takes it.) Through
   // registers, 64 bytes made the 16-bit kernels spill on sm_80 at 255 registers.
@@ -118,9 +118,6 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
   const int warp = tid / unit::lanes, lane = tid % unit::lanes;
   const int wm0 = (warp / Tile::warps_n) * Tile::warp_m, wn0 = (warp % Tile::warps_n) * Tile::warp_n;
   const index_t m0 = static_cast<index_t>(pf::block_idx().y) * BM, n0 = static_cast<index_t>(pf::block_idx().x) * BN;
-  // (the kernel's arguments, in constant memory: valid addresses for copies that read nothing)
-  const T* const a_arg = a;
-  const T* const b_arg = b;
   const gemm_block blk = select_block(g, a, b);
   k_steps<T, BK> at(g, blk, a, b, block_gate<T>(g, blk));  // the step the next copy or fetch loads
   const bool sum_rows = out.sums_rows() && pf::block_idx().x == 0;
@@ -208,8 +205,8 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
       const auto copy_stage = [&](index_t step) {
         const int buf = static_cast<int>(step % stages);
         const int inside = at.inside();
-        runs.a.copy(at.a, a_arg, inside, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); });
-        runs.b.copy(at.b, b_arg, inside, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
+        runs.a.copy(at.a, inside, a_stride, tid, [&](int m, int k) { return a_at(buf, m, k); });
+        runs.b.copy(at.b, inside, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
         next_step();
       };
       // Stages 0 .. stages - 2 in flight, one commit group each (empty past the end, so that

@@ -100,17 +100,16 @@ struct operand_tile {
     }
 
     // Copies this step's runs straight to shared memory, at(row, col), asynchronously where the
-    // target can (platform/async_copy.hpp), zero outside the matrix; `valid`: an address
-    // where nothing is read.
+    // target can (platform/async_copy.hpp), zero outside the matrix (those copies read nothing
+    // and take `base`, the matrix itself, as their valid address).
     template <class T, class At>
-    DSCONV_DEVICE DSCONV_FORCEINLINE void copy(const T* base, const T* valid, int inside, index_t stride, int tid,
-                                               At at) const {
+    DSCONV_DEVICE DSCONV_FORCEINLINE void copy(const T* base, int inside, index_t stride, int tid, At at) const {
       static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
       DSCONV_UNROLL
       for (int j = 0; j < runs; ++j) {
         const tile_position t = position(run_start(tid, j));
         const bool whole = inside_run(j, inside, tid);
-        platform::async_copy_16_whole(at(t.r, t.c), whole ? run(base, j, stride) : valid, whole);
+        platform::async_copy_16_whole(at(t.r, t.c), whole ? run(base, j, stride) : base, whole);
       }
     }
 
