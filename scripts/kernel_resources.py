@@ -408,7 +408,8 @@ def occupancy_tables(rows, plan_tool, out_dir):
 BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nhwc_register_weight": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
-                 "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads")}
+                 "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads"),
+                 "inverted_residual_fused_nhwc": ("kernels/block/fused_tile.hpp", "fused_block_threads")}
 
 
 def block_threads_of(kernel):

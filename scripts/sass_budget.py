@@ -151,12 +151,13 @@ def basic_blocks(code):
     return spans, {s: n for n, (s, _) in enumerate(spans)}
 
 
-def cheapest_iteration(code, header, latch, need):
+def cheapest_iteration(code, header, latch, need, inside=False):
     """The cheapest path header -> ... -> latch -> header (instruction indices) whose
     instructions include need[k] of each class k (a predicate on Instruction); it may leave the
     span [header, latch] (compilers place cold paths after a loop) but comes back through the
     latch's edge; None if none does. (A search over basic blocks, each taken whole: the header
-    is a branch target and the latch a branch, so both bound blocks.)"""
+    is a branch target and the latch a branch, so both bound blocks.) inside: the path stays in
+    the span (a loop whose paths all do: the search does not wander through the kernel)."""
     classes = [v for _, v in sorted(need.items())]
     spans, block_of = basic_blocks(code)
     counts_of = [tuple(sum(1 for i in range(a, b + 1) if test(code[i])) for test, _ in classes) for a, b in spans]
@@ -184,7 +185,7 @@ def cheapest_iteration(code, header, latch, need):
                             return path
                         key = parent[key]
                 continue
-            if s == header or s not in block_of:
+            if s == header or s not in block_of or (inside and not header <= s <= latch):
                 continue  # (back to the header only through the latch's edge)
             nxt = (block_of[s], counted)
             if cost < best.get(nxt, 1 << 60):
@@ -309,6 +310,33 @@ def stream_model(t, nt):
     return need, nt
 
 
+FUSED_STRIP_OUTPUTS = 7  # kernels/block/fused_tile.hpp: fused_strip_outputs
+
+
+def fused_strip_models(t, project):
+    """inverted_residual_fused_nhwc's step 3 (kernels/block/fused_depthwise.hpp): one strip of
+    the depthwise filter over the expanded slice in shared memory, 7 outputs of a lane's channel,
+    for each form the kernel compiles (3x3 and 5x5, strides 1 and 2): each filter row's window
+    of (7 - 1) s + k values and its k taps read from shared memory, 7 k^2 products, relu6, 7
+    stores (the depthwise outputs to shared memory where the kernel projects, to global memory
+    where it does not). No DRAM traffic of its own: its bytes are those the unfused sequence
+    moves for the same 7 outputs, the expanded tensor written and read (s^2 values an output)
+    and the depthwise output written and read, which the fused kernel keeps on chip; so the
+    instructions per byte say how its issue compares with the unfused sequence's DRAM time.
+    (A shared-memory loop: its bytes in flight are none.)"""
+    size = 2 if t in ("half", "bfloat16") else 4
+    store = is_op("STS") if project else is_op("STG")
+    models = []
+    for k, s in ((3, 1), (3, 2), (5, 1), (5, 2)):
+        window = (FUSED_STRIP_OUTPUTS - 1) * s + k
+        need = {"window and tap reads": (is_op("LDS"), k * (window + k)),
+                "products": (is_op("FFMA"), FUSED_STRIP_OUTPUTS * k * k),
+                "stores": (store, FUSED_STRIP_OUTPUTS), "relu6": RELU6}
+        dram = FUSED_STRIP_OUTPUTS * size * 2 * (s * s + 1)
+        models.append((need, dram, "step 3: a strip of %d outputs, %dx%d s%d" % (FUSED_STRIP_OUTPUTS, k, k, s), True))
+    return models
+
+
 def mma_stage_bytes(bm, bn):
     """mma_tile::stage_bytes (kernels/pointwise/gemm_mma.hpp): 64 where three stages fit 48 KiB
     whatever the layouts (n_rows pad 8 rows), else 32."""
@@ -366,6 +394,8 @@ def stream_layer_budget(tile_instructions, c_in, c_out):
 
 
 KERNELS = [
+    (re.compile(r"inverted_residual_fused_nhwc<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (true|false)"),
+     lambda m: fused_strip_models(m.group(1).replace("dsconv::", ""), m.group(2) == "true")),
     (re.compile(r"pointwise_gemm_mma<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), "
                 r"(?:dsconv::)?(?:kernels::)?mma_tile<(\d+), (\d+), (\d+), (\d+), \d+, (?:dsconv::)?(?:kernels::)?mma_sync_unit, true, void>"),
      lambda m: mma_model(m.group(1).replace("dsconv::", ""), *(int(m.group(i)) for i in range(2, 6)))),
@@ -402,21 +432,28 @@ def demangled(names):
     return dict(zip(names, out.splitlines()))
 
 
-def budget(code, need, dram_bytes):
+def budget(code, need, dram_bytes, shared_loop=False):
     """(instructions per iteration, per DRAM byte, bytes in flight per thread, op counts) of the
-    cheapest iteration of the outermost global-loading loop; None where no loop qualifies."""
+    cheapest iteration of the outermost global-loading loop; None where no loop qualifies.
+    shared_loop: of the narrowest loop, global-loading or not, that has such a path (a loop over
+    shared memory inside a kernel's main loop, whose other loops have fewer of the modelled
+    instructions)."""
     candidates = []
     for latch, header in loops(code):
-        if any(code[i].global_load_bytes() for i in range(header, latch + 1)):
+        if shared_loop or any(code[i].global_load_bytes() for i in range(header, latch + 1)):
             candidates.append((header, latch))
-    candidates.sort(key=lambda hl: hl[0] - hl[1])  # the widest loop first (the outermost)
+    # the widest loop first (the outermost), or the narrowest
+    candidates.sort(key=lambda hl: (hl[1] - hl[0]) * (1 if shared_loop else -1))
     for header, latch in candidates:
-        path = cheapest_iteration(code, header, latch, need)
-        if path is None:
-            continue
-        ops = collections.Counter(code[i].base for i in path)
-        return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops
-    return None
+        if shared_loop and any(sum(1 for i in range(header, latch + 1) if test(code[i])) < n for test, n in need.values()):
+            continue  # (its span has too few of the modelled instructions)
+        path = cheapest_iteration(code, header, latch, need, inside=shared_loop)
+        if path is not None:
+            break
+    else:
+        return None
+    ops = collections.Counter(code[i].base for i in path)
+    return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops
 
 
 def budgets(cubin, kernel_filter=""):
@@ -438,6 +475,10 @@ def budgets(cubin, kernel_filter=""):
             if not m:
                 continue
             spec = model(m)
+            if isinstance(spec, list):  # several loops of one kernel (the fused block's step 3 forms)
+                for need, dram, what, shared_loop in spec:
+                    rows.append((name, what, budget(code, need, dram, shared_loop)))
+                break
             if len(spec) == 2:  # a layer-dependent budget (the stream kernel): a tile's path per layer
                 need, nt = spec
                 per_layer = {}

@@ -73,6 +73,25 @@ PIPELINE_LISTING = """\
         /*0100*/                   EXIT ;
 """
 
+# A shared-memory loop (LDS, FFMA, STS; a cold IMAD) inside a global-loading one.
+NESTED_LISTING = """\
+.text._Z6nestedv:
+        /*0000*/                   MOV R1, c[0x0][0x28] ;
+.L_x_1:
+        /*0010*/                   LDG.E R2, desc[UR4][R4.64] ;
+.L_x_2:
+        /*0020*/                   LDS R6, [R8] ;
+        /*0030*/                   FFMA R7, R6, R6, R7 ;
+        /*0040*/              @P1  BRA `(.L_x_3) ;
+        /*0050*/                   IMAD R9, R9, R9, RZ ;
+.L_x_3:
+        /*0060*/                   STS [R8], R7 ;
+        /*0070*/              @!P2 BRA `(.L_x_2) ;
+        /*0080*/                   IADD3 R4, R4, 0x4, RZ ;
+        /*0090*/              @!P3 BRA `(.L_x_1) ;
+        /*00a0*/                   EXIT ;
+"""
+
 
 class SassBudget(unittest.TestCase):
     def test_pipelined_copies_are_counted_for_every_stage_in_flight(self):
@@ -99,6 +118,31 @@ class SassBudget(unittest.TestCase):
         self.assertEqual(need["16-byte copies"][1], 2)  # 32-byte stages: 3 of 64 bytes would exceed 48 KiB
         self.assertEqual(need["products"][1], 48)       # 4 x 4 tiles, three products each (3xTF32)
         self.assertEqual(dram, 16)
+
+    def test_a_shared_memory_loop_is_the_narrowest_loop_that_does_the_work(self):
+        code = sass_budget.parse_listing(NESTED_LISTING)["_Z6nestedv"]
+        need = {"reads": (sass_budget.is_op("LDS"), 1), "products": (sass_budget.is_op("FFMA"), 1),
+                "stores": (sass_budget.is_op("STS"), 1)}
+        # The inner loop without its cold IMAD: LDS, FFMA, BRA, STS, BRA; no global loads in flight.
+        instructions, per_byte, in_flight, ops = sass_budget.budget(code, need, 10.0, shared_loop=True)
+        self.assertEqual((instructions, in_flight, ops["IMAD"]), (5, 0, 0))
+        self.assertAlmostEqual(per_byte, 0.5)
+        # A main-loop model takes the outer, global-loading loop: the inner one once, and its own 3.
+        self.assertEqual(sass_budget.budget(code, need, 10.0)[0], 8)
+
+    def test_fused_strip_models_count_each_form(self):
+        models = {what: (need, dram) for need, dram, what, _ in sass_budget.fused_strip_models("half", True)}
+        need, dram = models["step 3: a strip of 7 outputs, 3x3 s1"]
+        self.assertEqual(need["window and tap reads"][1], 3 * (9 + 3))  # 3 rows of 9 window values and 3 taps
+        self.assertEqual(need["products"][1], 63)
+        self.assertEqual(dram, 7 * 2 * 2 * 2)  # the expanded value and the depthwise output, each written and read
+        need, dram = models["step 3: a strip of 7 outputs, 5x5 s2"]
+        self.assertEqual(need["window and tap reads"][1], 5 * (17 + 5))
+        self.assertEqual(dram, 7 * 2 * 2 * 5)  # 4 expanded values an output at stride 2
+        need, _ = dict((w, (n, d)) for n, d, w, _ in sass_budget.fused_strip_models("float", False))[
+            "step 3: a strip of 7 outputs, 3x3 s1"]
+        self.assertTrue(need["stores"][0](sass_budget.Instruction(0, None, "STG.E", "")))  # (not projecting: to global memory)
+
 
 if __name__ == "__main__":
     unittest.main()

@@ -237,6 +237,36 @@ TEMPLATE_TEST_CASE("inverted_residual: odd shapes, partial slices and tiles, eve
   check_odd_shapes<TestType>(false);
 }
 
+// The fused kernel's depthwise step in strips (kernels/block/fused_depthwise.hpp): each of its
+// four forms (3x3 and 5x5 at strides 1 and 2), projecting in the kernel and not (with
+// squeeze-excitation), with a partial slice of expanded channels, on tiles whose rows end in a
+// strip that overlaps the one before (10 and 9 outputs wide), against the reference.
+template <class T>
+void check_strips() {
+  namespace d = dsconv::detail;
+  for (const int kernel : {3, 5})
+    for (const int stride : {1, 2})
+      for (const int se : {0, 4}) {
+        const int out_w = stride == 1 ? 10 : 9;
+        const inverted_residual_params p =
+            block(1, 8, 4, (out_w - 1) * stride + 1, 24, kernel, stride, se, 8,
+                  se ? activation::silu : activation::relu6, stride == 1, layout::nhwc);
+        INFO(describe(p));
+        d::fused_block_plan plan;
+        REQUIRE(d::plan_fused_block<T>(p, current_device(), plan));
+        INFO("tile " << plan.tile.rows << "x" << plan.tile.cols);
+        // (the strips, the last of a row overlapping: what this test is for)
+        REQUIRE(plan.tile.strip_pair > 0);
+        REQUIRE(plan.tile.cols % d::fused_strip_outputs != 0);
+        check_block<T>(p);
+      }
+}
+
+TEMPLATE_TEST_CASE("inverted_residual: the fused depthwise step in strips, every form, a row's last strip overlapping",
+                   "[block][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  check_strips<TestType>();
+}
+
 // float blocks whose 1x1 layers may round to TF32: on NVIDIA's tensor cores (the unfused
 // sequence's layers; the fused kernel keeps float on the SIMT cores there), elsewhere exact
 // fp32 as without it; the bound allows the rounding.
@@ -432,8 +462,10 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev, boo
     if (p.has_expand()) {
       CHECK(t.k_stage_rows >= halo);
       CHECK(t.k_stage_rows % d::fused_mma_tile == 0);
-      CHECK(t.slice_pitch == d::fused_unit_slice_pitch);
-      CHECK(t.q_pair == (p.stride % 2 == 1 ? 2 : 1));
+      // (mma.sync at odd strides: 16, for step 3's strips; else 24, stores conflict-free)
+      const bool sixteen = dev.matrix != matrix_unit::mfma && p.stride % 2 == 1;
+      CHECK(t.slice_pitch == (sixteen ? 16 : 24));
+      CHECK(t.q_pair == (p.stride % 2 == 1 && !sixteen ? 2 : 1));
       // (T input: 8 floats a row and K stage; mask and expanded slice: a row each)
       CHECK(d::fused_block_input + k_stages * t.k_stage_rows * 8 <= t.mask);
       CHECK(t.mask + t.k_stage_rows <= t.x);

@@ -177,7 +177,8 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   // The pitches of fused_tile.hpp's bank rules.
   const bool stride_2_mod_4 = s.stride % 4 == 2, odd_stride = s.stride % 2 == 1;
   t.out_pitch = s.c_out + (6 - s.c_out % 4) % 4;
-  t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks)
+  t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks; strip_pair too)
+  t.strip_pair = 0;
   const int half = shared_banks / 2;
   const bool unit_expand = unit && s.has_expand;
   // The unit's K stages: 32 bytes (8 floats) a row, of `ks` channels; the slice is `ss` of them.
@@ -186,12 +187,13 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   t.k_stage_rows = static_cast<int>(stage_rows);
   t.q_pair = 1;
   if (unit_expand) {  // (fused_tile.hpp; strides 0 mod 4 meet bank conflicts in step 3)
-    t.pair = 1, t.q_pair = odd_stride ? 2 : 1;
-    t.slice_pitch = fused_unit_slice_pitch;
+    t.slice_pitch = fused_expanded_slice_pitch(
+        dev.matrix == platform::matrix_unit::mfma ? fused_expander::mfma : fused_expander::mma_sync, s.stride);
+    t.pair = 1, t.q_pair = t.slice_pitch * s.stride % half == half / 2 ? 2 : 1;
     t.in_pitch = 0;  // (unused: the input's K stages are k_stage_rows rows)
   } else if (s.has_expand) {
     t.pair = stride_2_mod_4 ? 2 : 1;
-    t.slice_pitch = stride_2_mod_4 ? EC + EC / 2 : odd_stride ? EC : EC + 1;
+    t.slice_pitch = fused_expanded_slice_pitch(fused_expander::simt, s.stride);
     t.in_pitch = t.pair == 2 && s.c_in % shared_banks == half ? s.c_in + half / 2
                  : s.c_in * t.pair % shared_banks == 0     ? s.c_in + 1
                                                            : s.c_in;
@@ -293,6 +295,24 @@ inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int sta
   return total;
 }
 
+// The bank conflicts of step 3's strips (fused_depthwise.hpp) in a tile: the wavefronts of one
+// load of every pair of groups that share a warp (a group's 16 lanes read 16 consecutive words
+// at its strip's window; two groups' words fall in distinct banks where they start 16 banks
+// apart), with a warp's two groups strip_pair strips apart (slot_pixel's order).
+inline long long strip_wavefronts(const fused_block_tile& t, int stride, int pitch, int strip_pair) {
+  const int per_row = fused_strips_per_row(t.cols), strips = t.rows * per_row;
+  const int groups = static_cast<int>(fused_block_threads) / fused_block_slice, half = shared_banks / 2;
+  auto start = [&](int i) { return (i / per_row * stride * t.in_cols + fused_strip_column(i % per_row, t.cols) * stride) * pitch; };
+  long long sum = 0;
+  for (int g = 0; g < groups; g += 2)
+    for (int j = 0; j < strips; j += groups) {
+      const int a = slot_pixel(g, strip_pair) + j, b = slot_pixel(g + 1, strip_pair) + j;
+      if (a < strips && b < strips) sum += ((start(b) - start(a)) % shared_banks + shared_banks) % shared_banks == half ? 1 : 2;
+      else if (a < strips || b < strips) sum += 1;
+    }
+  return sum;
+}
+
 // The fused kernel's tile for `p` (false where it cannot run it): of every tile that fits a
 // multiprocessor's share of shared memory, the one the cost model charges the fewest bytes
 // (larger tiles read fewer halos and weights, but fit fewer outputs in a thread's registers
@@ -325,6 +345,8 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
       // (the order changes no region: chosen for the tile)
       fused_block_tile& t = out.tile;
       t.staging_pair = t.pair == 2 && staging_wavefronts(t, s.c_in, 2) < staging_wavefronts(t, s.c_in, 1) ? 2 : 1;
+      if (fused_takes_strips(s.has_expand, s.kernel, s.stride, t.cols))
+        t.strip_pair = strip_wavefronts(t, s.stride, t.slice_pitch, 2) < strip_wavefronts(t, s.stride, t.slice_pitch, 1) ? 2 : 1;
       return true;
     }
   }

@@ -28,7 +28,9 @@ namespace tuning {
 // bumps it, so that tables measured on the old kernels stop deciding. 2: the 1x1 GEMMs' epilogue
 // through shared memory, float's 1x1 layers on NVIDIA's tensor cores (the sm_90 table of
 // 2026-11-26 measured revision 1: blocks run unfused until the blocks experiment measures these).
-inline constexpr int fused_block_revision = 2;
+// 3: the depthwise step in strips (kernels/block/fused_depthwise.hpp), mma.sync's expanded
+// slice at pitch 16 at odd strides.
+inline constexpr int fused_block_revision = 3;
 
 // Fused only where it measured at least this much faster: a margin for the noise of one run.
 inline constexpr double fusion_min_speedup = 1.05;

@@ -11,7 +11,8 @@
 //   1. stages the slice's expand and depthwise weights,
 //   2. expands the halo's pixels into the slice (zero outside the image: the depthwise layer's
 //      padding is of the expanded tensor; without an expand layer the slice is the input's),
-//   3. stages the slice's project weights and runs the depthwise filter over the slice,
+//   3. stages the slice's project weights and runs the depthwise filter over the slice (in
+//      strips of 7 outputs of a row where the plan says so: fused_depthwise.hpp),
 //   4. adds the slice's share of the project 1x1 into per-thread sums (registers),
 // and finally writes the tile's outputs (!Project: step 3 writes the depthwise outputs and
 // step 4 sums each channel over the tile's pixels, in a fixed order). Weights are read once per tile; the planner sizes
@@ -31,11 +32,13 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "../../platform/recomputed.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/index_walk.hpp"
 #include "../pointwise/matrix_units.hpp"
 #include "../pointwise/mma_shared_tiles.hpp"
+#include "fused_depthwise.hpp"
 #include "fused_tile.hpp"
 
 namespace dsconv {
@@ -133,7 +136,8 @@ struct fused_mma_project {
   // tiles. Found again where it is needed (a few instructions): kept in registers through the
   // slice loop, a warp's tiles spilled on sm_80 beside the expand step's sums.
   DSCONV_DEVICE DSCONV_FORCEINLINE int tile_at(int f, int tid) const {
-    const int tile = tid / Unit::lanes + f * warps;
+    // (recomputed: hoisted out of the slice loop, the quotients spilled beside step 3's strips)
+    const int tile = platform::recomputed(tid / Unit::lanes + f * warps);
     int o_tile, q_tile;
     small_divmod(tile, t.q_tiles, o_tile, q_tile);
     return tile < t.q_tiles * t.o_tiles ? (q_tile * fused_mma_tile) << 16 | o_tile * fused_mma_tile : -1;
@@ -341,6 +345,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // Where a lane's channel of the slice lies in the unit's K stages (`stages`: d_stage or
   // wp_stage), at a row.
   auto lane_at = [&](const auto& stages, int row) { return stages(SS == 1 ? 0 : lane / KS).at(row, lane % KS); };
+  // (which biases there are, as bits recomputed in each slice on AMD: their tests, held through
+  // the slice loop as 64-bit scalar masks, spilled scalar registers there)
+  const int biases_present = (wts.expand_bias ? 1 : 0) | (wts.depthwise_bias ? 2 : 0);
   for (int e0 = 0; e0 < s.expanded; e0 += EC) {
     const int ec = s.expanded - e0 < EC ? s.expanded - e0 : EC;
     // 1. The slice's expand and depthwise weights; channels past the last are zero. The expand
@@ -369,8 +376,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     }
     if (tid < EC) {
       const bool in_slice = tid < ec;
-      pf::shared_store(be_s + tid, in_slice && wts.expand_bias ? to_float(pf::load(wts.expand_bias + e0 + tid)) : 0.f);
-      pf::shared_store(bd_s + tid, in_slice && wts.depthwise_bias ? to_float(pf::load(wts.depthwise_bias + e0 + tid)) : 0.f);
+      const int present = pf::recomputed_test(biases_present);
+      pf::shared_store(be_s + tid, in_slice && (present & 1) ? to_float(pf::load(wts.expand_bias + e0 + tid)) : 0.f);
+      pf::shared_store(bd_s + tid, in_slice && (present & 2) ? to_float(pf::load(wts.depthwise_bias + e0 + tid)) : 0.f);
     }
     pf::sync_threads();
 
@@ -438,25 +446,51 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // depthwise weights and project weights are zero.)
     const float* slice = s.has_expand ? x_s + lane : in_s + e0 + (lane < ec ? lane : ec - 1);
     float pool = 0.f;  // (!Project: this thread's pixels' sum of channel e0 + lane)
-    // (on the unit's expand, a warp's two groups take outputs q_pair apart: fused_tile.hpp)
-    for (detail::index_walk<2> at({t.cols}, unit ? detail::slot_pixel(group, t.q_pair) : group, groups); at.index() < Q;
-         at.advance()) {
-      const int qy = at.outer(), qx = at[0];
-      const float* window = slice + (qy * s.stride * t.in_cols + qx * s.stride) * sp;
-      float v = pf::shared_load(bd_s + lane);
-      for (int ky = 0; ky < s.kernel; ++ky)
-        for (int kx = 0; kx < s.kernel; ++kx)
-          v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(wd_s + lane * taps + ky * s.kernel + kx);
-      v = detail::activate(v, s.act);
+    // The slice's depthwise output v (bias and activation applied) at tile pixel (qy, qx);
+    // fresh for one of the calls of each pixel, the one the pool sums. (The image recomputed
+    // at each store: the output addresses' products, hoisted out of the slice loop or shared by
+    // a strip's stores, spilled beside the strips.)
+    const auto put = [&](int qy, int qx, float v, bool fresh) {
+      const int q = qy * t.cols + qx;
       if constexpr (mma) {
-        pf::shared_store(lane_at(d_stage, at.index()), from_float<T>(v));
+        pf::shared_store(lane_at(d_stage, q), from_float<T>(v));
       } else if (Project) {
-        pf::shared_store(d_s + at.index() * dp + lane, v);
+        pf::shared_store(d_s + q * dp + lane, v);
       } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
         const T z = from_float<T>(v);  // (the pool sums what the project will read)
-        pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy0 + qy) * s.out_w + ox0 + qx) * s.expanded + e0 + lane, z);
-        pool += to_float(z);
+        pf::store(output + ((static_cast<index_t>(pf::recomputed(b)) * s.out_h + oy0 + qy) * s.out_w + ox0 + qx) * s.expanded + e0 + lane, z);
+        pool += fresh ? to_float(z) : 0.f;
       }
+    };
+    // In strips where the plan says so (fused_tile.hpp: fused_takes_strips), a warp's two
+    // groups strip_pair strips apart (fused_depthwise.hpp); else a pixel at a time.
+    // (the group and the groups recomputed: the walks' index math stays in this step, not held
+    // through the slice loop)
+    const int step_group = pf::recomputed(group), step_groups = pf::recomputed(groups);
+    const float bias_d = pf::shared_load(bd_s + lane), *const lane_taps = wd_s + lane * taps;
+    const int first_strip = detail::slot_pixel(step_group, t.strip_pair);
+    // (a switch, not a chain of tests: AMD's compiler hoisted each test out of the slice loop
+    // as a 64-bit scalar mask, and ran out of scalar registers)
+    constexpr detail::fused_expander E = !unit                                                ? detail::fused_expander::simt
+                                         : std::is_same<Unit, kernels::mfma_unit>::value ? detail::fused_expander::mfma
+                                                                                         : detail::fused_expander::mma_sync;
+    constexpr int P1 = detail::fused_expanded_slice_pitch(E, 1), P2 = detail::fused_expanded_slice_pitch(E, 2);
+    using detail::fused_depthwise_strips;
+    switch (t.strip_pair ? (s.kernel == 5 ? 2 : 0) + (s.stride == 2 ? 1 : 0) : -1) {
+      case 0: fused_depthwise_strips<3, 1, P1>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
+      case 1: fused_depthwise_strips<3, 2, P2>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
+      case 2: fused_depthwise_strips<5, 1, P1>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
+      case 3: fused_depthwise_strips<5, 2, P2>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
+      default:  // (on the unit's expand, a warp's two groups take outputs q_pair apart: fused_tile.hpp)
+        for (detail::index_walk<2> at({t.cols}, unit ? detail::slot_pixel(step_group, t.q_pair) : step_group, step_groups);
+             at.index() < Q; at.advance()) {
+          const float* window = slice + (at.outer() * s.stride * t.in_cols + at[0] * s.stride) * sp;
+          float v = bias_d;
+          for (int ky = 0; ky < s.kernel; ++ky)
+            for (int kx = 0; kx < s.kernel; ++kx)
+              v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(lane_taps + ky * s.kernel + kx);
+          put(at.outer(), at[0], detail::activate(v, s.act), true);
+        }
     }
     if (!Project) pf::shared_store(d_s + group * EC + lane, pool);
     pf::sync_threads();
@@ -518,8 +552,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
       if (s.residual) v += pf::shared_load(in_s + ((qy + s.pad) * t.in_cols + qx + s.pad) * ip + o);
       pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy) * s.out_w + ox) * s.c_out + o, from_float<T>(v));
     }
-    // The next pixel, q_step further (without dividing).
-    qx += step_x, qy += step_y;
+    // The next pixel, q_step further (without dividing; recomputed: the pixels of all 16
+    // outputs, found ahead, spilled on sm_75).
+    qx = pf::recomputed(qx + step_x), qy += step_y;
     if (qx >= t.cols) qx -= t.cols, ++qy;
   }
 }

@@ -60,6 +60,11 @@ DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
 // whose 32-bit stores of a tile's sums write rows r and r + 4 in one phase (lanes 0-15 and
 // 16-31, a column each): there row bits 1 and 2 trade places, which puts those rows' pixels 2
 // apart, 16 banks.
+// On mma.sync at odd strides the pitch is 16 instead (q_pair 1), for step 3's strips
+// (fused_strip_outputs): two strips next to each other start 7 pixels apart, 16 banks at a
+// pitch of 16 and 8 at 24, where no order of the strips of a tile 14 outputs wide avoids the
+// conflict. The stores then meet 2-way conflicts (rows g and g + 2 in the same banks), but step
+// 2 stores each value once where step 3 reads it about four times.
 inline constexpr int fused_unit_slice_pitch = 24;
 // Float on a matrix unit (AMD's fp32 MFMA) takes a 32-byte K stage of 8 channels, so the
 // slice is two of them: the input and the expand weights are K stages as for 16-bit types,
@@ -117,6 +122,44 @@ inline constexpr int fused_mma_scratch_largest = fused_mma_tile * fused_mma_scra
 // - the project weights, stored likewise by columns oc and oc + 1 at 16 rows each: out_pitch
 //   >= c_out and 2 mod 4; step 4's lanes read consecutive output channels of one row.
 inline constexpr int fused_block_input = 2 * fused_block_slice;
+// Where step 2 expands the slice: the SIMT cores, or the unit's expand on mma.sync or MFMA.
+enum class fused_expander { simt, mma_sync, mfma };
+// The expanded slice's pitch by those rules (blocks that expand): on MFMA's expand 24; on
+// mma.sync's 16 at odd strides, else 24; on the SIMT cores 16 at odd strides, 24 at strides 2
+// mod 4 (pair 2), else 17. The planner sets it and step 3's strips take it as a compile-time
+// constant.
+DSCONV_HOST_DEVICE constexpr int fused_expanded_slice_pitch(fused_expander e, int stride) {
+  return e == fused_expander::mfma                          ? fused_unit_slice_pitch
+         : e == fused_expander::mma_sync && stride % 2 == 0 ? fused_unit_slice_pitch
+         : stride % 4 == 2                                  ? fused_block_slice + fused_block_slice / 2
+         : stride % 2 == 1                                  ? fused_block_slice
+                                                            : fused_block_slice + 1;
+}
+
+// Step 3 in strips (fused_depthwise.hpp): a thread filters a strip of this many consecutive
+// output pixels of a tile row, its input window sliding through registers, so that a window
+// value read from shared memory serves up to `kernel` outputs (the per-pixel loop read two
+// words, the value and the weight, for each multiply-add). Odd, so that two strips next to
+// each other start an odd number of pixels apart: at the pitches of fused_expanded_slice_pitch
+// (16 at stride 1, 24 at stride 2; MFMA's 24 at stride 1 aside) a warp's two groups then read
+// words 16 banks apart
+// (fused_block_tile::strip_pair orders the strips where another order meets fewer conflicts).
+// A row takes ceil(cols / fused_strip_outputs) strips, the last one ending at the row's end (it
+// may repeat outputs of the one before, which it does not store again); tiles narrower than a
+// strip take the per-pixel loop.
+inline constexpr int fused_strip_outputs = 7;
+DSCONV_HOST_DEVICE constexpr int fused_strips_per_row(int cols) { return (cols + fused_strip_outputs - 1) / fused_strip_outputs; }
+// Whether step 3 of a tile `cols` outputs wide takes strips: blocks that expand (the slice at
+// a pitch fused_expanded_slice_pitch), filters of 3x3 and 5x5 at strides 1 and 2 (the kernel's
+// compiled forms), tiles at least a strip wide.
+DSCONV_HOST_DEVICE constexpr bool fused_takes_strips(bool has_expand, int kernel, int stride, int cols) {
+  return has_expand && cols >= fused_strip_outputs && (kernel == 3 || kernel == 5) && (stride == 1 || stride == 2);
+}
+// The first output column of strip k of a row (k * fused_strip_outputs but for the last).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int fused_strip_column(int k, int cols) {
+  const int start = k * fused_strip_outputs;
+  return start < cols - fused_strip_outputs ? start : cols - fused_strip_outputs;
+}
 inline constexpr int fused_expand_pitch = fused_block_slice + 2;
 inline constexpr int fused_depthwise_pitch = fused_block_slice;
 
@@ -144,7 +187,10 @@ struct fused_block_tile {
   int scratch_warps;     // on a matrix unit: warps whose output scratch tiles fit at once
   int k_stage_rows;      // the expand on a matrix unit: rows of a K stage of the staged input
                          // (the halo's pixels, whole 16-row tiles); 0: input staged as float
-  int q_pair;            // step 3's half-warps: output pixels q_pair apart (1 but on the unit's expand)
+  int q_pair;            // step 3's half-warps: output pixels q_pair apart (2 where slice_pitch * stride
+                         // is 8 mod 16, on the unit's expand)
+  int strip_pair;        // step 3's strips (fused_strip_outputs): a warp's two groups take strips
+                         // strip_pair apart (slot_pixel's order), 0 where the tile takes no strips
   int mask, x, wd, d, we, wp, floats;  // region offsets, and the total
 };
 

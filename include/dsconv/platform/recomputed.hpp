@@ -1,0 +1,35 @@
+#pragma once
+// recomputed(x): x, as a value the compiler must take to be new where this is called, so that
+// what a loop body derives from it (index math: quotients, steps) is computed in that body
+// instead of being hoisted out of an enclosing loop and held in registers through all of it.
+// A kernel at its register bound (the fused block kernel: 64 a thread) spilled such hoisted
+// values, where recomputing them costs a few instructions an iteration of the outer loop.
+// Nothing on the host platform.
+
+#include "../config.hpp"
+
+namespace dsconv {
+namespace platform {
+
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int recomputed(int x) {
+#if defined(DSCONV_PLATFORM_CUDA) && defined(__CUDA_ARCH__)
+  asm volatile("" : "+r"(x));
+#elif defined(DSCONV_PLATFORM_HIP) && defined(__HIP_DEVICE_COMPILE__)
+  asm volatile("" : "+v"(x));
+#endif
+  return x;
+}
+
+// recomputed_test(bits): bits that a loop body tests, recomputed on AMD only. A test hoisted
+// out of a loop is held through it as a 64-bit scalar mask on AMD (the fused block kernel ran
+// out of scalar registers so), as a predicate register on NVIDIA, where recomputing the bits
+// instead held a register of its own (and spilled on sm_75 and sm_80).
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int recomputed_test(int bits) {
+#if defined(DSCONV_PLATFORM_HIP) && defined(__HIP_DEVICE_COMPILE__)
+  asm volatile("" : "+v"(bits));
+#endif
+  return bits;
+}
+
+}  // namespace platform
+}  // namespace dsconv
