@@ -337,6 +337,17 @@ def fused_strip_models(t, project):
     return models
 
 
+def fused_expand_model(t):
+    """inverted_residual_fused_nhwc's step 2 on mma.sync (fused_nhwc.hpp: fused_mma_expand): one
+    16x8 tile of the expanded slice with one K stage of the input (16 channels; each more adds the
+    K loop's instructions), its sums stored with the mask and relu6, a lane's 4 values (nvcc
+    splits the kernel's two 8-byte stores at a run-time pitch into four). Its bytes: those of the
+    unfused sequence for the tile's 4 values a lane, the expanded tensor written and read again."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    need = {"products": (is_op("HMMA"), 1), "stores": (is_op("STS"), 4), "relu6": RELU6}
+    return need, 4 * 2 * size, "step 2 on mma.sync: a 16x8 tile, one K stage", True
+
+
 def mma_stage_bytes(bm, bn):
     """mma_tile::stage_bytes (kernels/pointwise/gemm_mma.hpp): 64 where three stages fit 48 KiB
     whatever the layouts (n_rows pad 8 rows), else 32."""
@@ -394,8 +405,9 @@ def stream_layer_budget(tile_instructions, c_in, c_out):
 
 
 KERNELS = [
-    (re.compile(r"inverted_residual_fused_nhwc<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (true|false)"),
-     lambda m: fused_strip_models(m.group(1).replace("dsconv::", ""), m.group(2) == "true")),
+    (re.compile(r"inverted_residual_fused_nhwc<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (true|false)(, mma_sync_unit)?"),
+     lambda m: fused_strip_models(m.group(1).replace("dsconv::", ""), m.group(2) == "true") +
+     ([fused_expand_model(m.group(1).replace("dsconv::", ""))] if m.group(3) else [])),
     (re.compile(r"pointwise_gemm_mma<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), "
                 r"(?:dsconv::)?(?:kernels::)?mma_tile<(\d+), (\d+), (\d+), (\d+), \d+, (?:dsconv::)?(?:kernels::)?mma_sync_unit, true, void>"),
      lambda m: mma_model(m.group(1).replace("dsconv::", ""), *(int(m.group(i)) for i in range(2, 6)))),

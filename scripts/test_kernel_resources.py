@@ -142,6 +142,8 @@ class SassBudget(unittest.TestCase):
         need, _ = dict((w, (n, d)) for n, d, w, _ in sass_budget.fused_strip_models("float", False))[
             "step 3: a strip of 7 outputs, 3x3 s1"]
         self.assertTrue(need["stores"][0](sass_budget.Instruction(0, None, "STG.E", "")))  # (not projecting: to global memory)
+        need, dram, what, shared_loop = sass_budget.fused_expand_model("half")
+        self.assertEqual((need["products"][1], need["stores"][1], dram, shared_loop), (1, 4, 16, True))
 
 
 if __name__ == "__main__":
