@@ -469,8 +469,9 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     const int step_group = pf::recomputed(group), step_groups = pf::recomputed(groups);
     const float bias_d = pf::shared_load(bd_s + lane), *const lane_taps = wd_s + lane * taps;
     const int first_strip = detail::slot_pixel(step_group, t.strip_pair);
-    // (a switch, not a chain of tests: AMD's compiler hoisted each test out of the slice loop
-    // as a 64-bit scalar mask, and ran out of scalar registers)
+    // (the plan gives strips only to these four forms: fused_takes_strips. A switch, not a chain
+    // of tests: AMD's compiler hoisted each test out of the slice loop as a 64-bit scalar mask,
+    // and ran out of scalar registers)
     constexpr detail::fused_expander E = !unit                                                ? detail::fused_expander::simt
                                          : std::is_same<Unit, kernels::mfma_unit>::value ? detail::fused_expander::mfma
                                                                                          : detail::fused_expander::mma_sync;
