@@ -416,9 +416,7 @@ def block_threads_of(kernel):
     tile = re.search(r"mma_tile<\d+, \d+, (\d+), (\d+),", kernel)  # (the matrix-unit GEMM: warps of its tile)
     if tile:
         return int(tile.group(1)) * int(tile.group(2)) * 32
-    header, constant = BLOCK_THREADS[kernel.split("<")[0]]
-    with open(os.path.join(ROOT, "include", "dsconv", header)) as f:
-        return int(re.search(constant + r" = (\d+);", f.read()).group(1))
+    return sass_budget.header_constant(*BLOCK_THREADS[kernel.split("<")[0]])
 
 
 def resident_threads(registers, block):

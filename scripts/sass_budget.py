@@ -310,7 +310,14 @@ def stream_model(t, nt):
     return need, nt
 
 
-FUSED_STRIP_OUTPUTS = 7  # kernels/block/fused_tile.hpp: fused_strip_outputs
+def header_constant(header, name):
+    """An integer constant of a header under include/dsconv (`name = value;`)."""
+    path = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "include", "dsconv", header)
+    with open(path) as f:
+        return int(re.search(name + r" = (\d+);", f.read()).group(1))
+
+
+FUSED_STRIP_OUTPUTS = header_constant("kernels/block/fused_tile.hpp", "fused_strip_outputs")
 
 
 def fused_strip_models(t, project):

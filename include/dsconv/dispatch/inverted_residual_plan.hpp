@@ -302,7 +302,7 @@ inline long long staging_wavefronts(const fused_block_tile& t, int c_in, int sta
 inline long long strip_wavefronts(const fused_block_tile& t, int stride, int pitch, int strip_pair) {
   const int per_row = fused_strips_per_row(t.cols), strips = t.rows * per_row;
   const int groups = static_cast<int>(fused_block_threads) / fused_block_slice, half = shared_banks / 2;
-  auto start = [&](int i) { return (i / per_row * stride * t.in_cols + fused_strip_column(i % per_row, t.cols) * stride) * pitch; };
+  auto start = [&](int i) { return fused_window_pixel(i / per_row, fused_strip_column(i % per_row, t.cols), stride, t.in_cols) * pitch; };
   long long sum = 0;
   for (int g = 0; g < groups; g += 2)
     for (int j = 0; j < strips; j += groups) {

@@ -50,7 +50,7 @@ struct fused_depthwise_strips {
       int qy, k;
       small_divmod(i, per_row, qy, k);
       const int start = k * S, qx0 = fused_strip_column(k, cols);
-      const float* row = slice + (qy * Stride * in_cols + qx0 * Stride) * Pitch;
+      const float* row = slice + fused_window_pixel(qy, qx0, Stride, in_cols) * Pitch;
       float sum[S];
       DSCONV_UNROLL
       for (int j = 0; j < S; ++j) sum[j] = bias;

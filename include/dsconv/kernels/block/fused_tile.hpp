@@ -145,8 +145,8 @@ DSCONV_HOST_DEVICE constexpr int fused_expanded_slice_pitch(fused_expander e, in
 // words 16 banks apart
 // (fused_block_tile::strip_pair orders the strips where another order meets fewer conflicts).
 // A row takes ceil(cols / fused_strip_outputs) strips, the last one ending at the row's end (it
-// may repeat outputs of the one before, which it does not store again); tiles narrower than a
-// strip take the per-pixel loop.
+// may repeat outputs of the one before, and stores those again: the same values); tiles
+// narrower than a strip take the per-pixel loop.
 inline constexpr int fused_strip_outputs = 7;
 DSCONV_HOST_DEVICE constexpr int fused_strips_per_row(int cols) { return (cols + fused_strip_outputs - 1) / fused_strip_outputs; }
 // Whether step 3 of a tile `cols` outputs wide takes strips: blocks that expand (the slice at
@@ -159,6 +159,11 @@ DSCONV_HOST_DEVICE constexpr bool fused_takes_strips(bool has_expand, int kernel
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int fused_strip_column(int k, int cols) {
   const int start = k * fused_strip_outputs;
   return start < cols - fused_strip_outputs ? start : cols - fused_strip_outputs;
+}
+// The halo pixel of the first input of output (qy, qx) of a tile: where its window starts, for
+// the kernel's strips and the planner's count of their bank conflicts.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int fused_window_pixel(int qy, int qx, int stride, int in_cols) {
+  return (qy * in_cols + qx) * stride;
 }
 inline constexpr int fused_expand_pitch = fused_block_slice + 2;
 inline constexpr int fused_depthwise_pitch = fused_block_slice;
