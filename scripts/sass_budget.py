@@ -346,13 +346,13 @@ def fused_strip_models(t, project):
 
 def fused_expand_model(t):
     """inverted_residual_fused_nhwc's step 2 on mma.sync (fused_nhwc.hpp: fused_mma_expand): one
-    16x8 tile of the expanded slice with one K stage of the input (16 channels; each more adds the
-    K loop's instructions), its sums stored with the mask and relu6, a lane's 4 values (nvcc
-    splits the kernel's two 8-byte stores at a run-time pitch into four). Its bytes: those of the
-    unfused sequence for the tile's 4 values a lane, the expanded tensor written and read again."""
+    16-row tile of the expanded slice (its 16 channels: two 8-column products) with one K stage of
+    the input (16 channels; each more adds the K loop's instructions), its sums stored with the
+    mask and relu6 as four 8-byte stores, a lane's 8 values. Its bytes: those of the unfused
+    sequence for the tile's 8 values a lane, the expanded tensor written and read again."""
     size = 2 if t in ("half", "bfloat16") else 4
-    need = {"products": (is_op("HMMA"), 1), "stores": (is_op("STS"), 4), "relu6": RELU6}
-    return need, 4 * 2 * size, "step 2 on mma.sync: a 16x8 tile, one K stage", True
+    need = {"products": (is_op("HMMA"), 2), "stores": (is_op("STS.64"), 4), "relu6": RELU6}
+    return need, 8 * 2 * size, "step 2 on mma.sync: a 16-row tile, one K stage", True
 
 
 def mma_stage_bytes(bm, bn):

@@ -143,7 +143,8 @@ class SassBudget(unittest.TestCase):
             "step 3: a strip of 7 outputs, 3x3 s1"]
         self.assertTrue(need["stores"][0](sass_budget.Instruction(0, None, "STG.E", "")))  # (not projecting: to global memory)
         need, dram, what, shared_loop = sass_budget.fused_expand_model("half")
-        self.assertEqual((need["products"][1], need["stores"][1], dram, shared_loop), (1, 4, 16, True))
+        self.assertEqual((need["products"][1], need["stores"][1], dram, shared_loop), (2, 4, 32, True))
+        self.assertFalse(need["stores"][0](sass_budget.Instruction(0, None, "STS", "")))  # (8-byte stores, not split)
 
 
 if __name__ == "__main__":

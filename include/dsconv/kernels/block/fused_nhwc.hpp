@@ -55,14 +55,15 @@ template <class T, class Unit>
 using fused_operand = kernels::k_rows<T, 1, Unit>;
 
 // Step 2 on a matrix unit (fused_tile.hpp): the staged input, [K stages][rows][16 or 8] as T
-// in k_rows tiles, times the slice's expand weights, [K stages][16][16 or 8], plus the slice's biases
-// (bias[16]: the sums start from them). The products are 16 x tile_n tiles (16 rows, tile_n
-// slice channels; two a 16-row tile on mma.sync, one on MFMA), warp w taking tiles w, w + warps,
-// ...: one tile's sums at a time, which the kernel's registers hold beside the project's sums
-// (two tiles at a time spilled on sm_75 and sm_90). Each tile's sums go to
-// store(row, column, v): v a vec<float, n> of n consecutive columns of one row.
-//   mma.sync: a lane's sums are columns 2t, 2t + 1 of rows g and g + 8 (g = lane / 4,
-//   t = lane % 4), stored as 8 bytes: a half-warp's store writes 8 columns of rows g = 0..3.
+// in k_rows tiles, times the slice's expand weights, [K stages][16][16 or 8], plus the slice's
+// biases (bias[16]: the sums start from them), then the activation. Warp w takes the 16-row
+// tiles w, w + warps, ... of the product, each 16 rows by the slice's 16 channels (two of
+// mma.sync's 8-column tiles, one of MFMA's), so that a tile's input fragments, its loop and its
+// activation's dispatch serve all 16 channels. store(row, col, v) takes a lane's sums of a row:
+// v[j] (j < NI), a vec<float, n> of n consecutive columns from col + j * tile_n.
+//   mma.sync: a lane's sums are columns 2t, 2t + 1 (+ 8) of rows g and g + 8 (g = lane / 4,
+//   t = lane % 4), each pair stored as 8 bytes: a half-warp's store writes 8 columns of rows
+//   g = 0..3.
 //   MFMA, the product untransposed (the input the instruction's A): a lane's sums are rows
 //   4q .. 4q + 3 (q = lane / 16) of column lane % 16, stored as 4 bytes: a store writes rows r
 //   and r + 4 of 16 columns in one phase (fused_tile.hpp: mfma_row_pixel).
@@ -73,46 +74,55 @@ struct fused_mma_expand {
   static constexpr int warps = static_cast<int>(fused_block_threads) / Unit::lanes;
   static constexpr int NI = fused_mma_tile / Unit::tile_n, MT = fused_mma_tile;
   static constexpr bool mfma = std::is_same<Unit, kernels::mfma_unit>::value;
-  static_assert(mfma || (NI == 2 && Unit::run == 2), "mma.sync: two 8-column tiles of 2-column runs a 16-row tile");
+  static_assert(mfma ? NI == 1 : NI == 2 && Unit::run == 2, "mma.sync: two 8-column tiles of 2-column runs a 16-row tile");
 
   template <class Store>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void run(T* input, int rows, int k_stages, T* weights, const float* bias,
-                                                   int tid, Store&& store) {
-    const int lane = tid % Unit::lanes;
+                                                   activation act, int tid, Store&& store) {
     DSCONV_NO_UNROLL
-    for (int tile = tid / Unit::lanes; tile < rows / MT * NI; tile += warps) {
-      const int m = tile / NI * MT, j = tile % NI;  // (rows m.., columns j * tile_n..)
-      float acc[Unit::accumulators];
+    for (int m = tid / Unit::lanes * MT; m < rows; m += warps * MT) {
+      const int lane = platform::recomputed(tid % Unit::lanes);
+      float acc[NI][Unit::accumulators];
       DSCONV_UNROLL
-      for (int r = 0; r < Unit::accumulators; ++r)
-        acc[r] = platform::shared_load(bias + (mfma ? lane % 16 : j * Unit::tile_n + Unit::col(lane, r)));
+      for (int j = 0; j < NI; ++j)
+        DSCONV_UNROLL
+        for (int r = 0; r < Unit::accumulators; ++r)
+          acc[j][r] = platform::shared_load(bias + (mfma ? lane % 16 : j * Unit::tile_n + Unit::col(lane, r)));
       DSCONV_NO_UNROLL
       for (int ks = 0; ks < k_stages; ++ks) {
         unsigned a[1][op::a_regs], b[NI][op::b_regs];
         op::template load_a<1>(a, operand{input + ks * rows * operand::row_elements}, m, lane);
         op::template load_b<NI>(b, operand{weights + ks * MT * operand::row_elements}, 0, lane);
-        if constexpr (mfma) {
-          op::mma(acc, b[0], a[0]);  // (op::mma transposes: this is the input times the weights)
-        } else {
-          // (both 8-column tiles load at once; tile j's registers by selects, which indexing
-          // by a run-time j would put in local memory)
-          const unsigned bj[2] = {j ? b[1][0] : b[0][0], j ? b[1][1] : b[0][1]};
-          op::mma(acc, a[0], bj);
+        DSCONV_UNROLL
+        for (int j = 0; j < NI; ++j) {
+          if constexpr (mfma)
+            op::mma(acc[j], b[j], a[0]);  // (op::mma transposes: this is the input times the weights)
+          else
+            op::mma(acc[j], a[0], b[j]);
         }
       }
+      // (the activation's switch once a tile, not once a sum; the stores after it, outside the
+      // switch's lambda, which may not hold the kernel's `store`)
+      with_activation(act, [&](auto a) {
+        DSCONV_UNROLL
+        for (int j = 0; j < NI; ++j)
+          DSCONV_UNROLL
+          for (int r = 0; r < Unit::accumulators; ++r) acc[j][r] = activate(acc[j][r], a);
+      });
       if constexpr (mfma) {
         DSCONV_UNROLL
         for (int r = 0; r < Unit::accumulators; ++r) {
-          platform::vec<float, 1> v;
-          v[0] = acc[r];
+          platform::vec<float, 1> v[1];
+          v[0][0] = acc[0][r];
           store(m + 4 * (lane / 16) + r, lane % 16, v);
         }
       } else {
         DSCONV_UNROLL
         for (int h = 0; h < 2; ++h) {
-          platform::vec<float, 2> v;
-          v[0] = acc[2 * h], v[1] = acc[2 * h + 1];
-          store(m + Unit::row(lane, 2 * h), j * Unit::tile_n + Unit::col(lane, 0), v);
+          platform::vec<float, 2> v[NI];
+          DSCONV_UNROLL
+          for (int j = 0; j < NI; ++j) v[j][0] = acc[j][2 * h], v[j][1] = acc[j][2 * h + 1];
+          store(m + Unit::row(lane, 2 * h), Unit::col(lane, 0), v);
         }
       }
     }
@@ -390,14 +400,17 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // 3 reads where they are.
     if (unit_expand) {
       if constexpr (unit)
-        detail::fused_mma_expand<T, Unit>::run(in_t, t.k_stage_rows, k_stages, reinterpret_cast<T*>(we_s), be_s, tid,
-                                               [&](int row, int col, auto v) {
+        detail::fused_mma_expand<T, Unit>::run(in_t, t.k_stage_rows, k_stages, reinterpret_cast<T*>(we_s), be_s, s.act, tid,
+                                               [&](int row, int col, auto& v) {
+                                                 constexpr int runs = sizeof(v) / sizeof(v[0]), n = sizeof(v[0]) / sizeof(float);
                                                  const int pixel = row_pixel(row);
-                                                 constexpr int n = sizeof(v) / sizeof(float);
                                                  const float m = pf::shared_load(mask_s + pixel);
                                                  DSCONV_UNROLL
-                                                 for (int e = 0; e < n; ++e) v[e] = m * detail::activate(v[e], s.act);
-                                                 pf::shared_store(reinterpret_cast<decltype(v)*>(x_s + pixel * sp + col), v);
+                                                 for (int j = 0; j < runs; ++j) {
+                                                   DSCONV_UNROLL
+                                                   for (int e = 0; e < n; ++e) v[j][e] *= m;
+                                                   pf::shared_store_vec(x_s + pixel * sp + col + j * Unit::tile_n, v[j]);
+                                                 }
                                                });
     } else if (!unit && s.has_expand) {
       // (this thread's slots are all `group` mod 4, groups being a multiple of 4: each is its
