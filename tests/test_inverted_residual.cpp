@@ -85,12 +85,14 @@ error_bound block_bound(inverted_residual_params p, const block_tensors<T>& t) {
 
 // Whether `variant` must run `p` by its documented contract (independent of the planner):
 // unfused every block, fused NHWC blocks with squeeze-excitation (the kernel expands and
-// filters) and without it where c_out <= 512 (the kernel projects too), where the shared memory
-// of a one-pixel tile (kernels/block/fused_tile.hpp's regions and pitches) fits a block's share.
+// filters) where an image's depthwise output has fewer than 2^31 elements, and without it where
+// c_out <= 512 (the kernel projects too), where the shared memory of a one-pixel tile
+// (kernels/block/fused_tile.hpp's regions and pitches) fits a block's share.
 bool supports(block_variant variant, const inverted_residual_params& p) {
   if (variant != block_variant::fused) return true;
   const bool projects = p.se_channels == 0;
   if (p.data_layout != layout::nhwc || (projects && p.c_out > 512)) return false;
+  if (!projects && static_cast<long long>(p.out_h()) * p.out_w() * p.expanded >= (1LL << 31)) return false;
   const long long taps = static_cast<long long>(p.kernel) * p.kernel, slice = 16;
   // The pitches: input, expanded slice (none without expand), expand and project weights.
   const bool two = p.stride % 4 == 2, odd = p.stride % 2 == 1;
@@ -549,6 +551,14 @@ TEST_CASE("inverted_residual: bad input returns its own status, launches nothing
   CHECK(dsconv::can_implement<float>(block_variant::fused, with([](auto& p) {
           p.se_channels = 0, p.c_out = 513, p.residual = false;
         })) == status::unsupported_variant);
+  // (with squeeze-excitation, a depthwise output of 2^31 elements an image: 16384^2 pixels of 8
+  // channels; one element fewer fuses)
+  const auto image_of = [&](int w) {
+    return with([w](auto& p) { p.h = 16384, p.w = w, p.expanded = 8, p.residual = false, p.c_out = 8; });
+  };
+  REQUIRE(image_of(16384).se_channels > 0);
+  CHECK(dsconv::can_implement<float>(block_variant::fused, image_of(16384)) == status::unsupported_variant);
+  CHECK(dsconv::detail::fused_block_limits(image_of(16383)).empty());
   // Workspace.
   bad = opts, bad.workspace_bytes = bytes - 1;
   expect(status::insufficient_workspace, good, d.w, d.input, out.data(), bad);

@@ -135,6 +135,9 @@ inline std::string fused_block_limits(const inverted_residual_params& p) {
   if (p.se_channels == 0 && p.c_out > static_cast<int>(fused_block_threads))
     return "the fused kernel projects c_out <= " + std::to_string(fused_block_threads) +
            " (without squeeze-excitation, where it projects)";
+  // (with squeeze-excitation it writes the depthwise output at 32-bit offsets inside an image)
+  if (p.se_channels > 0 && static_cast<long long>(p.out_h()) * p.out_w() * p.expanded > 2147483647LL)
+    return "the fused kernel writes depthwise outputs of fewer than 2^31 elements an image (with squeeze-excitation)";
   return "";
 }
 

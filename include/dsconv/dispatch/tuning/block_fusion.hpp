@@ -29,8 +29,10 @@ namespace tuning {
 // through shared memory, float's 1x1 layers on NVIDIA's tensor cores (the sm_90 table of
 // 2026-11-26 measured revision 1: blocks run unfused until the blocks experiment measures these).
 // 3: the depthwise step in strips (kernels/block/fused_depthwise.hpp), mma.sync's expanded
-// slice at pitch 16 at odd strides.
-inline constexpr int fused_block_revision = 3;
+// slice at pitch 16 at odd strides. 4: step 2 on mma.sync a 16-row tile of all 16 slice
+// channels at a time, the squeeze-excitation blocks' strips storing from one address a strip,
+// bfloat16 rounded by one instruction on sm_80+.
+inline constexpr int fused_block_revision = 4;
 
 // Fused only where it measured at least this much faster: a margin for the noise of one run.
 inline constexpr double fusion_min_speedup = 1.05;

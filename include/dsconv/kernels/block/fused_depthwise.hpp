@@ -32,13 +32,15 @@ struct fused_depthwise_strips {
   static constexpr int rows_unrolled = K;
 #endif
 
-  // put(qy, qx, v, fresh) for every output pixel of the tile, v the slice's depthwise output
-  // there after bias and activation, fresh for one of the calls of each pixel (the others store
-  // the same v again). `weights`: the lane's K * K taps; strips first_strip,
-  // first_strip + strips_apart, ... of the tile's rows * fused_strips_per_row(cols).
-  template <class Put>
+  // put(at, j, v, fresh) for every output pixel of the tile, at = locate(qy, qx0) found once a
+  // strip (its first pixel's place), j the pixel's place in the strip (qy, qx0 + j), v the
+  // slice's depthwise output there after bias and activation, fresh for one of the calls of each
+  // pixel (the others store the same v again). `weights`: the lane's K * K taps; strips
+  // first_strip, first_strip + strips_apart, ... of the tile's rows * fused_strips_per_row(cols).
+  template <class Locate, class Put>
   static DSCONV_DEVICE DSCONV_FORCEINLINE void run(const float* slice, const float* weights, float bias, activation act,
-                                                   const fused_block_tile& t, int first_strip, int strips_apart, Put&& put) {
+                                                   const fused_block_tile& t, int first_strip, int strips_apart,
+                                                   Locate&& locate, Put&& put) {
     namespace pf = platform;
     // (the tile's extents recomputed: what the strips derive from them, a reciprocal for the
     // quotient among it, is not held through the slice loop; on AMD they are vector registers,
@@ -73,8 +75,9 @@ struct fused_depthwise_strips {
       });
       // (the last strip of a row stores again the outputs the one before stored, the same
       // values: tested, each store took a branch)
+      const auto at = locate(qy, qx0);
       DSCONV_UNROLL
-      for (int j = 0; j < S; ++j) put(qy, qx0 + j, sum[j], qx0 + j >= start);
+      for (int j = 0; j < S; ++j) put(at, j, sum[j], qx0 + j >= start);
     }
   }
 };

@@ -459,19 +459,35 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // depthwise weights and project weights are zero.)
     const float* slice = s.has_expand ? x_s + lane : in_s + e0 + (lane < ec ? lane : ec - 1);
     float pool = 0.f;  // (!Project: this thread's pixels' sum of channel e0 + lane)
-    // The slice's depthwise output v (bias and activation applied) at tile pixel (qy, qx);
-    // fresh for one of the calls of each pixel, the one the pool sums. (The image recomputed
-    // at each store: the output addresses' products, hoisted out of the slice loop or shared by
-    // a strip's stores, spilled beside the strips.)
-    const auto put = [&](int qy, int qx, float v, bool fresh) {
-      const int q = qy * t.cols + qx;
+    // Where the slice's depthwise outputs of a strip (or a pixel) from tile pixel (qy, qx) go,
+    // found once for its pixels: with Project the pixel's row of the staged outputs; else its
+    // place in the output, and how many of the strip's pixels lie inside the image (0 for a
+    // row past it, or a lane past the slice's channels). (The image recomputed at each strip:
+    // the output addresses' products, hoisted out of the slice loop, spilled beside the strips;
+    // the offset inside the image is 32-bit: the planner fuses no image of 2^31 elements or more.)
+    struct output_at {
+      T* p;
+      int inside;
+    };
+    const auto locate = [&](int qy, int qx) {
+      if constexpr (Project) {
+        return qy * t.cols + qx;
+      } else {
+        const int oy = oy0 + qy, ox = ox0 + qx, inside = lane < ec && oy < s.out_h ? s.out_w - ox : 0;
+        T* const image = output + static_cast<index_t>(pf::recomputed(b)) * s.out_h * s.out_w * s.expanded;
+        return output_at{image + (inside > 0 ? (oy * s.out_w + ox) * s.expanded + e0 + lane : 0), inside};
+      }
+    };
+    // The slice's depthwise output v (bias and activation applied) at pixel j of `at`; fresh for
+    // one of the calls of each pixel, the one the pool sums.
+    const auto put = [&](const auto& at, int j, float v, bool fresh) {
       if constexpr (mma) {
-        pf::shared_store(lane_at(d_stage, q), from_float<T>(v));
-      } else if (Project) {
-        pf::shared_store(d_s + q * dp + lane, v);
-      } else if (lane < ec && oy0 + qy < s.out_h && ox0 + qx < s.out_w) {
+        pf::shared_store(lane_at(d_stage, at + j), from_float<T>(v));
+      } else if constexpr (Project) {
+        pf::shared_store(d_s + (at + j) * dp + lane, v);
+      } else if (j < pf::recomputed_test(at.inside)) {
         const T z = from_float<T>(v);  // (the pool sums what the project will read)
-        pf::store(output + ((static_cast<index_t>(pf::recomputed(b)) * s.out_h + oy0 + qy) * s.out_w + ox0 + qx) * s.expanded + e0 + lane, z);
+        pf::store(at.p + j * s.expanded, z);
         pool += fresh ? to_float(z) : 0.f;
       }
     };
@@ -491,10 +507,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     constexpr int P1 = detail::fused_expanded_slice_pitch(E, 1), P2 = detail::fused_expanded_slice_pitch(E, 2);
     using detail::fused_depthwise_strips;
     switch (t.strip_pair ? (s.kernel == 5 ? 2 : 0) + (s.stride == 2 ? 1 : 0) : -1) {
-      case 0: fused_depthwise_strips<3, 1, P1>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
-      case 1: fused_depthwise_strips<3, 2, P2>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
-      case 2: fused_depthwise_strips<5, 1, P1>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
-      case 3: fused_depthwise_strips<5, 2, P2>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, put); break;
+      case 0: fused_depthwise_strips<3, 1, P1>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, locate, put); break;
+      case 1: fused_depthwise_strips<3, 2, P2>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, locate, put); break;
+      case 2: fused_depthwise_strips<5, 1, P1>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, locate, put); break;
+      case 3: fused_depthwise_strips<5, 2, P2>::run(slice, lane_taps, bias_d, s.act, t, first_strip, step_groups, locate, put); break;
       default:  // (on the unit's expand, a warp's two groups take outputs q_pair apart: fused_tile.hpp)
         for (detail::index_walk<2> at({t.cols}, unit ? detail::slot_pixel(step_group, t.q_pair) : step_group, step_groups);
              at.index() < Q; at.advance()) {
@@ -503,7 +519,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
           for (int ky = 0; ky < s.kernel; ++ky)
             for (int kx = 0; kx < s.kernel; ++kx)
               v += pf::shared_load(window + (ky * t.in_cols + kx) * sp) * pf::shared_load(lane_taps + ky * s.kernel + kx);
-          put(at.outer(), at[0], detail::activate(v, s.act), true);
+          put(locate(at.outer(), at[0]), 0, detail::activate(v, s.act), true);
         }
     }
     if (!Project) pf::shared_store(d_s + group * EC + lane, pool);
