@@ -270,8 +270,8 @@ TEMPLATE_TEST_CASE("inverted_residual: the fused depthwise step in strips, every
 }
 
 // float blocks whose 1x1 layers may round to TF32: on NVIDIA's tensor cores (the unfused
-// sequence's layers; the fused kernel keeps float on the SIMT cores there), elsewhere exact
-// fp32 as without it; the bound allows the rounding.
+// sequence's layers, and the fused kernel's expand and project steps, its operands rounded as
+// it stages them), elsewhere exact fp32 as without it; the bound allows the rounding.
 TEST_CASE("inverted_residual: float blocks with allow_tf32", "[block][shapes][tf32]") {
   check_odd_shapes<float>(true);
   int i = 0;
@@ -411,6 +411,9 @@ TEST_CASE("inverted_residual: a measurement decides at the nearest batch, for it
   CHECK(fuse_at(8, "sm_none") == -1);
   p.n = 8;
   CHECK(t::measured_fusion<dsconv::half>("sm_test", p, tables, 2).row == nullptr);  // half was not measured
+  p.allow_tf32 = true;  // (float that allows TF32 runs other kernels: its own type, not measured)
+  CHECK(t::measured_fusion<float>("sm_test", p, tables, 2).row == nullptr);
+  p.allow_tf32 = false;
   p.c_out = 32, p.residual = false;
   CHECK(t::measured_fusion<float>("sm_test", p, tables, 2).row == nullptr);  // another block
   CHECK(t::measured_fusion<float>("sm_none", p, tables, 2).reason("sm_none") == "unfused: no fusion measurement on sm_none");
@@ -418,8 +421,8 @@ TEST_CASE("inverted_residual: a measurement decides at the nearest batch, for it
 
 // The fused kernel's expand step (blocks that expand) and project step (blocks without
 // squeeze-excitation) may run on the device's matrix unit exactly where the unit multiplies the
-// type without TF32 (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's in
-// fp32; not on NVIDIA's even with allow_tf32), and do where the unit's tile lets as many
+// type (half on every unit, bfloat16 on sm_80's and AMD's, float on AMD's in fp32 and on
+// sm_80's in TF32 where the caller allows it), and do where the unit's tile lets as many
 // blocks reside as the SIMT cores' (each searched alone) or more, and where as many, moves no
 // more bytes; such a plan's output tiles cover the tile within the unit's limits, and where
 // the block expands its staged input's K stages cover the halo and its regions hold what the
@@ -431,7 +434,7 @@ void check_matrix_unit_plans(const dsconv::platform::device_properties& dev, boo
   const bool multiplies = std::is_same<T, dsconv::half>::value ? dev.matrix != matrix_unit::none
                           : std::is_same<T, dsconv::bfloat16>::value
                               ? dev.matrix == matrix_unit::mma_sync || dev.matrix == matrix_unit::mfma
-                              : dev.matrix == matrix_unit::mfma;
+                              : dev.matrix == matrix_unit::mfma || (dev.matrix == matrix_unit::mma_sync && allow_tf32);
   for (const dsconv_bench::network_block& b : dsconv_bench::all_blocks()) {
     inverted_residual_params p = b.at(8, layout::nhwc);
     p.allow_tf32 = allow_tf32;

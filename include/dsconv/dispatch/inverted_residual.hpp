@@ -238,14 +238,9 @@ status launch_fused_kernel(const inverted_residual_params& p, const fused_block_
   if (plan.tile.q_tiles > 0 || plan.tile.k_stage_rows > 0)
     return with_matrix_unit(dev, [&](auto unit) {
       using Unit = decltype(unit);
-      // (float only on MFMA: its plans have no unit steps on mma.sync, and no such kernel is
-      // built; fused_block_on_matrix_unit)
-      if constexpr (sizeof(T) == 2 || std::is_same<Unit, kernels::mfma_unit>::value)
-        return platform::launch(
-            platform::registered<kernels::inverted_residual_fused_nhwc<T, Project, Unit>, Unit::template needs<T>>(), config,
-            make_shape(p), plan.tile, weights, input, output, pool_partial);
-      else
-        return invalid(status::unsupported_variant, "inverted_residual", "the fused kernel takes float on MFMA only");
+      return platform::launch(
+          platform::registered<kernels::inverted_residual_fused_nhwc<T, Project, Unit>, Unit::template needs<T>>(), config,
+          make_shape(p), plan.tile, weights, input, output, pool_partial);
     });
   return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, Project>>(), config, make_shape(p),
                           plan.tile, weights, input, output, pool_partial);

@@ -362,13 +362,14 @@ inline bool search_fused_block(const block_shape& s, const platform::device_prop
 // where the pointwise GEMM's matrix-unit
 // variants multiply T (mma_usable: the one rule for which unit multiplies which type): 16-bit
 // types on every unit that multiplies them, float on AMD's (fp32 MFMA: fp32 products and sums,
-// as on the SIMT cores). Float stays on NVIDIA's SIMT cores in the fused kernel (its layers
-// take the tensor cores in TF32 parts): the kernel's TF32 form spilled registers on sm_80 and
-// sm_90 (4 and 8 bytes past the 64 its launch bounds leave), and three products would need more.
+// as on the SIMT cores), and float on NVIDIA's where the caller allows TF32 (allow_tf32: its
+// operands rounded to TF32 as they are staged, one product each). Without it float stays on
+// NVIDIA's SIMT cores in the fused kernel: the three products of TF32 parts (its layers' way to
+// float's accuracy on the tensor cores) would need more registers than its 64.
 template <class T>
 bool fused_block_on_matrix_unit(const inverted_residual_params& p, const platform::device_properties& dev) {
   const bool float_on_mma_sync = std::is_same<T, float>::value && dev.matrix == platform::matrix_unit::mma_sync;
-  return (p.has_expand() || p.se_channels == 0) && !float_on_mma_sync && mma_usable<T>(dev);
+  return (p.has_expand() || p.se_channels == 0) && (!float_on_mma_sync || p.allow_tf32) && mma_usable<T>(dev);
 }
 
 // The same, remembered (remembered.hpp: the search takes up to tens of microseconds), keyed by

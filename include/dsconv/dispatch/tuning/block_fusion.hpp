@@ -64,7 +64,8 @@ inline bool same_block(const block_fusion_row& r, const inverted_residual_params
 // The verdict for `p` in element type T on architecture `arch` from `tables` (`count` of them;
 // the generated ones by default): the measurement of the same block and type at the batch nearest
 // p.n (in powers of two; the smaller of two as near), in the table of `arch` measured on the
-// current fused kernel.
+// current fused kernel. Float blocks that allow TF32 are a type of their own, 't' (on NVIDIA
+// both their fused kernel and their layers run other kernels than float's).
 template <class T>
 fusion_verdict measured_fusion(const char* arch, const inverted_residual_params& p,
                                const block_fusion_table* tables = block_fusion_tables,
@@ -72,7 +73,8 @@ fusion_verdict measured_fusion(const char* arch, const inverted_residual_params&
   fusion_verdict v;
   v.table = table_of(arch, fused_block_revision, tables, count);
   if (!v.table) return v;
-  v.row = nearest_batch(*v.table, p.n, [&](const block_fusion_row& r) { return same_block(r, p, type_tag<T>()); });
+  const char type = std::is_same<T, float>::value && p.allow_tf32 ? 't' : type_tag<T>();
+  v.row = nearest_batch(*v.table, p.n, [&](const block_fusion_row& r) { return same_block(r, p, type); });
   if (v.row) {
     v.speedup = v.row->unfused_us / v.row->fused_us;
     v.fuse = v.speedup >= fusion_min_speedup;

@@ -21,7 +21,8 @@
 // half-warps two pixels whose rows fused_tile.hpp's pitches put 16 banks apart (the pixel's
 // input values are one word for a half-warp); in step 4 a warp's lanes take consecutive
 // output channels of a pixel (consecutive weights), each thread at most fused_block_outputs
-// pixels q_step apart. With a matrix Unit (16-bit types; float on AMD's fp32 MFMA), steps 2
+// pixels q_step apart. With a matrix Unit (16-bit types; float on AMD's fp32 MFMA, and on
+// NVIDIA's mma.sync in TF32 where the caller allows it, its operands rounded as staged), steps 2
 // (blocks that expand) and 4 (Project) are the unit's products instead, on the matrix-unit
 // GEMM's operand layout (k_rows): step 2 multiplies the input, staged as T in K stages of 32
 // bytes (16 channels, 8 floats), by the slice's expand weights (fused_mma_expand;
@@ -263,6 +264,10 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // 16-bit types, two for float)
   using operand = detail::fused_operand<T, std::conditional_t<unit, Unit, kernels::mma_sync_unit>>;
   constexpr int KS = operand::row_elements, SS = EC / KS;
+  // An operand of the unit's products as it is staged: float on mma.sync (the caller allowed
+  // TF32) rounded to TF32 there, once, as the 1x1 layers round theirs; other types as they are.
+  constexpr bool tf32 = std::is_same<T, float>::value && std::is_same<Unit, kernels::mma_sync_unit>::value;
+  const auto staged = [](T v) { if constexpr (tf32) return pf::round_to_tf32(v); else return v; };
   static_assert(EC % KS == 0, "the unit's product takes the slice as whole 32-byte K stages");
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
@@ -304,7 +309,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
       const int y = iy0 + r, x = ix0 + col;
       const bool inside = pixel < halo && c < s.c_in && y >= 0 && y < s.h && x >= 0 && x < s.w;
       pf::shared_store(input_stage(at.outer()).at(at[0], at[1]),
-                       inside ? pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c) : from_float<T>(0.f));
+                       inside ? staged(pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c)) : from_float<T>(0.f));
     });
   } else if (t.staging_pair == 2) {
     for (int i = tid; i < slots * s.c_in; i += threads) {
@@ -367,10 +372,12 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // walk's steps are scalar registers held through the slice loop, and this kernel has none
     // to spare on AMD.
     if (unit_expand) {  // ([K stages][slice channel][16] as T; stages by 16 rows of 16)
-      for (int i = tid; i < k_stages * EC * KS; i += threads) {
+      // (the thread recomputed: the loop's address math, hoisted out of the slice loop, spilled
+      // in float's TF32 kernel)
+      for (int i = pf::recomputed(tid); i < k_stages * EC * KS; i += threads) {
         const int k_stage = i / (EC * KS), e = i / KS % EC, c = k_stage * KS + i % KS;
         pf::shared_store(operand{reinterpret_cast<T*>(we_s) + k_stage * EC * KS}.at(e, i % KS),
-                         e < ec && c < s.c_in ? pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c)
+                         e < ec && c < s.c_in ? staged(pf::load(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + c))
                                               : from_float<T>(0.f));
       }
     } else if (!unit && s.has_expand) {
@@ -446,7 +453,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out)
       for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
         const bool inside = lane < ec && oc < s.c_out;
-        pf::shared_store(lane_at(wp_stage, oc), inside ? pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane)
+        pf::shared_store(lane_at(wp_stage, oc), inside ? staged(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane))
                                                      : from_float<T>(0.f));
       }
     } else if (Project) {
@@ -482,7 +489,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // one of the calls of each pixel, the one the pool sums.
     const auto put = [&](const auto& at, int j, float v, bool fresh) {
       if constexpr (mma) {
-        pf::shared_store(lane_at(d_stage, at + j), from_float<T>(v));
+        pf::shared_store(lane_at(d_stage, at + j), staged(from_float<T>(v)));
       } else if constexpr (Project) {
         pf::shared_store(d_s + (at + j) * dp + lane, v);
       } else if (j < pf::recomputed_test(at.inside)) {
@@ -548,7 +555,8 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     pf::sync_threads();  // before the next slice's weights and values replace these
   }
 
-  // The tile's outputs: bias, and the residual (stride 1, c_out == c_in) from the staged input.
+  // The tile's outputs: bias, and the residual (stride 1, c_out == c_in) from the staged input
+  // (the input itself where the staged one is rounded to TF32).
   if constexpr (mma) {
     // (after the last slice's barrier: the regions from the mask on are free, and hold the
     // warps' scratch)
@@ -559,10 +567,11 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
       detail::small_divmod(q, t.cols, qy, qx);
       const int oy = oy0 + qy, ox = ox0 + qx;
       if (oy >= s.out_h || ox >= s.out_w) return;
-      if (s.residual) {
+      if (s.residual) {  // (TF32's staged input is rounded: the residual then from global memory, as it is)
         const int pixel = (qy + s.pad) * t.in_cols + qx + s.pad;
-        v += unit_expand ? to_float(pf::shared_load(input_stage(oc / KS).at(row_pixel(pixel), oc % KS)))
-                         : pf::shared_load(in_s + pixel * ip + oc);
+        v += unit_expand && tf32 ? to_float(pf::load(input + ((static_cast<index_t>(b) * s.h + oy) * s.w + ox) * s.c_in + oc))
+             : unit_expand       ? to_float(pf::shared_load(input_stage(oc / KS).at(row_pixel(pixel), oc % KS)))
+                                 : pf::shared_load(in_s + pixel * ip + oc);
       }
       pf::store(output + ((static_cast<index_t>(b) * s.out_h + oy) * s.out_w + ox) * s.c_out + oc, from_float<T>(v));
     });
