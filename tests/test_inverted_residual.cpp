@@ -507,6 +507,32 @@ TEST_CASE("inverted_residual: the fused kernel expands and projects on the matri
   }
 }
 
+// The fused kernel on a matrix unit stages its input and 1x1 weights in 16-byte runs exactly
+// where c_in and expanded are whole runs of T and those tensors are 16-byte aligned (the odd
+// shapes above run the element-by-element staging, the networks' blocks the runs).
+TEST_CASE("inverted_residual: the fused kernel stages 16-byte runs only where they are whole and aligned", "[block]") {
+  namespace d = dsconv::detail;
+  alignas(16) static float buffer[64];
+  const auto halves = reinterpret_cast<const dsconv::half*>(buffer);
+  inverted_residual_params p = block(1, 16, 8, 8, 64, 3, 1, 0, 16, activation::relu6, true, layout::nhwc);
+  const d::block_weight_ptrs<dsconv::half> w{halves, nullptr, halves, nullptr, halves, nullptr};
+  CHECK(d::fused_vector_staging(p, w, halves));
+  CHECK_FALSE(d::fused_vector_staging(p, w, halves + 1));
+  d::block_weight_ptrs<dsconv::half> moved = w;
+  moved.expand_weight = halves + 4;
+  CHECK_FALSE(d::fused_vector_staging(p, moved, halves));
+  moved = w, moved.project_weight = halves + 8;  // (16 bytes further: aligned)
+  CHECK(d::fused_vector_staging(p, moved, halves));
+  moved.project_weight = halves + 2;
+  CHECK_FALSE(d::fused_vector_staging(p, moved, halves));
+  p.c_in = 12;  // (not a whole run of 8 halves; of 4 floats it is)
+  CHECK_FALSE(d::fused_vector_staging(p, w, halves));
+  const d::block_weight_ptrs<float> f{buffer, nullptr, buffer, nullptr, buffer, nullptr};
+  CHECK(d::fused_vector_staging(p, f, buffer));
+  p.expanded = 66;
+  CHECK_FALSE(d::fused_vector_staging(p, f, buffer));
+}
+
 TEST_CASE("inverted_residual: bad input returns its own status, launches nothing and writes nothing", "[block][validation]") {
   const inverted_residual_params good = block(1, 8, 6, 6, 16, 3, 1, 4, 8, activation::relu6, true, layout::nhwc);
   const block_tensors<float> t = random_block<float>(good);

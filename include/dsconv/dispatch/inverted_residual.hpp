@@ -228,6 +228,16 @@ status run_unfused_block(const inverted_residual_params& p, const inverted_resid
   return squeeze_excite_and_project(p, w, input, z, at, ws, output, dev, stream);
 }
 
+// Whether the fused kernel on a matrix unit may stage its operands in 16-byte runs
+// (fused_block_tile::vector_staging): c_in and expanded whole runs of T, and the input and the
+// 1x1 weights 16-byte aligned.
+template <class T>
+bool fused_vector_staging(const inverted_residual_params& p, const block_weight_ptrs<T>& weights, const T* input) {
+  constexpr int run = 16 / static_cast<int>(sizeof(T));
+  return p.c_in % run == 0 && p.expanded % run == 0 && aligned_16(input) &&
+         (!p.has_expand() || aligned_16(weights.expand_weight)) && aligned_16(weights.project_weight);
+}
+
 // The fused kernel (Project: blocks without squeeze-excitation) as `plan` tiles it, on the
 // device's matrix unit where the plan has that kernel's steps on it (fused_block_on_matrix_unit).
 template <bool Project, class T>
@@ -235,13 +245,16 @@ status launch_fused_kernel(const inverted_residual_params& p, const fused_block_
                            const block_weight_ptrs<T>& weights, const T* input, T* output, float* pool_partial,
                            const platform::device_properties& dev, stream_t stream) {
   const platform::launch_config config = plan.launch("inverted_residual_fused_nhwc", stream);
-  if (plan.tile.q_tiles > 0 || plan.tile.k_stage_rows > 0)
+  if (plan.tile.q_tiles > 0 || plan.tile.k_stage_rows > 0) {
+    fused_block_tile tile = plan.tile;
+    tile.vector_staging = fused_vector_staging(p, weights, input) ? 1 : 0;
     return with_matrix_unit(dev, [&](auto unit) {
       using Unit = decltype(unit);
       return platform::launch(
           platform::registered<kernels::inverted_residual_fused_nhwc<T, Project, Unit>, Unit::template needs<T>>(), config,
-          make_shape(p), plan.tile, weights, input, output, pool_partial);
+          make_shape(p), tile, weights, input, output, pool_partial);
     });
+  }
   return platform::launch(platform::registered<kernels::inverted_residual_fused_nhwc<T, Project>>(), config, make_shape(p),
                           plan.tile, weights, input, output, pool_partial);
 }

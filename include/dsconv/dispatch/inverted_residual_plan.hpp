@@ -181,7 +181,7 @@ inline bool fused_tile_of(const block_shape& s, int rows, int cols, long long fl
   const bool stride_2_mod_4 = s.stride % 4 == 2, odd_stride = s.stride % 2 == 1;
   t.out_pitch = s.c_out + (6 - s.c_out % 4) % 4;
   t.staging_pair = 1;  // (plan_fused_block chooses the order for the tile it picks; strip_pair too)
-  t.strip_pair = 0;
+  t.strip_pair = 0, t.vector_staging = 0;  // (vector_staging: set per call, launch_fused_kernel)
   const int half = shared_banks / 2;
   const bool unit_expand = unit && s.has_expand;
   // The unit's K stages: 32 bytes (8 floats) a row, of `ks` channels; the slice is `ss` of them.

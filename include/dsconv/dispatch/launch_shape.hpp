@@ -17,6 +17,9 @@ const T* least_aligned(const T* a, const void* b) {
   return b && (bits(a) == 0 || (bits(b) & (~bits(b) + 1)) < (bits(a) & (~bits(a) + 1))) ? static_cast<const T*>(b) : a;
 }
 
+// Whether p may be read or written by 16-byte vector accesses.
+inline bool aligned_16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
 // The launch of a planned kernel: blocks of `threads`, the plan's grid and dynamic shared memory.
 inline platform::launch_config planned_launch(unsigned threads, platform::dims grid, std::size_t shared_bytes,
                                               const char* name, platform::stream_t stream) {

@@ -63,8 +63,6 @@ inline double stream_instructions_per_byte(const pointwise_params& p) {
 // full bandwidth, with room to spare.
 inline constexpr double stream_instruction_limit = 6.0;
 
-inline bool stream_aligned(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // The plan for `p` (which stream_limits accepts) and the call's tensors (null: a plan for
 // feasibility only); false where the weights of one n tile exceed shared memory or the grid the
 // device's limits.
@@ -91,9 +89,9 @@ inline bool plan_stream(const pointwise_params& p, const platform::device_proper
   if (gx < 1) gx = 1;
   if (gx > dev.max_grid_x || slices > dev.max_grid_y) return false;
   t.warps = static_cast<int>(gx * warps_per_block);
-  t.aligned = (!input || stream_aligned(input)) && (!weight || stream_aligned(weight)) &&
-              (!residual || stream_aligned(residual)) && (!output || stream_aligned(output)) &&
-              (!pre || stream_aligned(pre));
+  t.aligned = (!input || aligned_16(input)) && (!weight || aligned_16(weight)) &&
+              (!residual || aligned_16(residual)) && (!output || aligned_16(output)) &&
+              (!pre || aligned_16(pre));
   plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(slices), 1};
   plan.shared_bytes = static_cast<std::size_t>(t.slice_tiles) * t.chunks * 32 * 16;
   return true;

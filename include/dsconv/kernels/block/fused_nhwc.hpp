@@ -82,6 +82,7 @@ struct fused_mma_expand {
                                                    activation act, int tid, Store&& store) {
     DSCONV_NO_UNROLL
     for (int m = tid / Unit::lanes * MT; m < rows; m += warps * MT) {
+      // (the lane recomputed in each tile: held through the slice loop, it spilled on sm_90)
       const int lane = platform::recomputed(tid % Unit::lanes);
       float acc[NI][Unit::accumulators];
       DSCONV_UNROLL
@@ -268,6 +269,28 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
   // TF32) rounded to TF32 there, once, as the 1x1 layers round theirs; other types as they are.
   constexpr bool tf32 = std::is_same<T, float>::value && std::is_same<Unit, kernels::mma_sync_unit>::value;
   const auto staged = [](T v) { if constexpr (tf32) return pf::round_to_tf32(v); else return v; };
+  // The unit's operands in 16-byte runs of V elements where the call allows it
+  // (t.vector_staging: fused_vector_staging), RK of them a K-stage row: one global load and one
+  // shared store a run, where element by element each element took its own, with its index math.
+  constexpr int V = 16 / static_cast<int>(sizeof(T)), RK = KS / V;
+  // (the slice's weights so on NVIDIA only: on AMD their runs' uniform addresses held more
+  // scalar registers than the slice loop leaves, and 1 to 8 spilled on gfx90a)
+#if defined(DSCONV_PLATFORM_HIP)
+  constexpr bool weight_runs = false;
+#else
+  constexpr bool weight_runs = true;
+#endif
+  const auto staged_run = [&](const T* from, bool inside) {
+    pf::vec<T, V> v;
+    if (inside) {
+      v = pf::load_vec<V>(from);
+      DSCONV_UNROLL
+      for (int e = 0; e < V; ++e) v[e] = staged(v[e]);
+    } else {
+      __builtin_memset(&v, 0, sizeof v);  // (zero words: element by element, nvcc shuffled 16-bit halves)
+    }
+    return v;
+  };
   static_assert(EC % KS == 0, "the unit's product takes the slice as whole 32-byte K stages");
   const int tid = static_cast<int>(pf::thread_idx().x);
   float* sh = pf::dynamic_shared<float>();
@@ -301,15 +324,27 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     const float v = inside ? to_float(pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c)) : 0.f;
     pf::shared_store(in_s + (r * t.in_cols + col) * ip + c, v);
   };
-  if (unit_expand) {
+  // (a K stage's row `row` from channel c = k_stage * KS + k: where the input holds it, and
+  // whether it does)
+  auto input_run = [&](int row, int c, bool& inside) {
+    const int pixel = row_pixel(row);
+    int r, col;
+    detail::small_divmod(pixel, t.in_cols, r, col);
+    const int y = iy0 + r, x = ix0 + col;
+    inside = pixel < halo && c < s.c_in && y >= 0 && y < s.h && x >= 0 && x < s.w;
+    return input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c;
+  };
+  if (unit_expand && t.vector_staging) {  // (runs of V channels)
+    detail::for_each_strided<3>(k_stages * t.k_stage_rows * RK, {t.k_stage_rows, RK}, tid, threads, [&](const auto& at) {
+      bool inside;
+      const T* const from = input_run(at[0], at.outer() * KS + at[1] * V, inside);
+      input_stage(at.outer()).store_run(at[0], at[1] * V, staged_run(from, inside));
+    });
+  } else if (unit_expand) {
     detail::for_each_strided<3>(k_stages * t.k_stage_rows * KS, {t.k_stage_rows, KS}, tid, threads, [&](const auto& at) {
-      const int pixel = row_pixel(at[0]), c = at.outer() * KS + at[1];
-      int r, col;
-      detail::small_divmod(pixel, t.in_cols, r, col);
-      const int y = iy0 + r, x = ix0 + col;
-      const bool inside = pixel < halo && c < s.c_in && y >= 0 && y < s.h && x >= 0 && x < s.w;
-      pf::shared_store(input_stage(at.outer()).at(at[0], at[1]),
-                       inside ? staged(pf::load(input + ((static_cast<index_t>(b) * s.h + y) * s.w + x) * s.c_in + c)) : from_float<T>(0.f));
+      bool inside;
+      const T* const from = input_run(at[0], at.outer() * KS + at[1], inside);
+      pf::shared_store(input_stage(at.outer()).at(at[0], at[1]), inside ? staged(pf::load(from)) : from_float<T>(0.f));
     });
   } else if (t.staging_pair == 2) {
     for (int i = tid; i < slots * s.c_in; i += threads) {
@@ -371,9 +406,16 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
     // odd kernel, step 3's lanes read rows in distinct banks). Plain loops, not index walks: a
     // walk's steps are scalar registers held through the slice loop, and this kernel has none
     // to spare on AMD.
-    if (unit_expand) {  // ([K stages][slice channel][16] as T; stages by 16 rows of 16)
-      // (the thread recomputed: the loop's address math, hoisted out of the slice loop, spilled
-      // in float's TF32 kernel)
+    // (the thread recomputed in these loops: their address math, hoisted out of the slice loop,
+    // spilled in float's TF32 kernel)
+    if (unit_expand && weight_runs && pf::recomputed_test(t.vector_staging)) {  // ([K stages][slice channel][16] as T, in runs)
+      for (int i = pf::recomputed(tid); i < k_stages * EC * RK; i += threads) {
+        const int k_stage = i / (EC * RK), e = i / RK % EC, k = i % RK * V;
+        operand{reinterpret_cast<T*>(we_s) + k_stage * EC * KS}.store_run(
+            e, k, staged_run(wts.expand_weight + static_cast<index_t>(e0 + e) * s.c_in + k_stage * KS + k,
+                             e < ec && k_stage * KS + k < s.c_in));
+      }
+    } else if (unit_expand) {  // (element by element)
       for (int i = pf::recomputed(tid); i < k_stages * EC * KS; i += threads) {
         const int k_stage = i / (EC * KS), e = i / KS % EC, c = k_stage * KS + i % KS;
         pf::shared_store(operand{reinterpret_cast<T*>(we_s) + k_stage * EC * KS}.at(e, i % KS),
@@ -450,11 +492,20 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
 
     // 3. The slice's project weights (where the expand weights were: step 2 is done with them),
     // and the depthwise filter over the slice at the tile's pixels.
-    if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out)
-      for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
-        const bool inside = lane < ec && oc < s.c_out;
-        pf::shared_store(lane_at(wp_stage, oc), inside ? staged(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane))
-                                                     : from_float<T>(0.f));
+    if constexpr (mma) {  // (as T, rows up to whole tiles, zero past c_out; runs of V, or a lane's channel)
+      if (weight_runs && pf::recomputed_test(t.vector_staging)) {
+        constexpr int RS = EC / V;  // (runs a row of the slice)
+        for (int i = pf::recomputed(tid); i < t.o_tiles * detail::fused_mma_tile * RS; i += threads) {
+          const int oc = i / RS, c = i % RS * V;
+          wp_stage(c / KS).store_run(oc, c % KS, staged_run(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + c,
+                                                          c < ec && oc < s.c_out));
+        }
+      } else {
+        for (int oc = group; oc < t.o_tiles * detail::fused_mma_tile; oc += groups) {
+          const bool inside = lane < ec && oc < s.c_out;
+          pf::shared_store(lane_at(wp_stage, oc), inside ? staged(pf::load(wts.project_weight + static_cast<index_t>(oc) * s.expanded + e0 + lane))
+                                                       : from_float<T>(0.f));
+        }
       }
     } else if (Project) {
       for (int oc = group; oc < s.c_out; oc += groups) {

@@ -196,6 +196,9 @@ struct fused_block_tile {
                          // is 8 mod 16, on the unit's expand)
   int strip_pair;        // step 3's strips (fused_strip_outputs): a warp's two groups take strips
                          // strip_pair apart (slot_pixel's order), 0 where the tile takes no strips
+  int vector_staging;    // the unit's operands (input, expand and project weights) staged in 16-byte
+                         // runs: set per call where c_in and expanded are whole runs and the
+                         // tensors 16-byte aligned (fused_vector_staging), else element by element
   int mask, x, wd, d, we, wp, floats;  // region offsets, and the total
 };
 
