@@ -27,9 +27,10 @@ namespace tuning {
 // tables measured on the old kernels stop deciding. 2: nchw_register. 3: nhwc_register's channel
 // groups along grid.x, the SIMT GEMM's row runs and 16-step small tile. 4: the GEMMs' epilogue
 // through shared memory, float on NVIDIA's tensor cores (mma_large, mma_small, split_k) in two
-// TF32 parts. (The sm_90 table of 2026-11-27 measured revision 2: the rules decide until a sweep
-// measures these.)
-inline constexpr int variant_kernels_revision = 4;
+// TF32 parts. 5: float's relu and relu6 by NaN-keeping minimum and maximum on sm_80+, bfloat16's
+// rounding in one instruction there. (The sm_90 table of 2026-11-27 measured revision 2: the
+// rules decide until a sweep measures these.)
+inline constexpr int variant_kernels_revision = 5;
 
 inline constexpr std::size_t variant_table_count = sizeof variant_tables / sizeof variant_tables[0];
 
