@@ -66,7 +66,8 @@
 #   experiments  the open issues' prepared GPU questions, the second command of a lease, within
 #             --budget (default 540 s), into OUT/<the lease's run>/experiments/ (the latest run
 #             folder with a forward/bench.csv, or --run-dir): ncu.csv, Nsight Compute
-#             (--clock-control none) on the forward cases at batch 128 furthest behind their
+#             (--clock-control none) on the fused block kernel of two blocks at batch 32 (half
+#             and float), then on the forward cases at batch 128 furthest behind their
 #             best baseline in that run (five of each op) (DRAM throughput, issue-slot use, achieved occupancy,
 #             the warps' stall reasons), a kernel launch each; then sweep/, every depthwise and
 #             1x1 variant forced on every forward case at batch 8 and 128, float and half, both
@@ -1138,6 +1139,15 @@ for op in sorted({r["op"] for r in rows}):
 EOF
 }
 
+# The fused block cases that the experiments' Nsight Compute step measures (dsconv_bench's names).
+fused_block_cases() {
+  local type
+  for type in half float; do
+    echo "block/mobilenet_v2_224_3:ir_c24_x144_k3_s1_co24_h56/b32/$type/nhwc/dsconv_fused/manual_time"
+    echo "block/efficientnet_b0_224_5:ir_c40_x240_k5_s1_co40_h28_se10/b32/$type/nhwc/dsconv_fused/manual_time"
+  done
+}
+
 # The metrics Nsight Compute takes of each case: time, DRAM throughput, issue-slot use, achieved
 # occupancy, the warps' stall reasons per issue, and the warp instructions executed and DRAM
 # bytes moved (32 x the one over the other: the thread-instructions per DRAM byte that
@@ -1176,8 +1186,12 @@ step_experiments() {
   dir=$run_dir/experiments
   mkdir -p "$dir"
   say "experiments of run $(basename "$run_dir") into $dir"
-  # 1. Nsight Compute on the worst forward cases at batch 128 (five of each op): one launch of dsconv's kernel
-  # each, its fourth (after the agreement check's and the calibration's).
+  # 1. Nsight Compute on the fused block kernel of two blocks at batch 32 in half and float
+  # (MobileNetV2's c24 x144 3x3, which projects; EfficientNet-B0's c40 x240 5x5 with
+  # squeeze-excitation: whether that kernel is bound by instruction issue, sm__inst_issued, or
+  # waits at its barriers, which its SASS counts cannot tell), then on the worst forward cases at
+  # batch 128 (five of each op). One launch of dsconv's kernel each, its fourth (after the
+  # agreement check's and the calibration's).
   if ncu=$(find_tool ncu) && [ -s "$run_dir/forward/bench.csv" ]; then
     csv=$dir/ncu.csv
     : > "$csv"
@@ -1185,14 +1199,18 @@ step_experiments() {
       [ -n "$case" ] || continue
       left=$((deadline - $(now)))
       [ "$left" -gt $((budget * 2 / 3)) ] || { say "ncu: stopped for the budget (a third of it) after $n cases"; break; }
+      case $case in
+        block/*) kernels='inverted_residual_fused' ;;
+        *) kernels='(depthwise|pointwise|inverted_residual)' ;;
+      esac
       filter="^$(printf '%s' "$case" | sed 's/[][().*+?{}|^$\\]/\\&/g')\$"
       timeout -k 5 60 "$ncu" --clock-control none --csv --target-processes all \
-        --kernel-name regex:'(depthwise|pointwise|inverted_residual)' --launch-skip 3 --launch-count 1 \
+        --kernel-name regex:"$kernels" --launch-skip 3 --launch-count 1 \
         --metrics "$ncu_metrics" "$build/bench/dsconv_bench" "--benchmark_filter=$filter" \
         --benchmark_min_time=0.001 --benchmark_repetitions=1 2> /dev/null |
         sed -n '/^"ID"/,$p' | sed "s|^|\"$case\",|" >> "$csv" || true
       n=$((n + 1))
-    done < <(worst_cases "$run_dir/forward/bench.csv")
+    done < <(fused_block_cases; worst_cases "$run_dir/forward/bench.csv")
     say "ncu: $n cases into $csv"
   else
     say "ncu or the run's forward/bench.csv not found: no Nsight Compute"
