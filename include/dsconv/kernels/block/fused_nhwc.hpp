@@ -543,7 +543,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
         pf::shared_store(lane_at(d_stage, at + j), staged(from_float<T>(v)));
       } else if constexpr (Project) {
         pf::shared_store(d_s + (at + j) * dp + lane, v);
-      } else if (j < pf::recomputed_test(at.inside)) {
+      } else if (j < pf::recomputed_test(at.inside)) {  // (recomputed on AMD: gfx906 spilled the strip's 7 tests)
         const T z = from_float<T>(v);  // (the pool sums what the project will read)
         pf::store(at.p + j * s.expanded, z);
         pool += fresh ? to_float(z) : 0.f;
