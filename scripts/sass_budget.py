@@ -347,7 +347,8 @@ def fused_strip_models(t, project):
 def fused_expand_model(t):
     """inverted_residual_fused_nhwc's step 2 on mma.sync (fused_nhwc.hpp: fused_mma_expand): one
     16-row tile of the expanded slice (its 16 channels: two 8-column products) with one K stage of
-    the input (16 channels; each more adds the K loop's instructions), its sums stored with the
+    the input (16 channels of a 16-bit type, 8 floats in TF32; each more adds the K loop's
+    instructions), its sums stored with the
     mask and relu6 as four 8-byte stores, a lane's 8 values. Its bytes: those of the unfused
     sequence for the tile's 8 values a lane, the expanded tensor written and read again."""
     size = 2 if t in ("half", "bfloat16") else 4

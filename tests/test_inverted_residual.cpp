@@ -508,8 +508,9 @@ TEST_CASE("inverted_residual: the fused kernel expands and projects on the matri
 }
 
 // The fused kernel on a matrix unit stages its input and 1x1 weights in 16-byte runs exactly
-// where c_in and expanded are whole runs of T and those tensors are 16-byte aligned (the odd
-// shapes above run the element-by-element staging, the networks' blocks the runs).
+// where the rows of those it stages (c_in, expanded) are whole runs of T and those tensors are
+// 16-byte aligned (the odd shapes above run the element-by-element staging, the networks'
+// blocks the runs).
 TEST_CASE("inverted_residual: the fused kernel stages 16-byte runs only where they are whole and aligned", "[block]") {
   namespace d = dsconv::detail;
   alignas(16) static float buffer[64];
@@ -531,6 +532,14 @@ TEST_CASE("inverted_residual: the fused kernel stages 16-byte runs only where th
   CHECK(d::fused_vector_staging(p, f, buffer));
   p.expanded = 66;
   CHECK_FALSE(d::fused_vector_staging(p, f, buffer));
+  // (only what the kernel stages counts: with squeeze-excitation no project weights, without
+  // an expand layer no input or expand weights)
+  p.se_channels = 4;
+  CHECK(d::fused_vector_staging(p, f, buffer));
+  p.se_channels = 0, p.expanded = 64, p.c_in = 64;
+  CHECK(d::fused_vector_staging(p, f, buffer + 1));
+  p.c_in = 16;
+  CHECK_FALSE(d::fused_vector_staging(p, f, buffer + 1));
 }
 
 TEST_CASE("inverted_residual: bad input returns its own status, launches nothing and writes nothing", "[block][validation]") {

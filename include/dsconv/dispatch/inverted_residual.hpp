@@ -229,13 +229,15 @@ status run_unfused_block(const inverted_residual_params& p, const inverted_resid
 }
 
 // Whether the fused kernel on a matrix unit may stage its operands in 16-byte runs
-// (fused_block_tile::vector_staging): c_in and expanded whole runs of T, and the input and the
-// 1x1 weights 16-byte aligned.
+// (fused_block_tile::vector_staging): of the operands it stages on the unit, rows that are whole
+// runs of T and tensors 16-byte aligned. It stages the input and the expand weights (rows of
+// c_in) where the block expands, the project weights (rows of expanded) where it projects.
 template <class T>
 bool fused_vector_staging(const inverted_residual_params& p, const block_weight_ptrs<T>& weights, const T* input) {
   constexpr int run = 16 / static_cast<int>(sizeof(T));
-  return p.c_in % run == 0 && p.expanded % run == 0 && aligned_16(input) &&
-         (!p.has_expand() || aligned_16(weights.expand_weight)) && aligned_16(weights.project_weight);
+  const bool expand = !p.has_expand() || (p.c_in % run == 0 && aligned_16(input) && aligned_16(weights.expand_weight));
+  const bool project = p.se_channels > 0 || (p.expanded % run == 0 && aligned_16(weights.project_weight));
+  return expand && project;
 }
 
 // The fused kernel (Project: blocks without squeeze-excitation) as `plan` tiles it, on the

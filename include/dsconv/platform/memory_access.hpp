@@ -59,21 +59,6 @@ template <>
 struct machine_vector<8> {
   using type = uint2;
 };
-
-// v stored at p as one machine vector (global or shared memory alike); false where it is of no
-// machine vector's size, for the caller to store it as itself.
-template <int N, class T>
-DSCONV_DEVICE DSCONV_FORCEINLINE bool stored_as_words(T* p, const vec<T, N>& v) {
-  using words = typename machine_vector<sizeof(vec<T, N>)>::type;
-  if constexpr (std::is_void<words>::value) {
-    return false;
-  } else {
-    words w;
-    __builtin_memcpy(&w, &v, sizeof w);
-    *reinterpret_cast<words*>(p) = w;
-    return true;
-  }
-}
 }  // namespace gpu_detail
 #endif
 
@@ -96,7 +81,13 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE vec<T, N> load_vec(const T* p) {
 template <int N, class T>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
 #if defined(DSCONV_DEVICE_PASS)
-  if (gpu_detail::stored_as_words(p, v)) return;
+  using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
+  if constexpr (!std::is_void<words>::value) {
+    words w;
+    __builtin_memcpy(&w, &v, sizeof w);
+    *reinterpret_cast<words*>(p) = w;
+    return;
+  }
 #endif
   store(reinterpret_cast<vec<T, N>*>(p), v);
 }
@@ -126,16 +117,6 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store(T* p, const T& v DSCONV_
   if (host_detail::traffic_enabled()) host_detail::record_shared(p, sizeof(T), true, site_file, site_line);
 #endif
   *p = v;
-}
-
-// A vector of N elements to shared memory at p (aligned to its size), as one store on a GPU:
-// stored as itself, nvcc split the fused block's vec<float, 2> into two 4-byte stores.
-template <int N, class T>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void shared_store_vec(T* p, const vec<T, N>& v DSCONV_CALL_SITE) {
-#if defined(DSCONV_DEVICE_PASS)
-  if (gpu_detail::stored_as_words(p, v)) return;
-#endif
-  shared_store(reinterpret_cast<vec<T, N>*>(p), v DSCONV_CALL_SITE_ARGS);
 }
 
 // sizeof(U) bytes at p (aligned to them) as one U: e.g. two 16-bit elements as one 32-bit

@@ -458,7 +458,7 @@ void inverted_residual_fused_nhwc(detail::block_shape s, detail::fused_block_til
                                                  for (int j = 0; j < runs; ++j) {
                                                    DSCONV_UNROLL
                                                    for (int e = 0; e < n; ++e) v[j][e] *= m;
-                                                   pf::shared_store_vec(x_s + pixel * sp + col + j * Unit::tile_n, v[j]);
+                                                   pf::shared_store(reinterpret_cast<pf::vec<float, n>*>(x_s + pixel * sp + col + j * Unit::tile_n), v[j]);
                                                  }
                                                });
     } else if (!unit && s.has_expand) {

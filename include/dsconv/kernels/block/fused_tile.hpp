@@ -29,10 +29,10 @@ inline constexpr int fused_expand_pixels = 4;   // expanded values per thread an
 // (whatever the next regions hold) into outputs it never stores.
 inline constexpr int fused_block_output_group = 4;
 // The project step on a matrix unit (fused_nhwc.hpp with a Unit; 16-bit types, and float on
-// AMD's fp32 MFMA or, allowed TF32, NVIDIA's mma.sync): the tile's outputs as fused_mma_tile x fused_mma_tile tiles (pixels x
-// output channels), warp w taking
-// tiles w, w + warps, ...: as many outputs a thread as fused_block_outputs, so at most
-// fused_mma_block_tiles a block and fused_mma_warp_tiles(lanes) a warp (2 of 32 lanes, 4 of 64).
+// AMD's fp32 MFMA or, allowed TF32, NVIDIA's mma.sync): the tile's outputs as fused_mma_tile x
+// fused_mma_tile tiles (pixels x output channels), warp w taking tiles w, w + warps, ...: as
+// many outputs a thread as fused_block_outputs, so at most fused_mma_block_tiles a block and
+// fused_mma_warp_tiles(lanes) a warp (2 of 32 lanes, 4 of 64).
 // The depthwise outputs and the project weights are staged as T, one K stage of the unit (the
 // slice's 16 channels of 16-bit types, 32 bytes) a row: [q_tiles * 16][16] and
 // [o_tiles * 16][16], in the matrix-unit GEMM's k_rows layout (pointwise/mma_shared_tiles.hpp;
@@ -66,8 +66,8 @@ DSCONV_HOST_DEVICE constexpr int fused_mma_warp_tiles(int lanes) {
 // conflict. The stores then meet 2-way conflicts (rows g and g + 2 in the same banks), but step
 // 2 stores each value once where step 3 reads it about four times.
 inline constexpr int fused_unit_slice_pitch = 24;
-// Float on a matrix unit (AMD's fp32 MFMA, mma.sync's TF32) takes a 32-byte K stage of 8 channels, so the
-// slice is two of them: the input and the expand weights are K stages as for 16-bit types,
+// Float on a matrix unit (AMD's fp32 MFMA, mma.sync's TF32) takes a 32-byte K stage of 8
+// channels, so the slice is two of them: the input and the expand weights are K stages as for 16-bit types,
 // and the depthwise outputs ([q_rows][8] twice) and the project weights ([o_tiles * 16][8]
 // twice) keep the slice's two K stages one after the other, `fused_stage_gap` rows apart: in
 // step 3 the 16 lanes of a group store a row of both stages (8 banks each), and a half-wave's
