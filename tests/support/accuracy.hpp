@@ -38,9 +38,10 @@ constexpr double rounding_floor() {
 }
 inline constexpr double tf32_unit_roundoff = 0x1p-11;
 // float on NVIDIA's tensor cores in two TF32 parts and three products (matrix_units.hpp): each
-// product within about 3 * 2^-22 of itself (each part rounded to within 2^-22 of its operand,
-// and the small x small term, below 2^-22, left out), as if each operand were rounded to 2^-21.
-inline constexpr double split_tf32_unit_roundoff = 0x1p-21;
+// operand within 2^-21 of itself as the parts sum (big rounded, small cut to tf32) and the
+// small x small term, below 2^-22 of the product, left out: each product within 5 * 2^-22 of
+// itself, as if each operand were rounded to 1.25 * 2^-21.
+inline constexpr double split_tf32_unit_roundoff = 0x1.4p-21;
 // The operand rounding of float products on the matrix unit `unit`: on NVIDIA's tensor cores
 // TF32 where the caller allows it, else the two parts'; fp32 on AMD's (0).
 inline double float_matrix_operand_unit(dsconv::platform::matrix_unit unit, bool allow_tf32) {

@@ -158,12 +158,12 @@ struct mma_sync_unit {
     }
     // acc[i][j] += A_i B_j for the warp's tiles, as loaded. 16-bit types: one product each.
     // float: with single_tf32 (the caller's allow_tf32) each operand rounded to tf32 (10
-    // mantissa bits), one product; else each split into two tf32 parts, x = big + small (big =
-    // tf32(x), small = tf32(x - big): 22 of float's 24 bits, the rest below 2^-22 of x), and
-    // three products, small x big, big x small, big x big (small x small, below 2^-22 of the
-    // product, left out): about float's accuracy on the tensor cores, at three times their
-    // work (NVIDIA's "3xTF32"), which the SIMT cores' fp32 multiply-adds do not match on the
-    // wider 1x1 layers.
+    // mantissa bits), one product; else each split into two tf32 parts, x = big + small (big
+    // rounded to tf32, small = x - big cut to tf32: 21 of float's 24 bits, the rest below
+    // 2^-21 of x), and three products, small x big, big x small, big x big (small x small,
+    // below 2^-22 of the product, left out): about float's accuracy on the tensor cores, at
+    // three times their work (NVIDIA's "3xTF32"), which the SIMT cores' fp32 multiply-adds do
+    // not match on the wider 1x1 layers.
     template <int MI, int NI>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void products(float (&acc)[MI][NI][accumulators], unsigned (&a)[MI][a_regs],
                                                           unsigned (&b)[NI][b_regs], bool single_tf32) {
@@ -175,27 +175,40 @@ struct mma_sync_unit {
           detail_units::each_product<op>(acc, a_small, b);
           detail_units::each_product<op>(acc, a, b_small);
         } else {
-          split<MI, a_regs>(a, nullptr);
-          split<NI, b_regs>(b, nullptr);
+          round(a);
+          round(b);
         }
       }
       detail_units::each_product<op>(acc, a, b);
     }
 
    private:
-    // x -> big (in place), and small into `small` where it is given. The low 13 bits of each
-    // part are cleared: the instruction reads only tf32's bits, and small = x - big must be
-    // exact.
+    // x rounded to tf32 in place (to nearest, ties away; NaN and infinity kept). The low 13
+    // bits are cleared, which the instruction would ignore.
     template <int N, int R>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE void split(unsigned (&x)[N][R], unsigned (*small)[R]) {
-      const auto tf32 = [](float v) { return detail::float_bits(platform::round_to_tf32(v)) & 0xffffe000u; };
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void round(unsigned (&x)[N][R]) {
+      DSCONV_UNROLL
+      for (int i = 0; i < N; ++i)
+        DSCONV_UNROLL
+        for (int r = 0; r < R; ++r)
+          x[i][r] = detail::float_bits(platform::round_to_tf32(detail::bits_float(x[i][r]))) & 0xffffe000u;
+    }
+    // x -> big (in place) and small, two instructions each (sm_90 had taken eight a register,
+    // rounding both parts with tests for infinity and NaN): big = x rounded to nearest tf32
+    // by adding half its last place to the bits and clearing the 13 below it, so that
+    // small = x - big is exact, at most half that place; small cut to tf32 by clearing its 13
+    // low bits, within 2^-10 of itself, 2^-21 of x. A NaN or infinite x makes small NaN (x -
+    // big), so the products carry NaN wherever big does not (a NaN whose payload the add
+    // carries out of).
+    template <int N, int R>
+    static DSCONV_DEVICE DSCONV_FORCEINLINE void split(unsigned (&x)[N][R], unsigned (&small)[N][R]) {
       DSCONV_UNROLL
       for (int i = 0; i < N; ++i)
         DSCONV_UNROLL
         for (int r = 0; r < R; ++r) {
-          const float v = detail::bits_float(x[i][r]);
-          x[i][r] = tf32(v);
-          if (small) small[i][r] = tf32(v - detail::bits_float(x[i][r]));
+          const unsigned big = (x[i][r] + 0x1000u) & 0xffffe000u;
+          small[i][r] = detail::float_bits(detail::bits_float(x[i][r]) - detail::bits_float(big)) & 0xffffe000u;
+          x[i][r] = big;
         }
     }
   };
