@@ -842,11 +842,11 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
 
 # The variants dsconv_bench --variant takes (dsconv::to_string of each), as kind:variant, in the
 # order the sweep runs them: the open questions first, so that a budget that runs out leaves the
-# variants measured before (the 1x1 tensor-core and SIMT GEMMs, float's included; the register
-# depthwise kernels), the ones that lost every measured case last.
+# variants measured before (the 1x1 tensor-core and SIMT GEMMs, float's included; the tensor-core
+# and register depthwise kernels), the ones that lost every measured case last.
 sweep_variants() {
   echo pw:mma_small pw:gemm_small pw:split_k pw:mma_stream pw:mma_large pw:warp_dot \
-    dw:nhwc_register dw:nchw_register dw:nhwc_tiled dw:nchw_tiled dw:direct pw:direct pw:gemm_large
+    dw:nhwc_matrix dw:nhwc_register dw:nchw_register dw:nhwc_tiled dw:nchw_tiled dw:direct pw:direct pw:gemm_large
 }
 
 step_sweep() {

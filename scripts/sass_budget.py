@@ -428,6 +428,9 @@ KERNELS = [
      lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register_weight<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
      lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), True)),
+    (re.compile(r"depthwise_nhwc_matrix<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
+                            m.group(4) not in (None, "0"))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               m.group(4) not in (None, "0"))),
@@ -447,6 +450,29 @@ def without_parameters(demangled):
     return demangled
 
 
+def matrix_model(t, k, s, gated=False):
+    """depthwise_nhwc_matrix (kernels/depthwise/nhwc_matrix.hpp): one tile of 16 x 16 output
+    pixels x 8 channels, a block of 4 warps: each thread's 16-byte loads of the next tile's
+    input ((15 s + k)^2 pixel vectors over the 128 threads), and for each of its warp's four
+    output rows a fragment load and a product per tap pair (HMMA: (k^2 + 1) / 2 a row) and a
+    word store per lane and pixel (2 a row), each through relu6 (packed: the loop of the relu6
+    case, not another activation's clamp). Gated (the data gradient): each input vector and the
+    saved vector at its place, no activation after. DRAM: the tile's 256 x 16 bytes of output
+    and s^2 as many of input (twice, gated: the saved tensor), the minimum, over the block's
+    threads."""
+    side, threads, rows = 15 * s + k, 128, 4
+    pairs = (k * k + 1) // 2
+    tensors = 2 if gated else 1
+    need = {"vector loads": (is_op("LDG.E.128"), tensors * -(-side * side // threads)),
+            "products": (is_op("HMMA"), rows * pairs), "fragment loads": (is_op("LDSM"), rows * pairs),
+            "stores": (lambda ins: ins.op == "STG.E", 2 * rows)}
+    if not gated:
+        need["relu6"] = (is_op("HMNMX2"), 2 * rows)
+    # (the walk is compiled once per activation, alignment and pre-activation store: the cheapest)
+    return [(need, 256 * 16 * (1 + s * s * tensors) // threads,
+             "a 16 x 16 tile of 8 channels" + (", gated" if gated else ""), "cheapest")]
+
+
 def demangled(names):
     out = subprocess.run(["c++filt"], input="\n".join(names), capture_output=True, text=True, check=True).stdout
     return dict(zip(names, out.splitlines()))
@@ -457,11 +483,19 @@ def budget(code, need, dram_bytes, shared_loop=False):
     cheapest iteration of the outermost global-loading loop; None where no loop qualifies.
     shared_loop: of the narrowest loop, global-loading or not, that has such a path (a loop over
     shared memory inside a kernel's main loop, whose other loops have fewer of the modelled
-    instructions)."""
+    instructions); "cheapest": of the global-loading loop whose path is cheapest (a kernel whose
+    main loop is compiled once per combination of compile-time flags)."""
     candidates = []
     for latch, header in loops(code):
-        if shared_loop or any(code[i].global_load_bytes() for i in range(header, latch + 1)):
+        if shared_loop is True or any(code[i].global_load_bytes() for i in range(header, latch + 1)):
             candidates.append((header, latch))
+    if shared_loop == "cheapest":  # the cheapest path of any global-loading loop (compile-time forms of one loop)
+        paths = [p for p in (cheapest_iteration(code, h, l, need) for h, l in candidates) if p is not None]
+        if not paths:
+            return None
+        path = min(paths, key=len)
+        ops = collections.Counter(code[i].base for i in path)
+        return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops
     # the widest loop first (the outermost), or the narrowest
     candidates.sort(key=lambda hl: (hl[1] - hl[0]) * (1 if shared_loop else -1))
     for header, latch in candidates:

@@ -10,6 +10,7 @@
 #include <sstream>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <utility>
 #include <vector>
 
@@ -26,26 +27,43 @@ using dsconv::layout;
 using dsconv::status;
 using namespace dsconv_test;
 
-// Whether `variant` must run `p` with elements of `element_bytes`, by the variants' documented
-// contract (independent of the planner, so a planner that wrongly refused a problem fails the
-// tests): the tiled variants take their layout with multiplier 1 (every test shape's band fits
-// shared memory); the register variants their layout with multiplier 1, square 3x3 and 5x5
-// filters of stride 1 or 2 without dilation, NHWC's with channels in whole 16-byte vectors, NCHW's
-// with padding kernel / 2; direct everything.
-bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p, std::size_t element_bytes) {
+// Whether `variant` must run `p` with elements of type T on the current device, by the
+// variants' documented contract (independent of the planner, so a planner that wrongly refused a
+// problem fails the tests): the tiled variants take their layout with multiplier 1 (every test
+// shape's band fits shared memory); the register variants their layout with multiplier 1, square
+// 3x3 and 5x5 filters of stride 1 or 2 without dilation, NHWC's with channels in whole 16-byte
+// vectors, NCHW's with padding kernel / 2; nhwc_matrix nhwc_register's problems of half and
+// bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+);
+// direct everything.
+template <class T>
+bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p) {
+  const bool register_nhwc = p.data_layout == layout::nhwc && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
+                             (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w &&
+                             (p.stride_h == 1 || p.stride_h == 2) && p.dilation_h == 1 && p.dilation_w == 1 &&
+                             p.c % static_cast<int>(16 / sizeof(T)) == 0;
   switch (variant) {
     case dsconv::depthwise_variant::nchw_tiled: return p.data_layout == layout::nchw && p.multiplier == 1;
     case dsconv::depthwise_variant::nhwc_tiled: return p.data_layout == layout::nhwc && p.multiplier == 1;
-    case dsconv::depthwise_variant::nhwc_register:
-      return p.data_layout == layout::nhwc && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
-             (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) &&
-             p.dilation_h == 1 && p.dilation_w == 1 && p.c % static_cast<int>(16 / element_bytes) == 0;
+    case dsconv::depthwise_variant::nhwc_register: return register_nhwc;
     case dsconv::depthwise_variant::nchw_register:
       return p.data_layout == layout::nchw && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
              (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) &&
              p.dilation_h == 1 && p.dilation_w == 1 && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
+    case dsconv::depthwise_variant::nhwc_matrix: {
+      const dsconv::platform::matrix_unit unit = current_device().matrix;
+      return register_nhwc && sizeof(T) == 2 &&
+             (unit == dsconv::platform::matrix_unit::mma_sync ||
+              (unit == dsconv::platform::matrix_unit::mma_sync_f16 && std::is_same<T, dsconv::half>::value));
+    }
     default: return true;
   }
+}
+
+// The share of nhwc_matrix's tiles (16 x 16 outputs) that `p`'s output fills: automatic prefers
+// the kernel where it is at least half (its documented rule).
+double matrix_tile_use(const dsconv::depthwise_params& p) {
+  const int ty = (p.out_h() + 15) / 16, tx = (p.out_w() + 15) / 16;
+  return static_cast<double>(p.out_h()) * p.out_w() / (256.0 * ty * tx);
 }
 
 // Runs `p` with random data through automatic and each variant and checks each result; a
@@ -71,7 +89,7 @@ void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::siz
   for (const dsconv::depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
     INFO("variant " << dsconv::to_string(variant));
     guarded_output<T> out(out_count, misalign);
-    const bool expected = supports(variant, p, sizeof(T));
+    const bool expected = supports<T>(variant, p);
     CHECK(dsconv::can_implement<T>(variant, p) == (expected ? status::success : status::unsupported_variant));
     const unsigned long long launches = launches_so_far();
     const status s = dsconv::depthwise_forward(p, dsconv::depthwise_options{variant}, d_input.data(), d_weight.data(),
@@ -185,17 +203,21 @@ TEMPLATE_TEST_CASE("depthwise: every variant accepts every network layer its con
         for (const dsconv::depthwise_variant variant : dsconv::all_depthwise_variants) {
           INFO(describe(p) << ", variant " << dsconv::to_string(variant));
           CHECK(dsconv::can_implement<TestType>(variant, p) ==
-                (supports(variant, p, sizeof(TestType)) ? status::success : status::unsupported_variant));
+                (supports<TestType>(variant, p) ? status::success : status::unsupported_variant));
         }
-        // The heuristic chooses a concrete variant that runs the problem: the layout's register
-        // kernel wherever its contract covers the layer, else the tiled one of the layout.
+        // The heuristic chooses a concrete variant that runs the problem: the tensor-core kernel
+        // where its contract covers the layer and its tiles are at least half used, else the
+        // layout's register kernel wherever its contract covers the layer, else the tiled one
+        // of the layout.
         const dsconv::depthwise_variant choice = dsconv::select_variant<TestType>(p);
         const bool nchw = data_layout == layout::nchw;
         const dsconv::depthwise_variant registers =
             nchw ? dsconv::depthwise_variant::nchw_register : dsconv::depthwise_variant::nhwc_register;
-        CHECK(choice == (supports(registers, p, sizeof(TestType)) ? registers
-                         : nchw                                    ? dsconv::depthwise_variant::nchw_tiled
-                                                                   : dsconv::depthwise_variant::nhwc_tiled));
+        const bool matrix = supports<TestType>(dsconv::depthwise_variant::nhwc_matrix, p) && matrix_tile_use(p) >= 0.5;
+        CHECK(choice == (matrix                                ? dsconv::depthwise_variant::nhwc_matrix
+                         : supports<TestType>(registers, p) ? registers
+                         : nchw                             ? dsconv::depthwise_variant::nchw_tiled
+                                                            : dsconv::depthwise_variant::nhwc_tiled));
       }
     }
 }
@@ -331,6 +353,75 @@ TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it s
       }
 }
 
+TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: every filter and stride, tiles cut by the map's edge, misaligned tensors",
+                   "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
+  // Each specialisation (3x3 and 5x5, stride 1 and 2) on 30 x 28 outputs (one tile of 16 x 16
+  // inside the map, three cut by its edges: 82% of the tiles used, which automatic takes the
+  // kernel for where the device's tensor cores multiply the type), 1 and 3 channel vectors, two
+  // images, every activation, and pointers misaligned by one element (single-element accesses).
+  for (const int k : {3, 5})
+    for (const int s : {1, 2})
+      for (const int vectors : {1, 3})
+        for (const std::size_t misalign : {std::size_t{0}, std::size_t{1}}) {
+          if (misalign && vectors != 1) continue;
+          dsconv::depthwise_params p = make_params(2, 8 * vectors, 30 * s, 28 * s, k, k, s, s, k / 2, k / 2, 1, 1, 1);
+          p.data_layout = layout::nhwc;
+          p.act = all_activations[(k + s + vectors + static_cast<int>(misalign)) % 6];
+          REQUIRE(p.out_h() == 30);
+          REQUIRE(p.out_w() == 28);
+          CHECK(dsconv::select_variant<TestType>(p) == (supports<TestType>(dsconv::depthwise_variant::nhwc_matrix, p)
+                                                            ? dsconv::depthwise_variant::nhwc_matrix
+                                                            : dsconv::depthwise_variant::nhwc_register));
+          check_depthwise<TestType>(p, vectors != 3, misalign);
+        }
+}
+
+TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: a block's run of tiles across images, and the activation's input kept",
+                   "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
+  // The plan gives a block a run of several tiles only where the grid would fill the device 8
+  // times over: planned here for a one-multiprocessor device (7 images of 2 x 2 tiles, runs of
+  // 3, the last block's shorter, runs that cross from one image to the next), launched
+  // directly with the pre-activation tensor, both outputs checked against the reference.
+  using dsconv::depthwise_variant;
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5}) {
+    dsconv::depthwise_params p = make_params(7, 16, 20, 18, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+    p.data_layout = layout::nhwc;
+    p.act = activation::silu;
+    INFO(describe(p) << ", device " << dev.name);
+    if (!supports<TestType>(depthwise_variant::nhwc_matrix, p)) {  // (no tensor cores for the type here)
+      CHECK(dsconv::can_implement<TestType>(depthwise_variant::nhwc_matrix, p) == status::unsupported_variant);
+      continue;
+    }
+    const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+    const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+    const std::vector<TestType> input = random_tensor<TestType>(in_count);
+    const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
+    const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
+    dsconv::depthwise_params linear = p;
+    linear.act = activation::none;
+    std::vector<double> ref(out_count), ref_pre(out_count);
+    REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
+            status::success);
+    REQUIRE(dsconv::reference::depthwise_forward(linear, input.data(), weight.data(), bias.data(), ref_pre.data()) ==
+            status::success);
+    const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
+    guarded_output<TestType> out(out_count), pre(out_count);
+    dsconv::detail::matrix_plan plan;
+    REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, d_input.data(), out.data(), pre.data(), plan));
+    REQUIRE(plan.tile.tiles_per_block == 3);
+    REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter
+    REQUIRE(dsconv::platform::launch(dsconv::detail::matrix_kernel<TestType>(p), plan.launch({}),
+                                     dsconv::detail::make_shape(p), plan.tile, d_input.data(), d_weight.data(),
+                                     d_bias.data(), out.data(), pre.data()) == status::success);
+    REQUIRE(dsconv::synchronize() == status::success);
+    const error_bound bound = depthwise_bound(p, input, weight, bias.data());
+    check_close(out.download_checked(), ref, bound);
+    check_close(pre.download_checked(), ref_pre, bound);
+  }
+}
+
 TEMPLATE_TEST_CASE("depthwise NCHW register kernel: every filter, stride and access width, bands and strips cut by the map's edge",
                    "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
   // Each specialisation (3x3 and 5x5, stride 1 and 2) on maps whose output width (32, 20, 18
@@ -418,7 +509,9 @@ TEST_CASE("depthwise: automatic runs the variant its architecture measured faste
   }
   p.n = 64;
   CHECK(chosen(tables, 2) == depthwise_variant::direct);
-  CHECK(dsconv::detail::select_depthwise<dsconv::half>(p, tables, 2) == depthwise_variant::nhwc_register);  // not measured
+  CHECK(dsconv::detail::select_depthwise<dsconv::half>(p, tables, 2) ==  // not measured: the rule's
+        (supports<dsconv::half>(depthwise_variant::nhwc_matrix, p) ? depthwise_variant::nhwc_matrix
+                                                                   : depthwise_variant::nhwc_register));
   p.dilation_h = p.dilation_w = 2, p.pad_h = p.pad_w = 2;  // not a layer of the tables
   CHECK(chosen(tables, 2) == depthwise_variant::nhwc_tiled);
   p = make_params(8, 32, 112, 112, 3, 3, 1, 1, 1, 1, 1, 1, 1);  // NCHW: not measured

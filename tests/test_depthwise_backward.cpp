@@ -35,7 +35,8 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // or relu6, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
 // (nchw_register) padding kernel / 2; nhwc_register takes the weight gradient of the nhwc layout
 // with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
-// in whole 16-byte vectors (any padding and activation); direct takes everything.
+// in whole 16-byte vectors (any padding and activation); nhwc_matrix no backward pass; direct
+// takes everything.
 bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p, std::size_t element_bytes) {
   const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
                             (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
@@ -54,6 +55,7 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
              (register_data || (ps == pass::weight && register_filter));
     case depthwise_variant::nchw_register:
       return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
+    case depthwise_variant::nhwc_matrix: return false;  // (the forward pass only)
     default: return true;
   }
 }

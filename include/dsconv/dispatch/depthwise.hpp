@@ -6,6 +6,7 @@
 #include "../kernels/depthwise/direct.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
+#include "depthwise_matrix_plan.hpp"
 #include "depthwise_nchw_register_plan.hpp"
 #include "depthwise_plan.hpp"
 #include "depthwise_register_plan.hpp"
@@ -54,6 +55,14 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
     return refusal.empty() ? status::success
                            : detail::invalid(status::unsupported_variant, "depthwise", to_string(variant) + refusal);
   }
+  if (variant == depthwise_variant::nhwc_matrix) {
+    const std::string limit = detail::matrix_limits<T>(p, dev);
+    detail::matrix_plan plan;
+    if (!limit.empty() || !detail::plan_nhwc_matrix<T>(p, dev, nullptr, nullptr, nullptr, plan))
+      return detail::invalid(status::unsupported_variant, "depthwise",
+                             std::string("nhwc_matrix ") + (limit.empty() ? "needs a grid within the device's limits" : limit));
+    return status::success;
+  }
   detail::depthwise_plan plan;
   const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
   const bool nchw = variant == depthwise_variant::nchw_tiled;
@@ -73,9 +82,11 @@ namespace detail {
 
 // The variant that `automatic` runs for `p` with elements of type T on the current device:
 // the variant a GPU of the device's architecture measured fastest on this layer where it can run
-// `p` (`tables`: tuning/variant_choice.hpp); else, by rule, the layout's register-blocked kernel
-// where it applies (the fewest instructions per DRAM byte by count: scripts/sass_budget.py), else
-// the shared-memory tiled kernel of the layout where it applies, else the direct kernel.
+// `p` (`tables`: tuning/variant_choice.hpp); else, by rule, the fewest instructions per DRAM byte
+// by count (scripts/sass_budget.py): the tensor-core kernel (NHWC, 16-bit) where it applies and
+// its tiles are at least half used (matrix_preferred), else the layout's register-blocked kernel
+// where it applies, else the shared-memory tiled kernel of the layout where it applies, else
+// the direct kernel.
 template <class T>
 depthwise_variant select_depthwise(const depthwise_params& p, const tuning::variant_table* tables,
                                    std::size_t table_count) {
@@ -87,7 +98,9 @@ depthwise_variant select_depthwise(const depthwise_params& p, const tuning::vari
                                                               : nullptr;
   const depthwise_variant measured = row ? tuning::variant_named(row->variant, all_depthwise_variants) : depthwise_variant::automatic;
   depthwise_variant v = depthwise_variant::automatic;
-  for (depthwise_variant candidate : {measured, nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
+  const depthwise_variant matrix = matrix_preferred(p) ? depthwise_variant::nhwc_matrix : depthwise_variant::automatic;
+  for (depthwise_variant candidate : {measured, matrix,
+                                      nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
     if (v == depthwise_variant::automatic && candidate != depthwise_variant::automatic &&
         can_implement<T>(candidate, p) == status::success)
@@ -164,6 +177,8 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
       return detail::launch_forward_tiled(p, shape, plan, input, detail::gate_tensor<T>{nullptr, activation::none}, weight,
                                           bias, output, pre, stream);
     }
+    case depthwise_variant::nhwc_matrix:
+      return detail::launch_matrix(p, dev, input, weight, bias, output, pre, stream);
     case depthwise_variant::nhwc_register:
     case depthwise_variant::nchw_register:
       return detail::launch_forward_register<T, detail::gate_kind::none>(variant, p, shape, dev, input,

@@ -64,6 +64,8 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
+  if (variant == depthwise_variant::nhwc_matrix)
+    return invalid(status::unsupported_variant, op, "nhwc_matrix runs the forward pass only");
   if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
     const std::string refusal = weight ? register_weight_refusal<T>(variant, p, dev) : register_data_refusal<T>(variant, p, dev);
     return refusal.empty() ? status::success : invalid(status::unsupported_variant, op, to_string(variant) + refusal);

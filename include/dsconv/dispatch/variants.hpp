@@ -20,6 +20,9 @@ enum class depthwise_variant {
   nchw_register,  // NCHW forward, multiplier 1, 3x3 and 5x5 filters of stride 1 or 2 with padding kernel / 2:
                   // bands of rows x 16 bytes of outputs of one plane per thread, inputs straight from
                   // global memory into registers (kernels/depthwise/nchw_register.hpp)
+  nhwc_matrix,    // NHWC forward, half and bfloat16 on NVIDIA tensor cores, nhwc_register's filters, channels
+                  // in whole 16-byte vectors: 16 pixels x 8 channels an mma per pair of taps, the filter as
+                  // a block-diagonal operand (kernels/depthwise/nhwc_matrix.hpp)
 };
 
 enum class pointwise_variant {
@@ -111,7 +114,7 @@ struct pointwise_backward_options {
 constexpr bool is_valid(depthwise_variant v) noexcept {
   return v == depthwise_variant::automatic || v == depthwise_variant::direct || v == depthwise_variant::nchw_tiled ||
          v == depthwise_variant::nhwc_tiled || v == depthwise_variant::nhwc_register ||
-         v == depthwise_variant::nchw_register;
+         v == depthwise_variant::nchw_register || v == depthwise_variant::nhwc_matrix;
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
@@ -131,6 +134,7 @@ inline const char* to_string(depthwise_variant v) noexcept {
     case depthwise_variant::nhwc_tiled: return "nhwc_tiled";
     case depthwise_variant::nhwc_register: return "nhwc_register";
     case depthwise_variant::nchw_register: return "nchw_register";
+    case depthwise_variant::nhwc_matrix: return "nhwc_matrix";
   }
   return "unknown depthwise variant";
 }
@@ -163,7 +167,8 @@ inline const char* to_string(block_variant v) noexcept {
 inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant::direct, depthwise_variant::nchw_tiled,
                                                                depthwise_variant::nhwc_tiled,
                                                                depthwise_variant::nhwc_register,
-                                                               depthwise_variant::nchw_register};
+                                                               depthwise_variant::nchw_register,
+                                                               depthwise_variant::nhwc_matrix};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
                                                                pointwise_variant::gemm_small, pointwise_variant::warp_dot,
                                                                pointwise_variant::mma_large, pointwise_variant::mma_small,

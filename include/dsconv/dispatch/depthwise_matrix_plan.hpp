@@ -1,0 +1,119 @@
+#pragma once
+// Launch plan of the tensor-core NHWC depthwise variant (kernels/depthwise/nhwc_matrix.hpp):
+// its limits, its grid of channel vectors x runs of tiles, the rule that prefers it, and the
+// kernel specialisation.
+
+#include <string>
+#include <type_traits>
+
+#include "../config.hpp"
+#include "../kernels/depthwise/nhwc_matrix.hpp"
+#include "../params.hpp"
+#include "../platform/platform.hpp"
+#include "../problem.hpp"
+#include "depthwise_register_plan.hpp"
+#include "launch_shape.hpp"
+#include "validate.hpp"
+
+namespace dsconv {
+namespace detail {
+
+struct matrix_plan {
+  nhwc_matrix_tile tile{};
+  platform::dims grid;
+
+  platform::launch_config launch(stream_t stream) const {
+    return planned_launch(matrix_block_threads, grid, 0, "depthwise_nhwc_matrix", stream);
+  }
+};
+
+// Why nhwc_matrix cannot run the forward of `p` with elements of type T on `dev` (empty: it
+// can): the register kernels' filters (register_filter_limits), 16-bit types on NVIDIA tensor
+// cores that multiply them, channels in whole 16-byte vectors, and an image's input and output
+// each under 2^31 elements (the kernel's offsets inside an image are 32-bit).
+template <class T>
+std::string matrix_limits(const depthwise_params& p, const platform::device_properties& dev) {
+  if (p.data_layout != layout::nhwc) return "needs the nhwc layout";
+  if (*register_filter_limits(p)) return register_filter_limits(p);
+  if (sizeof(T) != 2) return "multiplies half and bfloat16 only";
+  if (!platform::compiles_mma_sync) return "this build has no tensor-core kernels";
+  const bool unit = dev.matrix == platform::matrix_unit::mma_sync ||
+                    (dev.matrix == platform::matrix_unit::mma_sync_f16 && std::is_same<T, half>::value);
+  if (!unit) return "needs NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+)";
+  if (p.c % 8 != 0) return "needs channels in whole 16-byte vectors";
+  const long long image_in = static_cast<long long>(p.h) * p.w * p.c;
+  const long long image_out = static_cast<long long>(p.out_h()) * p.out_w() * p.c;
+  if (image_in >= (1LL << 31) || image_out >= (1LL << 31)) return "needs fewer than 2^31 elements an image";
+  return "";
+}
+
+// The share of a tile's outputs that lie inside the map (tiles of 16 x 16 outputs): 1 on maps
+// whose sides are multiples of 16, 0.77 at 14x14, 0.19 at 7x7.
+inline double matrix_tile_use(const depthwise_params& p) {
+  const long long side = matrix_tile, ty = (p.out_h() + side - 1) / side, tx = (p.out_w() + side - 1) / side;
+  return static_cast<double>(p.out_h()) * p.out_w() / static_cast<double>(ty * tx * side * side);
+}
+
+// The rule where nothing was measured: nhwc_matrix over nhwc_register where at least half of
+// its tiles' outputs lie inside the map. Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
+// through relu6) it issues 2.5, 1.5, 3.6 and 1.9 instructions per DRAM byte on full tiles of
+// 3x3 and 5x5 filters at stride 1 and 2, where the register kernel issues 5.5, 3.1, 12.4 and
+// 6.7 on strips that waste at most an eighth: half-empty tiles still leave it ahead (7x7 maps,
+// a fifth of a tile used, do not).
+inline bool matrix_preferred(const depthwise_params& p) { return matrix_tile_use(p) >= 0.5; }
+
+// The plan for `p` (which matrix_limits accepts) with the call's tensors (null: a plan for
+// feasibility only); false where the grid would exceed the device's. Each block takes a run of
+// consecutive tiles of one channel vector, long enough (up to 8 tiles) that the grid fills
+// the device about 8 times over at the kernel's residency: a block loads its B fragments once
+// for its run.
+template <class T>
+bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properties& dev, const void* input,
+                      const void* output, const void* pre, matrix_plan& plan) {
+  nhwc_matrix_tile& t = plan.tile;
+  const long long side = matrix_tile;
+  t.tiles_x = static_cast<int>((p.out_w() + side - 1) / side);
+  t.tiles_y = static_cast<int>((p.out_h() + side - 1) / side);
+  const long long tiles = static_cast<long long>(p.n) * t.tiles_x * t.tiles_y, vectors = p.c / 8;
+  if (tiles >= (1LL << 31)) return false;
+  t.tiles = static_cast<int>(tiles);
+  const long long wave = 8LL * dev.multiprocessor_count * 2;  // (two blocks resident, the fewest)
+  long long run = tiles * vectors / wave;
+  run = run < 1 ? 1 : run > 8 ? 8 : run;
+  if ((tiles + run - 1) / run > dev.max_grid_y) run = (tiles + dev.max_grid_y - 1) / dev.max_grid_y;
+  t.tiles_per_block = static_cast<int>(run);
+  t.aligned = (!input || aligned_16(input)) && (!output || aligned_16(output)) && (!pre || aligned_16(pre));
+  if (vectors > dev.max_grid_x) return false;
+  plan.grid = platform::dims{static_cast<unsigned>(vectors), static_cast<unsigned>((tiles + run - 1) / run), 1};
+  return true;
+}
+
+// The kernel specialisation for the problem's filter; T half or bfloat16, compiled where
+// mma.sync is.
+template <class T>
+auto matrix_kernel(const depthwise_params& p) {
+  constexpr auto needs =
+      std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
+  return register_filter_case(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nhwc_matrix<T, decltype(k)::value, decltype(s)::value>, needs>();
+  });
+}
+
+// Launches nhwc_matrix on the forward of `p` (the caller checked matrix_limits).
+template <class T>
+status launch_matrix(const depthwise_params& p, const platform::device_properties& dev, const T* input, const T* weight,
+                     const T* bias, T* output, T* pre, stream_t stream) {
+  if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
+    matrix_plan plan;
+    if (!plan_nhwc_matrix<T>(p, dev, input, output, pre, plan))
+      return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: the grid exceeds the device's limits");
+    return platform::launch(matrix_kernel<T>(p), plan.launch(stream), make_shape(p), plan.tile, input, weight, bias,
+                            output, pre);
+  } else {
+    (void)p, (void)dev, (void)input, (void)weight, (void)bias, (void)output, (void)pre, (void)stream;
+    return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: no kernel for this type in this build");
+  }
+}
+
+}  // namespace detail
+}  // namespace dsconv
