@@ -413,8 +413,9 @@ TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: a block's run of tiles across 
     REQUIRE(plan.tile.tiles_per_block == 3);
     REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter
     REQUIRE(dsconv::platform::launch(dsconv::detail::matrix_kernel<TestType>(p), plan.launch({}),
-                                     dsconv::detail::make_shape(p), plan.tile, d_input.data(), d_weight.data(),
-                                     d_bias.data(), out.data(), pre.data()) == status::success);
+                                     dsconv::detail::make_shape(p), plan.tile, d_input.data(),
+                                     dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(), d_bias.data(),
+                                     out.data(), pre.data()) == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
     const error_bound bound = depthwise_bound(p, input, weight, bias.data());
     check_close(out.download_checked(), ref, bound);

@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include <dsconv/dsconv.hpp>
@@ -35,9 +36,12 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // or relu6, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
 // (nchw_register) padding kernel / 2; nhwc_register takes the weight gradient of the nhwc layout
 // with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
-// in whole 16-byte vectors (any padding and activation); nhwc_matrix no backward pass; direct
-// takes everything.
-bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p, std::size_t element_bytes) {
+// in whole 16-byte vectors (any padding and activation); nhwc_matrix nhwc_register's data
+// gradients of half and bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+,
+// bfloat16: sm_80+), no weight gradient; direct takes everything.
+template <class T>
+bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
+  constexpr std::size_t element_bytes = sizeof(T);
   const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
                             (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
   const bool transposable = p.pad_h <= (p.kernel_h - 1) * p.dilation_h && p.pad_w <= (p.kernel_w - 1) * p.dilation_w;
@@ -55,7 +59,12 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
              (register_data || (ps == pass::weight && register_filter));
     case depthwise_variant::nchw_register:
       return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
-    case depthwise_variant::nhwc_matrix: return false;  // (the forward pass only)
+    case depthwise_variant::nhwc_matrix: {
+      const dsconv::platform::matrix_unit unit = current_device().matrix;
+      return p.data_layout == layout::nhwc && whole_vectors && register_data && sizeof(T) == 2 &&
+             (unit == dsconv::platform::matrix_unit::mma_sync ||
+              (unit == dsconv::platform::matrix_unit::mma_sync_f16 && std::is_same<T, dsconv::half>::value));
+    }
     default: return true;
   }
 }
@@ -111,7 +120,7 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
       guarded_output<float> workspace(workspace_bytes / sizeof(float));
       if (with_workspace && workspace_bytes == 0) continue;
       INFO("variant " << dsconv::to_string(variant) << (with_workspace ? ", with workspace" : ""));
-      const bool expected = supports(variant, ps, p, sizeof(T));
+      const bool expected = supports<T>(variant, ps, p);
       const status can = ps == pass::data ? dsconv::can_implement_backward_data<T>(variant, p)
                                           : dsconv::can_implement_backward_weight<T>(variant, p);
       CHECK(can == (expected ? status::success : status::unsupported_variant));

@@ -19,12 +19,25 @@
 namespace dsconv {
 namespace detail {
 
-// Why register variant `variant` (nhwc_register or nchw_register) cannot run the forward of `p`
-// with elements of type T on `dev` (gated: the data gradient's kernel), to follow the variant's
-// name (empty: it can).
+// Whether `variant` is one of the kernels that run the forward of the specialised filters and,
+// on the transposed problem, the data gradient of stride 1 (nhwc_register, nchw_register,
+// nhwc_matrix).
+constexpr bool register_family(depthwise_variant variant) {
+  return variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register ||
+         variant == depthwise_variant::nhwc_matrix;
+}
+
+// Why `variant` of the register family cannot run the forward of `p` with elements of type T on
+// `dev` (gated: the data gradient's kernel), to follow the variant's name (empty: it can).
 template <class T>
 std::string register_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev,
                              bool gated = false) {
+  if (variant == depthwise_variant::nhwc_matrix) {
+    const std::string limit = matrix_limits<T>(p, dev);
+    if (!limit.empty()) return " " + limit;
+    matrix_plan plan;
+    return plan_nhwc_matrix<T>(p, dev, nullptr, nullptr, nullptr, plan) ? "" : ": the grid is too large";
+  }
   const bool nhwc = variant == depthwise_variant::nhwc_register;
   const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
   if (!limit.empty()) return " " + limit;
@@ -50,18 +63,10 @@ status can_implement(depthwise_variant variant, const depthwise_params& p) {
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
-  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
+  if (detail::register_family(variant)) {
     const std::string refusal = detail::register_refusal<T>(variant, p, dev);
     return refusal.empty() ? status::success
                            : detail::invalid(status::unsupported_variant, "depthwise", to_string(variant) + refusal);
-  }
-  if (variant == depthwise_variant::nhwc_matrix) {
-    const std::string limit = detail::matrix_limits<T>(p, dev);
-    detail::matrix_plan plan;
-    if (!limit.empty() || !detail::plan_nhwc_matrix<T>(p, dev, nullptr, nullptr, nullptr, plan))
-      return detail::invalid(status::unsupported_variant, "depthwise",
-                             std::string("nhwc_matrix ") + (limit.empty() ? "needs a grid within the device's limits" : limit));
-    return status::success;
   }
   detail::depthwise_plan plan;
   const T* aligned = nullptr;  // the plan's feasibility does not depend on the pointer
@@ -132,14 +137,16 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
                           input, gate, weight, bias, output, pre_activation);
 }
 
-// Launches the register kernel of `variant` (nhwc_register or nchw_register) for the forward of
-// shape `s` (the layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient:
-// grad_output through the gate, the filter rotated). Accesses are as wide as every tensor's
-// alignment allows, the gate's saved tensor included.
+// Launches the kernel of `variant` of the register family for the forward of shape `s` (the
+// layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
+// through the gate, the filter rotated). Accesses are as wide as every tensor's alignment
+// allows, the gate's saved tensor included.
 template <class T, gate_kind G>
 status launch_forward_register(depthwise_variant variant, const depthwise_params& p, const depthwise_shape& s,
                                const platform::device_properties& dev, const T* input, register_gate gate, const T* weight,
                                const T* bias, T* output, T* pre_activation, stream_t stream) {
+  if (variant == depthwise_variant::nhwc_matrix)
+    return launch_matrix<T, G>(p, s, dev, input, gate, weight, bias, output, pre_activation, stream);
   const T* least = least_aligned(input, gate.saved);
   if (variant == depthwise_variant::nhwc_register) {
     register_plan rp;
@@ -178,7 +185,6 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
                                           bias, output, pre, stream);
     }
     case depthwise_variant::nhwc_matrix:
-      return detail::launch_matrix(p, dev, input, weight, bias, output, pre, stream);
     case depthwise_variant::nhwc_register:
     case depthwise_variant::nchw_register:
       return detail::launch_forward_register<T, detail::gate_kind::none>(variant, p, shape, dev, input,

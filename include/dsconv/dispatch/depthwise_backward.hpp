@@ -29,9 +29,9 @@
 namespace dsconv {
 namespace detail {
 
-// Why register variant `variant` cannot run the data gradient of `p` (empty: it can): it runs the
-// forward kernel on grad_output with the rotated filter (the transposed problem), so stride 1
-// only, gated inline (activations none, relu and relu6: kernels/common/gradient_gate.hpp),
+// Why `variant` of the register family cannot run the data gradient of `p` (empty: it can): it
+// runs the forward kernel on grad_output with the rotated filter (the transposed problem), so
+// stride 1 only, gated inline (activations none, relu and relu6: kernels/common/gradient_gate.hpp),
 // within the forward variant's limits for the transposed problem.
 template <class T>
 std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
@@ -41,12 +41,12 @@ std::string register_data_refusal(depthwise_variant variant, const depthwise_par
   return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
 }
 
-// Why register variant `variant` cannot run the weight gradient of `p` (empty: it can): the NHWC
-// one on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp), within the
-// forward's limits; the NCHW one has no weight-gradient kernel.
+// Why `variant` of the register family cannot run the weight gradient of `p` (empty: it can):
+// nhwc_register on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp), within the
+// forward's limits; the others have no weight-gradient kernel.
 template <class T>
 std::string register_weight_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
-  if (variant == depthwise_variant::nchw_register) return " runs the forward pass and the data gradient only";
+  if (variant != depthwise_variant::nhwc_register) return " runs the forward pass and the data gradient only";
   const std::string limit = register_limits(p, sizeof(T));
   if (!limit.empty()) return " " + limit;
   register_weight_plan plan;
@@ -64,9 +64,7 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   platform::device_properties dev;
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
-  if (variant == depthwise_variant::nhwc_matrix)
-    return invalid(status::unsupported_variant, op, "nhwc_matrix runs the forward pass only");
-  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
+  if (register_family(variant)) {
     const std::string refusal = weight ? register_weight_refusal<T>(variant, p, dev) : register_data_refusal<T>(variant, p, dev);
     return refusal.empty() ? status::success : invalid(status::unsupported_variant, op, to_string(variant) + refusal);
   }
@@ -91,17 +89,20 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   return status::success;
 }
 
-// The variant automatic runs: the layout's register kernel where it applies (the forward's rule:
-// the fewest instructions per DRAM byte by count), then the layout's tiled kernel where it
-// applies, else direct.
+// The variant automatic runs (the forward's rule: the fewest instructions per DRAM byte by
+// count): for the data gradient the tensor-core kernel where it applies and its tiles of the
+// transposed problem are at least half used (matrix_preferred); the layout's register kernel
+// where it applies, then the layout's tiled kernel where it applies, else direct.
 template <class T>
 depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight) {
   const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
   depthwise_variant chosen = depthwise_variant::direct;
-  for (depthwise_variant candidate : {nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
+  const depthwise_variant matrix = !weight && matrix_preferred(transposed_problem(p)) ? depthwise_variant::nhwc_matrix
+                                                                                     : depthwise_variant::automatic;
+  for (depthwise_variant candidate : {matrix, nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
-    if (can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) {
+    if (candidate != depthwise_variant::automatic && can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) {
       chosen = candidate;
       break;
     }
@@ -169,7 +170,7 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
   if (s != status::success) return s;
   const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
   const detail::depthwise_shape shape = detail::make_shape(p);
-  if (variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register) {
+  if (detail::register_family(variant)) {
     const depthwise_params q = detail::transposed_problem(p);
     detail::depthwise_shape rotated = detail::make_shape(q);
     rotated.rotate_filter = true;

@@ -88,29 +88,33 @@ bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properti
   return true;
 }
 
-// The kernel specialisation for the problem's filter; T half or bfloat16, compiled where
-// mma.sync is.
-template <class T>
+// The kernel specialisation for the problem's filter (G != none: the data gradient's, stride
+// 1); T half or bfloat16, compiled where mma.sync is.
+template <class T, gate_kind G = gate_kind::none>
 auto matrix_kernel(const depthwise_params& p) {
   constexpr auto needs =
       std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
-  return register_filter_case(p, [](auto k, auto s) {
-    return platform::registered<kernels::depthwise_nhwc_matrix<T, decltype(k)::value, decltype(s)::value>, needs>();
+  return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nhwc_matrix<T, decltype(k)::value, decltype(s)::value, G>, needs>();
   });
 }
 
-// Launches nhwc_matrix on the forward of `p` (the caller checked matrix_limits).
-template <class T>
-status launch_matrix(const depthwise_params& p, const platform::device_properties& dev, const T* input, const T* weight,
-                     const T* bias, T* output, T* pre, stream_t stream) {
+// Launches nhwc_matrix (the caller checked matrix_limits) on the forward of shape `s` (the
+// layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
+// through the gate, the filter rotated), its accesses 16 bytes wide where every tensor is
+// aligned, the gate's saved tensor included.
+template <class T, gate_kind G>
+status launch_matrix(const depthwise_params& p, const depthwise_shape& s, const platform::device_properties& dev,
+                     const T* input, register_gate gate, const T* weight, const T* bias, T* output, T* pre,
+                     stream_t stream) {
   if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
     matrix_plan plan;
-    if (!plan_nhwc_matrix<T>(p, dev, input, output, pre, plan))
+    if (!plan_nhwc_matrix<T>(p, dev, least_aligned(input, static_cast<const T*>(gate.saved)), output, pre, plan))
       return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: the grid exceeds the device's limits");
-    return platform::launch(matrix_kernel<T>(p), plan.launch(stream), make_shape(p), plan.tile, input, weight, bias,
+    return platform::launch(matrix_kernel<T, G>(p), plan.launch(stream), s, plan.tile, input, gate, weight, bias,
                             output, pre);
   } else {
-    (void)p, (void)dev, (void)input, (void)weight, (void)bias, (void)output, (void)pre, (void)stream;
+    (void)p, (void)s, (void)dev, (void)input, (void)gate, (void)weight, (void)bias, (void)output, (void)pre, (void)stream;
     return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: no kernel for this type in this build");
   }
 }

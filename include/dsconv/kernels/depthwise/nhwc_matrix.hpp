@@ -1,5 +1,6 @@
 #pragma once
-// Depthwise NHWC forward of 16-bit types on NVIDIA's tensor cores (the variant nhwc_matrix).
+// Depthwise NHWC forward of 16-bit types on NVIDIA's tensor cores (the variant nhwc_matrix),
+// and on the transposed problem the data gradient of stride 1 (gated as nhwc_register's is).
 // A depthwise filter cannot be a GEMM's shared operand (each channel has its own), but it can
 // be a block-diagonal one: with K = (tap pair p, channel c) and N = channel c',
 //   out[m][c'] = sum_{tap} in[m + tap][c'] w[c'][tap] = sum_k A[m][k] B[k][c'],
@@ -11,7 +12,8 @@
 // costs nothing here: the SIMT kernel (nhwc_register.hpp) spends 9 or 25 fp32 multiply-adds
 // and the conversions of each 16-bit output, 5.4 instructions per DRAM byte for 3x3 and 12.4
 // for 5x5 (sm_90), above the 4 a memory-bound kernel can afford; this one counts 2.5 and 3.6
-// at stride 1, 1.5 and 1.9 at stride 2 (scripts/sass_budget.py, through relu6).
+// at stride 1, 1.5 and 1.9 at stride 2 (scripts/sass_budget.py, through relu6); the gated data
+// gradient 2.4 and 3.3, where nhwc_register's counts 5.4 and 14.9.
 //
 // A block (4 warps) takes one channel vector (blockIdx.x) and a run of consecutive tiles of
 // 16 x 16 output pixels (blockIdx.y): it stages a tile's input, (15 S + K) x (15 S + K) pixel
@@ -36,6 +38,7 @@
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
+#include "../common/gradient_gate.hpp"
 #include "../common/words.hpp"
 
 namespace dsconv {
@@ -85,10 +88,13 @@ struct nhwc_matrix_tile {
 
 namespace kernels {
 
-template <class T, int K, int S>
+// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each
+// vector multiplied by the activation's derivative from the saved tensor at the same place as
+// it arrives (kernels/common/gradient_gate.hpp).
+template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::matrix_block_threads, (detail::matrix_resident_blocks<K, S>()))
 void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t, const T* __restrict__ input,
-                           const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
+                           detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                            T* __restrict__ pre_activation) {
   static_assert(sizeof(T) == 2, "16-bit elements: 8 channels a 16-byte vector");
   namespace pf = platform;
@@ -165,18 +171,25 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
     // tile lies inside the map.
     const auto fetch = [&](const place& at) {
       const int iy0 = at.ty * detail::matrix_tile * S - s.pad_h, ix0 = at.tx * detail::matrix_tile * S - s.pad_w;
-      const T* first = input + static_cast<index_t>(at.n) * image_in + ((iy0 * s.w + ix0) * s.c + c0);
+      const index_t first = static_cast<index_t>(at.n) * image_in + ((iy0 * s.w + ix0) * s.c + c0);
       const bool inside = iy0 >= 0 && iy0 + side <= s.h && ix0 >= 0 && ix0 + side <= s.w;
+      // (Gated: the saved vector at the same place, gated into the input's as it arrives)
+      const auto load = [&](int j) {
+        vector v = detail::load_words<4>(input + first + offset[j], vectors);
+        if constexpr (G != detail::gate_kind::none)
+          v = detail::gated_words<T, G, 4>(
+              v, detail::load_words<4>(static_cast<const T*>(gate.saved) + first + offset[j], vectors), gate);
+        return v;
+      };
       DSCONV_UNROLL
       for (int j = 0; j < per_thread; ++j) {
         const bool staged_pixel = per_thread * threads == pixels || tid + j * threads < pixels;
         const int iy = iy0 + row_of[j], ix = ix0 + col_of[j];
         if (inside) {  // (no zeros to set first)
-          if (staged_pixel) next[j] = detail::load_words<4>(first + offset[j], vectors);
+          if (staged_pixel) next[j] = load(j);
         } else {
           next[j] = vector{};
-          if (staged_pixel && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w)
-            next[j] = detail::load_words<4>(first + offset[j], vectors);
+          if (staged_pixel && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) next[j] = load(j);
         }
       }
     };
