@@ -4,10 +4,10 @@
 // kernel specialisation.
 
 #include <string>
-#include <type_traits>
 
 #include "../config.hpp"
 #include "../kernels/depthwise/nhwc_matrix.hpp"
+#include "../kernels/pointwise/matrix_units.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
@@ -37,9 +37,7 @@ std::string matrix_limits(const depthwise_params& p, const platform::device_prop
   if (*register_filter_limits(p)) return register_filter_limits(p);
   if (sizeof(T) != 2) return "multiplies half and bfloat16 only";
   if (!platform::compiles_mma_sync) return "this build has no tensor-core kernels";
-  const bool unit = dev.matrix == platform::matrix_unit::mma_sync ||
-                    (dev.matrix == platform::matrix_unit::mma_sync_f16 && std::is_same<T, half>::value);
-  if (!unit) return "needs NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+)";
+  if (!platform::provides(dev.matrix, kernels::mma_sync_unit::needs<T>)) return "needs NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+)";
   if (p.c % 8 != 0) return "needs channels in whole 16-byte vectors";
   const long long image_in = static_cast<long long>(p.h) * p.w * p.c;
   const long long image_out = static_cast<long long>(p.out_h()) * p.out_w() * p.c;
@@ -92,10 +90,9 @@ bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properti
 // 1); T half or bfloat16, compiled where mma.sync is.
 template <class T, gate_kind G = gate_kind::none>
 auto matrix_kernel(const depthwise_params& p) {
-  constexpr auto needs =
-      std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
   return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
-    return platform::registered<kernels::depthwise_nhwc_matrix<T, decltype(k)::value, decltype(s)::value, G>, needs>();
+    return platform::registered<kernels::depthwise_nhwc_matrix<T, decltype(k)::value, decltype(s)::value, G>,
+                                kernels::mma_sync_unit::needs<T>>();
   });
 }
 
