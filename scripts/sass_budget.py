@@ -247,7 +247,7 @@ def register_model(t, k, s, gated=False):
     place, no activation after."""
     sixteen = t in ("half", "bfloat16")
     v = 4 if sixteen and (k == 5 or s == 2) else (8 if sixteen else 4)
-    tw = 8 if sixteen and k == 5 and s == 1 and not gated else 4
+    tw = 8 if k == 5 and s == 1 and not gated else 4
     iw = (tw - 1) * s + k
     size = 2 if sixteen else 4
     width = "LDG.E.128" if v * size == 16 else "LDG.E.64"

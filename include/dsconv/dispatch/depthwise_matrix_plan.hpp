@@ -29,8 +29,9 @@ struct matrix_plan {
 
 // Why nhwc_matrix cannot run the forward of `p` with elements of type T on `dev` (empty: it
 // can): the register kernels' filters (register_filter_limits), 16-bit types on NVIDIA tensor
-// cores that multiply them, channels in whole 16-byte vectors, and an image's input and output
-// each under 2^31 elements (the kernel's offsets inside an image are 32-bit).
+// cores that multiply them, channels in whole 16-byte vectors, and an image's input (or a
+// tile's staged rows, where more) and output each under 2^31 elements (the kernel's offsets
+// inside an image are 32-bit).
 template <class T>
 std::string matrix_limits(const depthwise_params& p, const platform::device_properties& dev) {
   if (p.data_layout != layout::nhwc) return "needs the nhwc layout";
@@ -39,7 +40,9 @@ std::string matrix_limits(const depthwise_params& p, const platform::device_prop
   if (!platform::compiles_mma_sync) return "this build has no tensor-core kernels";
   if (!platform::provides(dev.matrix, kernels::mma_sync_unit::needs<T>)) return "needs NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+)";
   if (p.c % 8 != 0) return "needs channels in whole 16-byte vectors";
-  const long long image_in = static_cast<long long>(p.h) * p.w * p.c;
+  // (a tile's staged rows, up to matrix_input_side of them, count too where the map has fewer)
+  const long long side = matrix_input_side(p.kernel_h, p.stride_h);
+  const long long image_in = static_cast<long long>(p.h > side ? p.h : side) * p.w * p.c;
   const long long image_out = static_cast<long long>(p.out_h()) * p.out_w() * p.c;
   if (image_in >= (1LL << 31) || image_out >= (1LL << 31)) return "needs fewer than 2^31 elements an image";
   return "";

@@ -44,7 +44,7 @@ inline const char* register_limits(const depthwise_params& p, std::size_t elemen
 }
 
 // The kernel's compile-time value F<T, K, S, Gated>() for the problem's filter (register_strip,
-// register_vector).
+// register_vector, register_weight_pitch).
 template <class T, template <class, int, int, bool> class F, bool Gated = false>
 int register_constant(const depthwise_params& p) {
   const int k = p.kernel_h, s = p.stride_h;
@@ -62,6 +62,10 @@ struct register_weight_strip_of {
 template <class T, int K, int S, bool Gated>
 struct register_vector_of {
   static constexpr int value = register_vector<T, K, S>();
+};
+template <class T, int K, int S, bool Gated>
+struct register_weight_pitch_of {
+  static constexpr int value = register_weight_pitch<K, register_vector<T, K, S>()>();
 };
 
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
@@ -109,7 +113,7 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   const long long strip_blocks = (lane_strips + per_thread - 1) / per_thread;
   if (groups > dev.max_grid_x) return false;
   plan.grid = platform::dims{static_cast<unsigned>(groups), static_cast<unsigned>(strip_blocks), 1};  // (register_block)
-  plan.shared_bytes = static_cast<std::size_t>(p.kernel_h * p.kernel_w + 1) * group * v * sizeof(float);
+  plan.shared_bytes = static_cast<std::size_t>(group) * register_constant<T, register_weight_pitch_of>(p) * sizeof(float);
   return true;
 }
 

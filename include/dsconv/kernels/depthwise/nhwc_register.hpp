@@ -9,15 +9,15 @@
 // tile and no barrier stand between the loads and the arithmetic, so many independent
 // loads are in flight per thread: the shared-memory tiled kernels computed one output per
 // thread from 2 K^2 shared-memory loads, 10+ instructions per DRAM byte where an H200 issues
-// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is 5.4 for a
+// about 8 at full bandwidth (../shared notes, sass_baseline.md); here it is 5.1 for a
 // 16-bit 3x3 filter through relu6 (scripts/sass_budget.py, sm_90), the 9 fp32 multiply-adds and
 // 4.5 conversions of each output the bulk of it.
 //
 // A block takes a group of channel vectors (blockIdx.x) whose weights and biases it stages
-// in shared memory as floats once (register_weight_index: runs of 4 floats of the group's
-// vectors side by side, so that the 8 lanes of a 16-byte access phase read 8 different runs
-// of banks); its threads take consecutive vectors of one pixel first (so that a warp's loads
-// cover whole runs of a pixel's channels), then strips.
+// in shared memory as floats once (register_weight_pitch: each vector's taps and bias in a run
+// of their own, so that a thread reads a tap's weights at a compile-time offset from its run);
+// its threads take consecutive vectors of one pixel first (so that a warp's loads cover whole
+// runs of a pixel's channels), then strips.
 // Requires multiplier 1, channels a multiple of the vector, a specialised filter (K and S at
 // compile time: 3x3 and 5x5, stride 1 and 2, no dilation). Pointers that are not aligned to
 // the vector are read and written element by element (the plan's `aligned`), the same arithmetic.
@@ -50,15 +50,16 @@ DSCONV_HOST_DEVICE constexpr int register_vector() {
   return sizeof(T) == 2 && (K == 5 || S == 2) ? 4 : static_cast<int>(16 / sizeof(T));
 }
 
-// Outputs per thread along a row: 4, and 8 for 16-bit 5x5 filters at stride 1 (the widened
-// input row, 12 vectors of 4 floats, fits; each input then serves up to 5 outputs) but for the
-// data gradient's (Gated: the saved row's words in registers too; ptxas spilled 8).
+// Outputs per thread along a row: 4, and 8 for 5x5 filters at stride 1 (the widened input row,
+// 12 vectors of 4 floats, fits; each input then serves up to 5 outputs: float's count went
+// from 6.2 to 4.9 instructions per DRAM byte, its 25 multiply-adds an output 3.1 of them) but
+// for the data gradient's (Gated: the saved row's words in registers too; ptxas spilled 8).
 template <class T, int K, int S, bool Gated = false>
 DSCONV_HOST_DEVICE constexpr int register_strip() {
 #if defined(DSCONV_PLATFORM_HIP)
   return 2;  // hipcc keeps an address offset per input column in scalar registers: more spilled
 #else
-  return sizeof(T) == 2 && K == 5 && S == 1 && !Gated ? 8 : 4;
+  return K == 5 && S == 1 && !Gated ? 8 : 4;
 #endif
 }
 
@@ -86,13 +87,16 @@ DSCONV_HOST_DEVICE constexpr bool register_inside_path() {
 // The filters the register kernel is compiled for.
 DSCONV_HOST_DEVICE constexpr bool register_filter(int k, int s) { return (k == 3 || k == 5) && (s == 1 || s == 2); }
 
-// Where weight `e` of vector `cv` of tap `tap` sits in the block's staged weights (taps = 1:
-// the biases): runs of 4 floats, the runs of all `group` vectors for one (tap, run) side by
-// side. A thread's V weights of a tap are V / 4 16-byte reads, each phase of 8 lanes reading
-// 8 consecutive runs, in every bank once.
-template <int V>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int register_weight_index(int tap, int cv, int e, int group) {
-  return ((tap * (V / 4) + e / 4) * group + cv) * 4 + e % 4;
+// Floats of the block's staged weights per channel vector: its K x K taps' V weights, then its
+// V biases (tap K x K), tap after tap, padded so that the run is an odd number of 16-byte
+// words: the 8 lanes of a 16-byte access phase, 8 consecutive vectors' runs at the same offset,
+// then start in 8 different runs of 4 banks. A thread reads its taps at offsets known at
+// compile time from its run's start (no address arithmetic per tap: a layout interleaving the
+// group's runs per tap took an integer multiply-add per tap, about 30 instructions a 5x5
+// strip, sm_90 SASS).
+template <int K, int V>
+DSCONV_HOST_DEVICE constexpr int register_weight_pitch() {
+  return ((K * K + 1) * V / 4) % 2 ? (K * K + 1) * V : (K * K + 1) * V + 4;
 }
 
 struct nhwc_register_tile {
@@ -172,21 +176,20 @@ void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_ti
   // compiler places the division inside it)
   const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
 
-  // Weights and biases of the block's channels, as floats (register_weight_index).
-  float* w_s = pf::dynamic_shared<float>();
-  float* b_s = w_s + K * K * gc;
+  // Weights and biases of the block's channels, as floats (register_weight_pitch).
+  constexpr int pitch = detail::register_weight_pitch<K, V>();
+  float* staged = pf::dynamic_shared<float>();
   for (int c = tid; c < gc; c += threads) {
-    const int vector = c / V, e = c % V;
+    float* run = staged + (c / V) * pitch + c % V;
 DSCONV_UNROLL
     for (int tap = 0; tap < K * K; ++tap) {
       const int from = s.rotate_filter ? K * K - 1 - tap : tap;
-      pf::shared_store(w_s + detail::register_weight_index<V>(tap, vector, e, t.group_vectors),
-                       to_float(pf::load(weight + static_cast<index_t>(c0 + c) * (K * K) + from)));
+      pf::shared_store(run + tap * V, to_float(pf::load(weight + static_cast<index_t>(c0 + c) * (K * K) + from)));
     }
-    pf::shared_store(b_s + detail::register_weight_index<V>(0, vector, e, t.group_vectors),
-                     bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
+    pf::shared_store(run + K * K * V, bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
   }
   pf::sync_threads();
+  const float* w_s = staged + cv * pitch;  // this thread's vector's taps, then its biases
 
   if (lane >= t.pixel_lanes) return;
   const int c = c0 + cv * V;
@@ -206,7 +209,7 @@ DSCONV_UNROLL
     float acc[TW][V];
 DSCONV_UNROLL
     for (int e = 0; e < V; ++e) {
-      const float b = pf::shared_load(b_s + detail::register_weight_index<V>(0, cv, e, t.group_vectors));
+      const float b = pf::shared_load(w_s + K * K * V + e);
 DSCONV_UNROLL
       for (int o = 0; o < TW; ++o) acc[o][e] = b;
     }
@@ -218,6 +221,10 @@ DSCONV_UNROLL
     const auto rows = [&](auto inside) {
       // (declared here: clang takes an unroll count from the lambda's own scope only)
       [[maybe_unused]] constexpr int row_unroll = detail::register_rows_unrolled<T, K, S>();  // (host: no pragma)
+      // (inside: the row's first input, advanced a row at a time: computed from iy, a 64-bit
+      // multiply-add took 6 to 8 instructions a row)
+      const index_t first_at = static_cast<index_t>(iy0) * row_pitch + static_cast<index_t>(ix0) * s.c;
+      const T* inside_row = decltype(inside)::value ? image + first_at : nullptr;
 DSCONV_UNROLL_BY(row_unroll)
       for (int ky = 0; ky < K; ++ky) {
         const int iy = iy0 + ky;
@@ -233,10 +240,12 @@ DSCONV_UNROLL_BY(row_unroll)
         // step at the weights' shared loads (a skipped row would split the warp's requests).
         const bool row_inside = iy >= 0 && iy < s.h;
         if (decltype(inside)::value || (row_inside && columns_inside)) {  // the row's loads without checks
-          const T* in_row = image + iy * row_pitch + ix0 * s.c;
-          const T* saved_row = Gated ? saved + iy * row_pitch + ix0 * s.c : nullptr;
+          const index_t at = static_cast<index_t>(iy) * row_pitch + static_cast<index_t>(ix0) * s.c;
+          const T* in_row = decltype(inside)::value ? inside_row : image + at;
+          const T* saved_row = Gated ? saved + (decltype(inside)::value ? first_at + ky * row_pitch : at) : nullptr;
 DSCONV_UNROLL
           for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c, Gated ? saved_row + j * s.c : nullptr);
+          if constexpr (decltype(inside)::value) inside_row += row_pitch;
         } else {
 DSCONV_UNROLL
           for (int j = 0; j < IW; ++j) {
@@ -254,7 +263,7 @@ DSCONV_UNROLL
           float w[V];
 DSCONV_UNROLL
           for (int e = 0; e < V; ++e)
-            w[e] = pf::shared_load(w_s + detail::register_weight_index<V>(ky * K + kx, cv, e, t.group_vectors));
+            w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
 DSCONV_UNROLL
           for (int o = 0; o < TW; ++o)
 DSCONV_UNROLL
