@@ -428,9 +428,10 @@ KERNELS = [
      lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register_weight<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
      lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), True)),
-    (re.compile(r"depthwise_nhwc_matrix<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+    (re.compile(r"depthwise_nhwc_matrix<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?(?:, (\d+))?>"),
      lambda m: matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
-                            m.group(4) not in (None, "0"))),
+                            m.group(4) not in (None, "0"), int(m.group(5) or 16))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               m.group(4) not in (None, "0"))),
@@ -450,27 +451,29 @@ def without_parameters(demangled):
     return demangled
 
 
-def matrix_model(t, k, s, gated=False):
-    """depthwise_nhwc_matrix (kernels/depthwise/nhwc_matrix.hpp): one tile of 16 x 16 output
-    pixels x 8 channels, a block of 4 warps: each thread's 16-byte loads of the next tile's
-    input ((15 s + k)^2 pixel vectors over the 128 threads), and for each of its warp's four
-    output rows a fragment load and a product per tap pair (HMMA: (k^2 + 1) / 2 a row) and a
-    word store per lane and pixel (2 a row), each through relu6 (packed: the loop of the relu6
-    case, not another activation's clamp). Gated (the data gradient): each input vector and the
-    saved vector at its place, no activation after. DRAM: the tile's 256 x 16 bytes of output
-    and s^2 as many of input (twice, gated: the saved tensor), the minimum, over the block's
-    threads."""
-    side, threads, rows = 15 * s + k, 128, 4
+def matrix_model(t, k, s, gated=False, ts=16):
+    """depthwise_nhwc_matrix (kernels/depthwise/nhwc_matrix.hpp): one tile of ts x ts output
+    pixels x 256 / ts^2 channel vectors (256 pixel vectors: 16 x 16 x 1 or 8 x 8 x 4), a block of
+    4 warps: each thread's 16-byte loads of the next tile's input ((ts - 1) s + k)^2 pixel
+    vectors a channel vector, over the 128 threads), and for each of its warp's four products
+    (16 output pixels each) a fragment load and a product per tap pair (HMMA: (k^2 + 1) / 2 a
+    product) and a word store per lane and pixel (2 a product), each through relu6 (packed: the
+    loop of the relu6 case, not another activation's clamp), on a tile inside the map. Gated (the
+    data gradient): each input vector and the saved vector at its place, no activation after.
+    DRAM: the tile's 256 x 16 bytes of output and s^2 as many of input (twice, gated: the saved
+    tensor), the minimum, over the block's threads."""
+    side, threads, rows = (ts - 1) * s + k, 128, 4
+    vectors = 256 // (ts * ts)
     pairs = (k * k + 1) // 2
     tensors = 2 if gated else 1
-    need = {"vector loads": (is_op("LDG.E.128"), tensors * -(-side * side // threads)),
+    need = {"vector loads": (is_op("LDG.E.128"), tensors * -(-vectors * side * side // threads)),
             "products": (is_op("HMMA"), rows * pairs), "fragment loads": (is_op("LDSM"), rows * pairs),
             "stores": (lambda ins: ins.op == "STG.E", 2 * rows)}
     if not gated:
         need["relu6"] = (is_op("HMNMX2"), 2 * rows)
     # (the walk is compiled once per activation, alignment and pre-activation store: the cheapest)
     return [(need, 256 * 16 * (1 + s * s * tensors) // threads,
-             "a 16 x 16 tile of 8 channels" + (", gated" if gated else ""), "cheapest")]
+             "a %d x %d tile of %d channels" % (ts, ts, 8 * vectors) + (", gated" if gated else ""), "cheapest")]
 
 
 def demangled(names):

@@ -59,12 +59,17 @@ bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params&
   }
 }
 
-// The share of nhwc_matrix's tiles (16 x 16 outputs) that `p`'s output fills: automatic prefers
-// the kernel where it is at least half (its documented rule).
-double matrix_tile_use(const dsconv::depthwise_params& p) {
-  const int ty = (p.out_h() + 15) / 16, tx = (p.out_w() + 15) / 16;
-  return static_cast<double>(p.out_h()) * p.out_w() / (256.0 * ty * tx);
+// The share of nhwc_matrix's tiles that `p`'s output fills: tiles of 8 x 8 outputs where those
+// are the better used and the channels fill blocks of four 16-byte vectors, else of 16 x 16;
+// automatic prefers the kernel where it is at least half (its documented rule).
+double matrix_tile_use(const dsconv::depthwise_params& p, int side) {
+  const int ty = (p.out_h() + side - 1) / side, tx = (p.out_w() + side - 1) / side;
+  return static_cast<double>(p.out_h()) * p.out_w() / (static_cast<double>(side) * side * ty * tx);
 }
+int matrix_side(const dsconv::depthwise_params& p) {
+  return p.c % 32 == 0 && matrix_tile_use(p, 8) > matrix_tile_use(p, 16) ? 8 : 16;
+}
+double matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)); }
 
 // Runs `p` with random data through automatic and each variant and checks each result; a
 // variant outside its contract must refuse before launching or writing anything.
@@ -355,20 +360,31 @@ TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it s
 
 TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: every filter and stride, tiles cut by the map's edge, misaligned tensors",
                    "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
-  // Each specialisation (3x3 and 5x5, stride 1 and 2) on 30 x 28 outputs (one tile of 16 x 16
-  // inside the map, three cut by its edges: 82% of the tiles used, which automatic takes the
-  // kernel for where the device's tensor cores multiply the type), 1 and 3 channel vectors, two
-  // images, every activation, and pointers misaligned by one element (single-element accesses).
+  // Each specialisation (3x3 and 5x5, stride 1 and 2) and tile side on outputs whose tiles the
+  // map's edge cuts, which automatic takes the kernel for where the device's tensor cores
+  // multiply the type: 30 x 28 outputs in tiles of 16 x 16 (one inside the map, three cut: 82%
+  // used) for 1 and 3 channel vectors; 23 x 22 outputs in tiles of 8 x 8 (four inside, five cut:
+  // 88% used, where 16 x 16 tiles would use 49%) for 4 and 12 vectors (one and three blocks of
+  // four); two images, every activation, and pointers misaligned by one element
+  // (single-element accesses).
+  struct cut_case {
+    int out_h, out_w, side, vectors;
+  };
   for (const int k : {3, 5})
     for (const int s : {1, 2})
-      for (const int vectors : {1, 3})
+      for (const cut_case cut : {cut_case{30, 28, 16, 1}, cut_case{30, 28, 16, 3}, cut_case{23, 22, 8, 4},
+                                 cut_case{23, 22, 8, 12}})
         for (const std::size_t misalign : {std::size_t{0}, std::size_t{1}}) {
-          if (misalign && vectors != 1) continue;
-          dsconv::depthwise_params p = make_params(2, 8 * vectors, 30 * s, 28 * s, k, k, s, s, k / 2, k / 2, 1, 1, 1);
+          const int vectors = cut.vectors;
+          if (misalign && vectors != 1 && vectors != 4) continue;
+          dsconv::depthwise_params p =
+              make_params(2, 8 * vectors, (cut.out_h - 1) * s + 1, (cut.out_w - 1) * s + 1, k, k, s, s, k / 2, k / 2, 1, 1, 1);
           p.data_layout = layout::nhwc;
           p.act = all_activations[(k + s + vectors + static_cast<int>(misalign)) % 6];
-          REQUIRE(p.out_h() == 30);
-          REQUIRE(p.out_w() == 28);
+          REQUIRE(p.out_h() == cut.out_h);
+          REQUIRE(p.out_w() == cut.out_w);
+          REQUIRE(matrix_side(p) == cut.side);
+          REQUIRE(dsconv::detail::matrix_side(p) == cut.side);
           CHECK(dsconv::select_variant<TestType>(p) == (supports<TestType>(dsconv::depthwise_variant::nhwc_matrix, p)
                                                             ? dsconv::depthwise_variant::nhwc_matrix
                                                             : dsconv::depthwise_variant::nhwc_register));
@@ -379,48 +395,54 @@ TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: every filter and stride, tiles
 TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: a block's run of tiles across images, and the activation's input kept",
                    "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
   // The plan gives a block a run of several tiles only where the grid would fill the device 8
-  // times over: planned here for a one-multiprocessor device (7 images of 2 x 2 tiles, runs of
-  // 3, the last block's shorter, runs that cross from one image to the next), launched
-  // directly with the pre-activation tensor, both outputs checked against the reference.
+  // times over: planned here for a one-multiprocessor device (7 images of 2 x 2 tiles of 16 x
+  // 16, 2 channel vectors; or of 1 x 2 tiles of 8 x 8, 4 blocks of four vectors: runs of 3, the
+  // last block's shorter, runs that cross from one image to the next), launched directly with
+  // the pre-activation tensor, both outputs checked against the reference.
   using dsconv::depthwise_variant;
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
-  for (const int k : {3, 5}) {
-    dsconv::depthwise_params p = make_params(7, 16, 20, 18, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
-    p.data_layout = layout::nhwc;
-    p.act = activation::silu;
-    INFO(describe(p) << ", device " << dev.name);
-    if (!supports<TestType>(depthwise_variant::nhwc_matrix, p)) {  // (no tensor cores for the type here)
-      CHECK(dsconv::can_implement<TestType>(depthwise_variant::nhwc_matrix, p) == status::unsupported_variant);
-      continue;
+  struct run_case {
+    int c, h, w, side;
+  };
+  for (const int k : {3, 5})
+    for (const run_case run : {run_case{16, 20, 18, 16}, run_case{128, 8, 16, 8}}) {
+      dsconv::depthwise_params p = make_params(7, run.c, run.h, run.w, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+      p.data_layout = layout::nhwc;
+      p.act = activation::silu;
+      INFO(describe(p) << ", device " << dev.name);
+      if (!supports<TestType>(depthwise_variant::nhwc_matrix, p)) {  // (no tensor cores for the type here)
+        CHECK(dsconv::can_implement<TestType>(depthwise_variant::nhwc_matrix, p) == status::unsupported_variant);
+        continue;
+      }
+      const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+      const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+      const std::vector<TestType> input = random_tensor<TestType>(in_count);
+      const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
+      const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
+      dsconv::depthwise_params linear = p;
+      linear.act = activation::none;
+      std::vector<double> ref(out_count), ref_pre(out_count);
+      REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
+              status::success);
+      REQUIRE(dsconv::reference::depthwise_forward(linear, input.data(), weight.data(), bias.data(), ref_pre.data()) ==
+              status::success);
+      const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
+      guarded_output<TestType> out(out_count), pre(out_count);
+      dsconv::detail::matrix_plan plan;
+      REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, d_input.data(), out.data(), pre.data(), plan));
+      REQUIRE(plan.side == run.side);
+      REQUIRE(plan.tile.tiles_per_block == 3);
+      REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter
+      REQUIRE(dsconv::platform::launch(dsconv::detail::matrix_kernel<TestType>(p, plan.side), plan.launch({}),
+                                       dsconv::detail::make_shape(p), plan.tile, d_input.data(),
+                                       dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(), d_bias.data(),
+                                       out.data(), pre.data()) == status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      const error_bound bound = depthwise_bound(p, input, weight, bias.data());
+      check_close(out.download_checked(), ref, bound);
+      check_close(pre.download_checked(), ref_pre, bound);
     }
-    const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
-    const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
-    const std::vector<TestType> input = random_tensor<TestType>(in_count);
-    const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
-    const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
-    dsconv::depthwise_params linear = p;
-    linear.act = activation::none;
-    std::vector<double> ref(out_count), ref_pre(out_count);
-    REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
-            status::success);
-    REQUIRE(dsconv::reference::depthwise_forward(linear, input.data(), weight.data(), bias.data(), ref_pre.data()) ==
-            status::success);
-    const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
-    guarded_output<TestType> out(out_count), pre(out_count);
-    dsconv::detail::matrix_plan plan;
-    REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, d_input.data(), out.data(), pre.data(), plan));
-    REQUIRE(plan.tile.tiles_per_block == 3);
-    REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter
-    REQUIRE(dsconv::platform::launch(dsconv::detail::matrix_kernel<TestType>(p), plan.launch({}),
-                                     dsconv::detail::make_shape(p), plan.tile, d_input.data(),
-                                     dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(), d_bias.data(),
-                                     out.data(), pre.data()) == status::success);
-    REQUIRE(dsconv::synchronize() == status::success);
-    const error_bound bound = depthwise_bound(p, input, weight, bias.data());
-    check_close(out.download_checked(), ref, bound);
-    check_close(pre.download_checked(), ref_pre, bound);
-  }
 }
 
 TEMPLATE_TEST_CASE("depthwise NCHW register kernel: every filter, stride and access width, bands and strips cut by the map's edge",

@@ -211,6 +211,7 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
     for (dsconv::depthwise_params p :
          {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1),
           make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (5x5 stride 1: the register data gradient)
+          make_params(2, 32, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (and nhwc_matrix's on tiles of 8 x 8)
           make_params(2, 16, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {  // (3x3 stride 2: the register weight gradient)
       p.data_layout = data_layout;
       p.act = act;

@@ -20,6 +20,7 @@ namespace detail {
 
 struct matrix_plan {
   nhwc_matrix_tile tile{};
+  int side = 16;  // the tiles' outputs along each side (matrix_side): the kernel's TS
   platform::dims grid;
 
   platform::launch_config launch(stream_t stream) const {
@@ -41,27 +42,34 @@ std::string matrix_limits(const depthwise_params& p, const platform::device_prop
   if (!platform::provides(dev.matrix, kernels::mma_sync_unit::needs<T>)) return "needs NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+)";
   if (p.c % 8 != 0) return "needs channels in whole 16-byte vectors";
   // (a tile's staged rows, up to matrix_input_side of them, count too where the map has fewer)
-  const long long side = matrix_input_side(p.kernel_h, p.stride_h);
+  const long long side = matrix_input_side(p.kernel_h, p.stride_h, 16);
   const long long image_in = static_cast<long long>(p.h > side ? p.h : side) * p.w * p.c;
   const long long image_out = static_cast<long long>(p.out_h()) * p.out_w() * p.c;
   if (image_in >= (1LL << 31) || image_out >= (1LL << 31)) return "needs fewer than 2^31 elements an image";
   return "";
 }
 
-// The share of a tile's outputs that lie inside the map (tiles of 16 x 16 outputs): 1 on maps
-// whose sides are multiples of 16, 0.77 at 14x14, 0.19 at 7x7.
-inline double matrix_tile_use(const depthwise_params& p) {
-  const long long side = matrix_tile, ty = (p.out_h() + side - 1) / side, tx = (p.out_w() + side - 1) / side;
+// The share of a tile's outputs that lie inside the map, tiles of side x side outputs: with
+// side 16, 1 on maps whose sides are multiples of 16, 0.77 at 14x14, 0.19 at 7x7; with 8,
+// 0.77 at 7x7.
+inline double matrix_tile_use(const depthwise_params& p, int side) {
+  const long long ty = (p.out_h() + side - 1) / side, tx = (p.out_w() + side - 1) / side;
   return static_cast<double>(p.out_h()) * p.out_w() / static_cast<double>(ty * tx * side * side);
+}
+
+// The tiles' side for `p`: 8 where those tiles are the better used and the channels fill
+// whole blocks of four vectors (matrix_tile_vectors), else 16.
+inline int matrix_side(const depthwise_params& p) {
+  return p.c % (8 * matrix_tile_vectors(8)) == 0 && matrix_tile_use(p, 8) > matrix_tile_use(p, 16) ? 8 : 16;
 }
 
 // The rule where nothing was measured: nhwc_matrix over nhwc_register where at least half of
 // its tiles' outputs lie inside the map. Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
 // through relu6) it issues 2.5, 1.5, 3.6 and 1.9 instructions per DRAM byte on full tiles of
-// 3x3 and 5x5 filters at stride 1 and 2, where the register kernel issues 5.5, 3.1, 12.4 and
-// 6.7 on strips that waste at most an eighth: half-empty tiles still leave it ahead (7x7 maps,
-// a fifth of a tile used, do not).
-inline bool matrix_preferred(const depthwise_params& p) { return matrix_tile_use(p) >= 0.5; }
+// 3x3 and 5x5 filters at stride 1 and 2, where the register kernel issues 5.1, 3.1, 11.7 and
+// 6.7 on strips that waste at most an eighth: half-empty tiles still leave it ahead (maps of
+// 1 to 4 pixels a side, a quarter of an 8 x 8 tile used at most, do not).
+inline bool matrix_preferred(const depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)) >= 0.5; }
 
 // The plan for `p` (which matrix_limits accepts) with the call's tensors (null: a plan for
 // feasibility only); false where the grid would exceed the device's. Each block takes a run of
@@ -72,10 +80,12 @@ template <class T>
 bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properties& dev, const void* input,
                       const void* output, const void* pre, matrix_plan& plan) {
   nhwc_matrix_tile& t = plan.tile;
-  const long long side = matrix_tile;
+  plan.side = matrix_side(p);
+  const long long side = plan.side;
   t.tiles_x = static_cast<int>((p.out_w() + side - 1) / side);
   t.tiles_y = static_cast<int>((p.out_h() + side - 1) / side);
-  const long long tiles = static_cast<long long>(p.n) * t.tiles_x * t.tiles_y, vectors = p.c / 8;
+  const long long tiles = static_cast<long long>(p.n) * t.tiles_x * t.tiles_y;
+  const long long vectors = p.c / (8 * matrix_tile_vectors(plan.side));  // the blocks' channel groups
   if (tiles >= (1LL << 31)) return false;
   t.tiles = static_cast<int>(tiles);
   const long long wave = 8LL * dev.multiprocessor_count * 2;  // (two blocks resident, the fewest)
@@ -89,13 +99,14 @@ bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properti
   return true;
 }
 
-// The kernel specialisation for the problem's filter (G != none: the data gradient's, stride
-// 1); T half or bfloat16, compiled where mma.sync is.
+// The kernel specialisation for the problem's filter and the tiles' side (G != none: the data
+// gradient's, stride 1); T half or bfloat16, compiled where mma.sync is.
 template <class T, gate_kind G = gate_kind::none>
-auto matrix_kernel(const depthwise_params& p) {
-  return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
-    return platform::registered<kernels::depthwise_nhwc_matrix<T, decltype(k)::value, decltype(s)::value, G>,
-                                kernels::mma_sync_unit::needs<T>>();
+auto matrix_kernel(const depthwise_params& p, int side) {
+  return register_filter_case<G != gate_kind::none>(p, [side](auto k, auto s) {
+    constexpr int K = decltype(k)::value, S = decltype(s)::value;
+    return side == 8 ? platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 8>, kernels::mma_sync_unit::needs<T>>()
+                     : platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 16>, kernels::mma_sync_unit::needs<T>>();
   });
 }
 
@@ -111,7 +122,7 @@ status launch_matrix(const depthwise_params& p, const depthwise_shape& s, const 
     matrix_plan plan;
     if (!plan_nhwc_matrix<T>(p, dev, least_aligned(input, static_cast<const T*>(gate.saved)), output, pre, plan))
       return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: the grid exceeds the device's limits");
-    return platform::launch(matrix_kernel<T, G>(p), plan.launch(stream), s, plan.tile, input, gate, weight, bias,
+    return platform::launch(matrix_kernel<T, G>(p, plan.side), plan.launch(stream), s, plan.tile, input, gate, weight, bias,
                             output, pre);
   } else {
     (void)p, (void)s, (void)dev, (void)input, (void)gate, (void)weight, (void)bias, (void)output, (void)pre, (void)stream;

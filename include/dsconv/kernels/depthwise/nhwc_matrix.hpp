@@ -10,27 +10,30 @@
 // loads a fragment with no transposition: 5 products and 5 fragment loads for a 3x3 filter,
 // 13 and 13 for 5x5, per 16 x 8 outputs. The tensor cores do 8 times the useful work, which
 // costs nothing here: the SIMT kernel (nhwc_register.hpp) spends 9 or 25 fp32 multiply-adds
-// and the conversions of each 16-bit output, 5.4 instructions per DRAM byte for 3x3 and 12.4
-// for 5x5 (sm_90), above the 4 a memory-bound kernel can afford; this one counts 2.5 and 3.6
-// at stride 1, 1.5 and 1.9 at stride 2 (scripts/sass_budget.py, through relu6); the gated data
-// gradient 2.4 and 3.3, where nhwc_register's counts 5.4 and 14.9.
+// and the conversions of each 16-bit output, 5.1 instructions per DRAM byte for 3x3 and 11.7
+// for 5x5 (sm_90), above the 4 a memory-bound kernel can afford; this one counts 2.4 and 3.6
+// at stride 1, 1.5 and 2.0 at stride 2 (scripts/sass_budget.py, through relu6, tiles of 16 x 16
+// inside the map); the gated data gradient 2.4 and 3.3, where nhwc_register's counts 5.3 and 14.6.
 //
-// A block (4 warps) takes one channel vector (blockIdx.x) and a run of consecutive tiles of
-// 16 x 16 output pixels (blockIdx.y): it stages a tile's input, (15 S + K) x (15 S + K) pixel
-// vectors, in shared memory (zeros where padding), then warp w makes output rows w, w + 4,
-// w + 8 and w + 12 of the tile, their products interleaved. The next tile's input is loaded
-// into registers while this tile is multiplied, so that each thread has its loads in flight
-// across the products. The filter's B fragments sit in registers for the block's run; the bias
-// starts the accumulators. Lane (g, q) ends with outputs (pixel g and g + 8, channels 2q and
-// 2q + 1): a word each, so a warp's stores of a pixel row are 16 pixels x 16 bytes, whole lines.
+// A block (4 warps) takes 256 output pixel vectors a tile, TS x TS pixels of 256 / TS^2 channel
+// vectors (blockIdx.x), and a run of consecutive tiles (blockIdx.y): it stages a tile's input,
+// ((TS - 1) S + K)^2 pixel vectors a channel vector, in shared memory (zeros where padding),
+// then each warp makes 4 products of 16 output pixels, interleaved: with TS = 16 (one vector)
+// warp w makes rows w, w + 4, w + 8 and w + 12; with TS = 8 (four vectors, where those tiles
+// are the better used, as on 7x7 maps; 2.7 and 3.9 at stride 1 on whole tiles) warp w makes its
+// own vector's 8 rows, two a product. The next tile's input is loaded into registers while this tile is
+// multiplied, so that each thread has its loads in flight across the products. The filter's
+// B fragments sit in registers for the block's run; the bias starts the accumulators. Lane
+// (g, q) ends with outputs (pixel g and g + 8 of a product, channels 2q and 2q + 1): a word
+// each, so a warp's stores of a product are 16 pixels x 16 bytes, whole lines.
 // The walk is compiled once per activation, alignment and pre-activation store, and tiles
 // inside the map take their loads and stores without tests: branches and 64-bit index
 // arithmetic had taken most of the instructions.
 // A non-finite input reaches, through B's zeros, every channel of its vector at the outputs
 // whose window holds it (NaN where the reference has a finite value in the other channels).
-// Requires multiplier 1, channels in whole 16-byte vectors, a specialised filter
-// (register_filter), 16-bit elements and an image of fewer than 2^31 elements
-// (dispatch/depthwise_matrix_plan.hpp).
+// Requires multiplier 1, channels in whole 16-byte vectors (TS = 8: in whole blocks of four),
+// a specialised filter (register_filter), 16-bit elements and an image of fewer than 2^31
+// elements (dispatch/depthwise_matrix_plan.hpp).
 
 #include <type_traits>
 
@@ -44,9 +47,15 @@
 namespace dsconv {
 namespace detail {
 
-inline constexpr int matrix_tile = 16;  // output pixels a tile has along each side
 inline constexpr unsigned matrix_block_threads = 128;
-inline constexpr int matrix_warps = static_cast<int>(matrix_block_threads) / 32;  // each makes 4 of a tile's rows
+inline constexpr int matrix_warps = static_cast<int>(matrix_block_threads) / 32;  // each makes 4 products a tap pair
+// A block's tile: TS x TS output pixels of 256 / TS^2 channel vectors, 4 products of 16 pixels
+// a warp. TS = 16 (one vector: warp w makes rows w, w + 4, w + 8 and w + 12) on large maps;
+// TS = 8 (four vectors, warp w makes its vector's whole tile, two rows a product) where those
+// tiles are the better used: small maps, which a 16 x 16 tile would leave mostly empty (a
+// fifth of it used at 7x7, where 8 x 8 uses 0.77).
+DSCONV_HOST_DEVICE constexpr int matrix_tile_vectors(int ts) { return 256 / (ts * ts); }
+inline constexpr int matrix_products = 4;  // a warp's products a tap pair (16 output pixels each)
 // Blocks resident per multiprocessor the kernel is compiled for (registers a thread, sm_90):
 // four for 3x3 filters at stride 1 (124), three for 3x3 at stride 2 (168; at 128 it spilled)
 // and 5x5 at stride 1 (156), two for 5x5 at stride 2 (241: its 13 tap pairs' B fragments and
@@ -57,28 +66,30 @@ DSCONV_HOST_DEVICE constexpr int matrix_resident_blocks() {
   return K == 3 && S == 1 ? 4 : K == 3 || S == 1 ? 3 : 2;
 }
 
-// Input pixels a tile stages along each side.
-DSCONV_HOST_DEVICE constexpr int matrix_input_side(int k, int s) { return (matrix_tile - 1) * s + k; }
+// Input pixels a tile of TS x TS outputs stages along each side.
+DSCONV_HOST_DEVICE constexpr int matrix_input_side(int k, int s, int ts) { return (ts - 1) * s + k; }
 
 // Where column `col` of a staged row sits, in 16-byte slots: at stride 1 in place; at stride 2
-// the even columns from slot 0 and the odd ones from slot 20 (4 mod 8). A fragment load's 8
-// rows are columns 2m + kx of one row, which in place lie 32 bytes apart, two to each group of
-// four banks (the host platform counted reads twice as long); split by parity they are 8
-// consecutive slots, one a group; and a phase of 8 consecutive columns' stores fills slots
-// j .. j + 3 and 20 + j .. 23 + j, distinct groups too.
-inline constexpr int matrix_odd_slots = 20;
-template <int S>
+// the even columns from slot 0 and the odd ones from slot matrix_odd_slots (4 mod 8). A
+// fragment load's 8 rows are columns 2m + kx of one row, which in place lie 32 bytes apart,
+// two to each group of four banks (the host platform counted reads twice as long); split by
+// parity they are 8 consecutive slots, one a group; and a phase of 8 consecutive columns'
+// stores fills slots j .. j + 3 and odd + j .. odd + 3 + j, distinct groups too.
+DSCONV_HOST_DEVICE constexpr int matrix_odd_slots(int ts) { return ts == 16 ? 20 : 12; }
+template <int S, int TS>
 DSCONV_HOST_DEVICE constexpr int matrix_slot(int col) {
-  return S == 1 ? col : (col % 2) * matrix_odd_slots + col / 2;
+  return S == 1 ? col : (col % 2) * matrix_odd_slots(TS) + col / 2;
 }
 // Slots a staged row takes.
-DSCONV_HOST_DEVICE constexpr int matrix_row_slots(int k, int s) {
-  return s == 1 ? matrix_input_side(k, s) : matrix_odd_slots + matrix_input_side(k, s) / 2;
+DSCONV_HOST_DEVICE constexpr int matrix_row_slots(int k, int s, int ts) {
+  return s == 1 ? matrix_input_side(k, s, ts) : matrix_odd_slots(ts) + matrix_input_side(k, s, ts) / 2;
 }
-static_assert((matrix_input_side(5, 2) + 1) / 2 <= matrix_odd_slots, "the even columns fit before the odd ones");
+static_assert((matrix_input_side(5, 2, 16) + 1) / 2 <= matrix_odd_slots(16) &&
+                  (matrix_input_side(5, 2, 8) + 1) / 2 <= matrix_odd_slots(8),
+              "the even columns fit before the odd ones");
 
 struct nhwc_matrix_tile {
-  int tiles_x, tiles_y;   // tiles along out_w and out_h
+  int tiles_x, tiles_y;   // tiles (TS x TS outputs) along out_w and out_h
   int tiles;              // n * tiles_y * tiles_x
   int tiles_per_block;    // consecutive tiles a block takes (row-major: columns, rows, images)
   bool aligned;           // input and outputs aligned to 16 bytes
@@ -91,30 +102,35 @@ namespace kernels {
 // G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each
 // vector multiplied by the activation's derivative from the saved tensor at the same place as
 // it arrives (kernels/common/gradient_gate.hpp).
-template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
+template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none, int TS = 16>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::matrix_block_threads, (detail::matrix_resident_blocks<K, S>()))
 void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t, const T* __restrict__ input,
                            detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                            T* __restrict__ pre_activation) {
   static_assert(sizeof(T) == 2, "16-bit elements: 8 channels a 16-byte vector");
   namespace pf = platform;
-  constexpr int side = detail::matrix_input_side(K, S), pixels = side * side;
-  constexpr int row_slots = detail::matrix_row_slots(K, S);
+  static_assert(TS == 16 || TS == 8, "tiles of 16 x 16 or 8 x 8 outputs");
+  constexpr int VB = detail::matrix_tile_vectors(TS);  // the block's channel vectors
+  constexpr int side = detail::matrix_input_side(K, S, TS), pixels = side * side;
+  constexpr int row_slots = detail::matrix_row_slots(K, S, TS), vector_slots = side * row_slots;
   constexpr int threads = static_cast<int>(detail::matrix_block_threads);
-  constexpr int per_thread = (pixels + threads - 1) / threads;  // pixel vectors a thread stages
+  constexpr int per_thread = (VB * pixels + threads - 1) / threads;  // pixel vectors a thread stages
+  constexpr bool whole_threads = per_thread * threads == VB * pixels;
   constexpr int taps = K * K, pairs = (taps + 1) / 2;
   using vector = pf::vec<unsigned, 4>;
-  DSCONV_SHARED_ARRAY(vector, staged, [side * row_slots]);
+  DSCONV_SHARED_ARRAY(vector, staged, [VB * vector_slots]);
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  const int c0 = static_cast<int>(pf::block_idx().x) * 8;
+  const int c0 = static_cast<int>(pf::block_idx().x) * VB * 8;
+  // The warp's channel vector: the block's one (TS = 16), or its own of the four (TS = 8).
+  const int own = VB == 1 ? 0 : warp, cw = c0 + own * 8;
 
   // B of each tap pair: lane (g, q) holds B[2q, 2q + 1][g] and B[8 + 2q, 9 + 2q][g], the
-  // weight w[c0 + g][tap] in the half whose channel is g, zeros elsewhere.
+  // weight w[cw + g][tap] in the half whose channel is g, zeros elsewhere.
   unsigned b[pairs][2];
   {
-    const T* w = weight + static_cast<index_t>(c0 + g) * taps;
+    const T* w = weight + static_cast<index_t>(cw + g) * taps;
     DSCONV_UNROLL
     for (int i = 0; i < pairs; ++i)
       DSCONV_UNROLL
@@ -126,17 +142,18 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
   }
   float bias_of[2];
   DSCONV_UNROLL
-  for (int e = 0; e < 2; ++e) bias_of[e] = bias ? to_float(pf::load(bias + c0 + 2 * q + e)) : 0.f;
+  for (int e = 0; e < 2; ++e) bias_of[e] = bias ? to_float(pf::load(bias + cw + 2 * q + e)) : 0.f;
 
-  // This thread's pixel vectors of a tile's input: the same places in every tile, so their
-  // offsets from the tile's first input pixel, and their slots, are worked out once.
+  // This thread's pixel vectors of a tile's input (vector after vector): the same places in
+  // every tile, so their offsets from the tile's first input pixel, and their slots, are
+  // worked out once.
   int offset[per_thread], row_of[per_thread], col_of[per_thread], slot_of[per_thread];
   DSCONV_UNROLL
   for (int j = 0; j < per_thread; ++j) {
-    const int pixel = tid + j * threads;
+    const int staged_at = tid + j * threads, v = VB == 1 ? 0 : staged_at / pixels, pixel = staged_at - v * pixels;
     row_of[j] = pixel / side, col_of[j] = pixel - pixel / side * side;
-    offset[j] = (row_of[j] * s.w + col_of[j]) * s.c;
-    slot_of[j] = row_of[j] * row_slots + detail::matrix_slot<S>(col_of[j]);
+    offset[j] = (row_of[j] * s.w + col_of[j]) * s.c + v * 8;
+    slot_of[j] = v * vector_slots + row_of[j] * row_slots + detail::matrix_slot<S, TS>(col_of[j]);
   }
 
   // The block's tiles, consecutive: (image, tile row, tile column) of the first divided once,
@@ -158,7 +175,7 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
   // Lane l addresses row l % 8 + 8 (l / 8 % 2) (the pixel m) of matrix l / 16 (the pair's
   // first or second tap); its outputs are pixels g and g + 8 of a row, channels 2q and 2q + 1.
   const int m = lane % 8 + 8 * (lane / 8 % 2), second = lane / 16;
-  const int out_row = s.out_w * s.c, eight = 8 * s.c;
+  const int out_row = s.out_w * s.c;
   // (an image's elements: offsets inside one are 32-bit, the planner keeps them under 2^31)
   const index_t image_in = static_cast<index_t>(s.h) * s.w * s.c, image_out = static_cast<index_t>(s.out_h) * out_row;
   // The walk with the activation, the alignment and whether it keeps the activation's input
@@ -170,7 +187,7 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
     // Tile `at`'s input into `next` (zeros outside the map): without tests where the whole
     // tile lies inside the map.
     const auto fetch = [&](const place& at) {
-      const int iy0 = at.ty * detail::matrix_tile * S - s.pad_h, ix0 = at.tx * detail::matrix_tile * S - s.pad_w;
+      const int iy0 = at.ty * TS * S - s.pad_h, ix0 = at.tx * TS * S - s.pad_w;
       const index_t first = static_cast<index_t>(at.n) * image_in + ((iy0 * s.w + ix0) * s.c + c0);
       const bool inside = iy0 >= 0 && iy0 + side <= s.h && ix0 >= 0 && ix0 + side <= s.w;
       // (Gated: the saved vector at the same place, gated into the input's as it arrives)
@@ -183,7 +200,7 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
       };
       DSCONV_UNROLL
       for (int j = 0; j < per_thread; ++j) {
-        const bool staged_pixel = per_thread * threads == pixels || tid + j * threads < pixels;
+        const bool staged_pixel = whole_threads || tid + j * threads < VB * pixels;
         const int iy = iy0 + row_of[j], ix = ix0 + col_of[j];
         if (inside) {  // (no zeros to set first)
           if (staged_pixel) next[j] = load(j);
@@ -200,25 +217,28 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
       pf::sync_threads();  // (the previous tile's fragment loads are done)
       DSCONV_UNROLL
       for (int j = 0; j < per_thread; ++j)
-        if (per_thread * threads == pixels || tid + j * threads < pixels)
+        if (whole_threads || tid + j * threads < VB * pixels)
           pf::shared_store(staged + slot_of[j], next[j]);
       pf::sync_threads();
       if (i + 1 < count) fetch(next_at);
 
-      // This lane's first output of the tile (pixel g of row 0, channels 2q and 2q + 1), and
-      // whether its two pixels g and g + 8 lie inside the map.
-      const int oy0 = at.ty * detail::matrix_tile, ox0 = at.tx * detail::matrix_tile;
+      // This lane's first output of the tile (pixel g of row 0, channels 2q and 2q + 1 of the
+      // warp's vector).
+      const int oy0 = at.ty * TS, ox0 = at.tx * TS;
       const index_t lane_out =
-          static_cast<index_t>(at.n) * image_out + ((oy0 * s.out_w + ox0 + g) * s.c + c0 + 2 * q);
+          static_cast<index_t>(at.n) * image_out + ((oy0 * s.out_w + ox0 + g) * s.c + cw + 2 * q);
       T* const out = output + lane_out;
       [[maybe_unused]] T* const pre = pre_activation + lane_out;
-      const bool left = ox0 + g < s.out_w, right = ox0 + g + 8 < s.out_w;
-      // Warp w's output rows w, w + 4, w + 8 and w + 12 of the tile, their products interleaved
-      // (four independent chains of accumulation: one chain made ptxas wait between products).
-      constexpr int rows = detail::matrix_tile / detail::matrix_warps;
+      // The warp's products k = 0 .. 3, their 16 pixels m: (row, column) of the tile, row
+      // product_row(k) + m / TS, column m % TS (TS = 16: rows w, w + 4, w + 8, w + 12; TS = 8:
+      // rows 2k and 2k + 1), interleaved (four independent chains of accumulation: one chain
+      // made ptxas wait between products).
+      const auto product_row = [&](int k) { return VB == 1 ? warp + detail::matrix_warps * k : 2 * k; };
+      constexpr int rows = detail::matrix_products;
       float acc[rows][4];
       DSCONV_UNROLL
       for (int k = 0; k < rows; ++k) acc[k][0] = acc[k][2] = bias_of[0], acc[k][1] = acc[k][3] = bias_of[1];
+      const vector* const own_staged = staged + own * vector_slots;
       DSCONV_UNROLL
       for (int pair = 0; pair < pairs; ++pair) {
         int tap = 2 * pair + second;
@@ -226,24 +246,29 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
         const int ky = tap / K, kx = tap % K;
         DSCONV_UNROLL
         for (int k = 0; k < rows; ++k) {
-          const int r = warp + detail::matrix_warps * k;
+          const int r = product_row(k) + m / TS;
           unsigned a[4];
-          pf::ldmatrix_x4<false>(a, staged + (r * S + ky) * row_slots + detail::matrix_slot<S>(m * S + kx));
+          pf::ldmatrix_x4<false>(a, own_staged + (r * S + ky) * row_slots + detail::matrix_slot<S, TS>(m % TS * S + kx));
           pf::mma_16x8x16<T>(acc[k], a, b[pair]);
         }
       }
+      // The lane's pixels g and g + 8 of each product: (row, column) below the lane's first
+      // output: on one row 8 columns apart (TS = 16), or one row apart (TS = 8).
+      const int second_row = 8 / TS, second_col = 8 % TS;
+      const bool left = ox0 + g < s.out_w, right = ox0 + g + second_col < s.out_w;
       // The rows' stores: without tests where the tile lies inside the map (a branch per
       // store cost three instructions of each seven).
       const auto store_rows = [&](auto whole) {
         DSCONV_UNROLL
         for (int k = 0; k < rows; ++k) {
-          const int r = warp + detail::matrix_warps * k;
+          const int r = product_row(k);
           if (!decltype(whole)::value && oy0 + r >= s.out_h) break;  // (warp-uniform; the rows ascend)
           const int row_at = r * out_row;
           DSCONV_UNROLL
           for (int h = 0; h < 2; ++h) {
             if (!decltype(whole)::value && !(h == 0 ? left : right)) continue;
-            const int at_pixel = row_at + h * eight;
+            if (!decltype(whole)::value && second_row && h == 1 && oy0 + r + 1 >= s.out_h) continue;
+            const int at_pixel = row_at + h * (second_row * out_row + second_col * s.c);
             if constexpr (decltype(keep)::value)
               detail::store_words<1>(pre + at_pixel, pf::vec<unsigned, 1>{detail::narrow<T>(acc[k] + 2 * h)}, vectors);
             detail::store_words<1>(out + at_pixel, pf::vec<unsigned, 1>{detail::activated_word<A, T>(acc[k] + 2 * h)},
@@ -251,7 +276,7 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
           }
         }
       };
-      if (oy0 + detail::matrix_tile <= s.out_h && ox0 + detail::matrix_tile <= s.out_w)
+      if (oy0 + TS <= s.out_h && ox0 + TS <= s.out_w)
         store_rows(std::true_type{});
       else
         store_rows(std::false_type{});
