@@ -13,7 +13,8 @@
 // and the conversions of each 16-bit output, 5.1 instructions per DRAM byte for 3x3 and 11.7
 // for 5x5 (sm_90), above the 4 a memory-bound kernel can afford; this one counts 2.4 and 3.6
 // at stride 1, 1.5 and 2.0 at stride 2 (scripts/sass_budget.py, through relu6, tiles of 16 x 16
-// inside the map); the gated data gradient 2.4 and 3.3, where nhwc_register's counts 5.3 and 14.6.
+// inside the map); the gated data gradient 1.8 and 3.0, where nhwc_register's counts 5.3 and 14.6
+// (both tensors' loads in flight across the products, the gate applied as the vectors are staged).
 //
 // A block (4 warps) takes 256 output pixel vectors a tile, TS x TS pixels of 256 / TS^2 channel
 // vectors (blockIdx.x), and a run of consecutive tiles (blockIdx.y): it stages a tile's input,
@@ -57,13 +58,14 @@ inline constexpr int matrix_warps = static_cast<int>(matrix_block_threads) / 32;
 DSCONV_HOST_DEVICE constexpr int matrix_tile_vectors(int ts) { return 256 / (ts * ts); }
 inline constexpr int matrix_products = 4;  // a warp's products a tap pair (16 output pixels each)
 // Blocks resident per multiprocessor the kernel is compiled for (registers a thread, sm_90):
-// four for 3x3 filters at stride 1 (124), three for 3x3 at stride 2 (168; at 128 it spilled)
-// and 5x5 at stride 1 (156), two for 5x5 at stride 2 (241: its 13 tap pairs' B fragments and
-// ten staged vectors a thread). Bytes in flight a multiprocessor: 24 KiB at stride 1, 40-54 at
-// stride 2.
-template <int K, int S>
+// four for 3x3 filters at stride 1 (124-128), three for 3x3 at stride 2 (168; at 128 it
+// spilled) and 5x5 at stride 1 (156-166), two for 5x5 at stride 2 (241: its 13 tap pairs' B
+// fragments and ten staged vectors a thread) and for the gated 5x5 on 8 x 8 tiles (five staged
+// vectors a thread of each tensor: 168 spilled). Bytes in flight a multiprocessor: 24 KiB at
+// stride 1 (gated: 36-48), 40-54 at stride 2.
+template <int K, int S, gate_kind G, int TS>
 DSCONV_HOST_DEVICE constexpr int matrix_resident_blocks() {
-  return K == 3 && S == 1 ? 4 : K == 3 || S == 1 ? 3 : 2;
+  return K == 3 && S == 1 ? 4 : K == 5 && S == 1 && G != gate_kind::none && TS == 8 ? 2 : K == 3 || S == 1 ? 3 : 2;
 }
 
 // Input pixels a tile of TS x TS outputs stages along each side.
@@ -103,7 +105,7 @@ namespace kernels {
 // vector multiplied by the activation's derivative from the saved tensor at the same place as
 // it arrives (kernels/common/gradient_gate.hpp).
 template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none, int TS = 16>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::matrix_block_threads, (detail::matrix_resident_blocks<K, S>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::matrix_block_threads, (detail::matrix_resident_blocks<K, S, G, TS>()))
 void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t, const T* __restrict__ input,
                            detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias, T* __restrict__ output,
                            T* __restrict__ pre_activation) {
@@ -172,6 +174,9 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
   place next_at{first_tile / (t.tiles_x * t.tiles_y), first_tile / t.tiles_x % t.tiles_y, first_tile % t.tiles_x};
 
   vector next[per_thread];
+  // (Gated: the saved vectors at the same places, gated into next's as they are staged, so
+  // that both tensors' loads are in flight across the products)
+  [[maybe_unused]] vector kept[G != detail::gate_kind::none ? per_thread : 1];
   // Lane l addresses row l % 8 + 8 (l / 8 % 2) (the pixel m) of matrix l / 16 (the pair's
   // first or second tap); its outputs are pixels g and g + 8 of a row, channels 2q and 2q + 1.
   const int m = lane % 8 + 8 * (lane / 8 % 2), second = lane / 16;
@@ -190,23 +195,21 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
       const int iy0 = at.ty * TS * S - s.pad_h, ix0 = at.tx * TS * S - s.pad_w;
       const index_t first = static_cast<index_t>(at.n) * image_in + ((iy0 * s.w + ix0) * s.c + c0);
       const bool inside = iy0 >= 0 && iy0 + side <= s.h && ix0 >= 0 && ix0 + side <= s.w;
-      // (Gated: the saved vector at the same place, gated into the input's as it arrives)
       const auto load = [&](int j) {
-        vector v = detail::load_words<4>(input + first + offset[j], vectors);
+        next[j] = detail::load_words<4>(input + first + offset[j], vectors);
         if constexpr (G != detail::gate_kind::none)
-          v = detail::gated_words<T, G, 4>(
-              v, detail::load_words<4>(static_cast<const T*>(gate.saved) + first + offset[j], vectors), gate);
-        return v;
+          kept[j] = detail::load_words<4>(static_cast<const T*>(gate.saved) + first + offset[j], vectors);
       };
       DSCONV_UNROLL
       for (int j = 0; j < per_thread; ++j) {
         const bool staged_pixel = whole_threads || tid + j * threads < VB * pixels;
         const int iy = iy0 + row_of[j], ix = ix0 + col_of[j];
         if (inside) {  // (no zeros to set first)
-          if (staged_pixel) next[j] = load(j);
+          if (staged_pixel) load(j);
         } else {
           next[j] = vector{};
-          if (staged_pixel && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) next[j] = load(j);
+          if constexpr (G != detail::gate_kind::none) kept[j] = vector{};
+          if (staged_pixel && iy >= 0 && iy < s.h && ix >= 0 && ix < s.w) load(j);
         }
       }
     };
@@ -217,8 +220,10 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
       pf::sync_threads();  // (the previous tile's fragment loads are done)
       DSCONV_UNROLL
       for (int j = 0; j < per_thread; ++j)
-        if (whole_threads || tid + j * threads < VB * pixels)
+        if (whole_threads || tid + j * threads < VB * pixels) {
+          if constexpr (G != detail::gate_kind::none) next[j] = detail::gated_words<T, G, 4>(next[j], kept[j], gate);
           pf::shared_store(staged + slot_of[j], next[j]);
+        }
       pf::sync_threads();
       if (i + 1 < count) fetch(next_at);
 
