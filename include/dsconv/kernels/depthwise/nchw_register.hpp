@@ -102,11 +102,15 @@ struct nchw_register_geometry {
   static constexpr int IR = (TH - 1) * S + K;         // input rows a band reads
   static constexpr int CE = CB / static_cast<int>(sizeof(T));  // elements per chunk
   // Halo granules: whole 32-bit words (aligned: the strip starts on a chunk of at least 4 bytes),
-  // or single elements where chunks are; for float, pairs where chunks are of 8 bytes or more
-  // (rows are then whole pairs, so a pair lies wholly inside or outside its row): a 5x5
+  // or single elements where chunks are; for float on NVIDIA, pairs where chunks are of 8 bytes
+  // or more (rows are then whole pairs, so a pair lies wholly inside or outside its row): a 5x5
   // filter's halo is then one load either side a row, not two (sm_90, 4.7 -> 4.6 instructions
-  // per DRAM byte).
+  // per DRAM byte; hipcc spilled the float 3x3 stride-2 and gated 5x5 bands with pairs).
+#if defined(DSCONV_PLATFORM_HIP)
+  static constexpr int G = CB >= 4 ? E : 1;
+#else
   static constexpr int G = sizeof(T) == 4 && CB >= 8 ? 2 : CB >= 4 ? E : 1;
+#endif
   static constexpr int LG = (L + G - 1) / G, RG = (R + G - 1) / G;
 };
 

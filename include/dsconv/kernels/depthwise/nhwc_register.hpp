@@ -75,6 +75,17 @@ DSCONV_HOST_DEVICE constexpr int register_rows_unrolled() {
 #endif
 }
 
+// Whether strips inside the map advance a row pointer from row to row (NVIDIA: nvcc had formed
+// each row's address with a 64-bit multiply-add, 6 to 8 instructions), or form each row's
+// address from its index (AMD: hipcc held the pointer in scalar registers and spilled them for
+// 5x5 filters on gfx906 and gfx90a).
+inline constexpr bool register_row_pointer =
+#if defined(DSCONV_PLATFORM_HIP)
+    false;
+#else
+    true;
+#endif
+
 // Whether strips that lie inside the map take their own unchecked path (the kernel's `rows`),
 // whose loads of the unrolled rows may all be issued at once: where those rows' words take at
 // most 96 of the 128 registers a thread has (float 3x3 at stride 2, 108, spilled on sm_90).
@@ -221,10 +232,10 @@ DSCONV_UNROLL
     const auto rows = [&](auto inside) {
       // (declared here: clang takes an unroll count from the lambda's own scope only)
       [[maybe_unused]] constexpr int row_unroll = detail::register_rows_unrolled<T, K, S>();  // (host: no pragma)
-      // (inside: the row's first input, advanced a row at a time: computed from iy, a 64-bit
-      // multiply-add took 6 to 8 instructions a row)
+      // (inside: the row's first input, advanced a row at a time where register_row_pointer)
+      constexpr bool advance = decltype(inside)::value && detail::register_row_pointer;
       const index_t first_at = static_cast<index_t>(iy0) * row_pitch + static_cast<index_t>(ix0) * s.c;
-      const T* inside_row = decltype(inside)::value ? image + first_at : nullptr;
+      const T* inside_row = advance ? image + first_at : nullptr;
 DSCONV_UNROLL_BY(row_unroll)
       for (int ky = 0; ky < K; ++ky) {
         const int iy = iy0 + ky;
@@ -241,11 +252,11 @@ DSCONV_UNROLL_BY(row_unroll)
         const bool row_inside = iy >= 0 && iy < s.h;
         if (decltype(inside)::value || (row_inside && columns_inside)) {  // the row's loads without checks
           const index_t at = static_cast<index_t>(iy) * row_pitch + static_cast<index_t>(ix0) * s.c;
-          const T* in_row = decltype(inside)::value ? inside_row : image + at;
-          const T* saved_row = Gated ? saved + (decltype(inside)::value ? first_at + ky * row_pitch : at) : nullptr;
+          const T* in_row = advance ? inside_row : image + at;
+          const T* saved_row = Gated ? saved + (advance ? first_at + ky * row_pitch : at) : nullptr;
 DSCONV_UNROLL
           for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c, Gated ? saved_row + j * s.c : nullptr);
-          if constexpr (decltype(inside)::value) inside_row += row_pitch;
+          if constexpr (advance) inside_row += row_pitch;
         } else {
 DSCONV_UNROLL
           for (int j = 0; j < IW; ++j) {
