@@ -105,8 +105,9 @@ template <class T, gate_kind G = gate_kind::none>
 auto matrix_kernel(const depthwise_params& p, int side) {
   return register_filter_case<G != gate_kind::none>(p, [side](auto k, auto s) {
     constexpr int K = decltype(k)::value, S = decltype(s)::value;
-    return side == 8 ? platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 8>, kernels::mma_sync_unit::needs<T>>()
-                     : platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 16>, kernels::mma_sync_unit::needs<T>>();
+    constexpr auto needs = kernels::mma_sync_unit::needs<T>;
+    return side == 8 ? platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 8>, needs>()
+                     : platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 16>, needs>();
   });
 }
 

@@ -21,12 +21,12 @@
 // ((TS - 1) S + K)^2 pixel vectors a channel vector, in shared memory (zeros where padding),
 // then each warp makes 4 products of 16 output pixels, interleaved: with TS = 16 (one vector)
 // warp w makes rows w, w + 4, w + 8 and w + 12; with TS = 8 (four vectors, where those tiles
-// are the better used, as on 7x7 maps; 2.7 and 3.9 at stride 1 on whole tiles) warp w makes its
-// own vector's 8 rows, two a product. The next tile's input is loaded into registers while this tile is
-// multiplied, so that each thread has its loads in flight across the products. The filter's
-// B fragments sit in registers for the block's run; the bias starts the accumulators. Lane
-// (g, q) ends with outputs (pixel g and g + 8 of a product, channels 2q and 2q + 1): a word
-// each, so a warp's stores of a product are 16 pixels x 16 bytes, whole lines.
+// are the better used, as on 7x7 maps; 2.7 and 3.9 at stride 1 on whole tiles) warp w makes
+// its own vector's 8 rows, two a product. The next tile's input is loaded into registers while
+// this tile is multiplied, so that each thread has its loads in flight across the products.
+// The filter's B fragments sit in registers for the block's run; the bias starts the
+// accumulators. Lane (g, q) ends with outputs (pixel g and g + 8 of a product, channels 2q and
+// 2q + 1): a word each, so a warp's stores of a product are 16 pixels x 16 bytes, whole lines.
 // The walk is compiled once per activation, alignment and pre-activation store, and tiles
 // inside the map take their loads and stores without tests: branches and 64-bit index
 // arithmetic had taken most of the instructions.
@@ -103,7 +103,7 @@ namespace kernels {
 
 // G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each
 // vector multiplied by the activation's derivative from the saved tensor at the same place as
-// it arrives (kernels/common/gradient_gate.hpp).
+// it is staged (kernels/common/gradient_gate.hpp).
 template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none, int TS = 16>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::matrix_block_threads, (detail::matrix_resident_blocks<K, S, G, TS>()))
 void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t, const T* __restrict__ input,
