@@ -236,6 +236,7 @@ DSCONV_UNROLL
       constexpr bool advance = decltype(inside)::value && detail::register_row_pointer;
       const index_t first_at = static_cast<index_t>(iy0) * row_pitch + static_cast<index_t>(ix0) * s.c;
       const T* inside_row = advance ? image + first_at : nullptr;
+      const T* inside_saved = advance && Gated ? saved + first_at : nullptr;
 DSCONV_UNROLL_BY(row_unroll)
       for (int ky = 0; ky < K; ++ky) {
         const int iy = iy0 + ky;
@@ -253,10 +254,10 @@ DSCONV_UNROLL_BY(row_unroll)
         if (decltype(inside)::value || (row_inside && columns_inside)) {  // the row's loads without checks
           const index_t at = static_cast<index_t>(iy) * row_pitch + static_cast<index_t>(ix0) * s.c;
           const T* in_row = advance ? inside_row : image + at;
-          const T* saved_row = Gated ? saved + (advance ? first_at + ky * row_pitch : at) : nullptr;
+          const T* saved_row = Gated ? (advance ? inside_saved : saved + at) : nullptr;
 DSCONV_UNROLL
           for (int j = 0; j < IW; ++j) load(j, in_row + j * s.c, Gated ? saved_row + j * s.c : nullptr);
-          if constexpr (advance) inside_row += row_pitch;
+          if constexpr (advance) inside_row += row_pitch, inside_saved += Gated ? row_pitch : 0;
         } else {
 DSCONV_UNROLL
           for (int j = 0; j < IW; ++j) {
