@@ -846,7 +846,7 @@ for x in json.load(open(sys.argv[1])).get("benchmarks", []):
 # and register depthwise kernels), the ones that lost every measured case last.
 sweep_variants() {
   echo pw:mma_small pw:gemm_small pw:split_k pw:mma_stream pw:mma_large pw:warp_dot \
-    dw:nhwc_matrix dw:nhwc_register dw:nchw_register dw:nhwc_tiled dw:nchw_tiled dw:direct pw:direct pw:gemm_large
+    dw:nhwc_matrix dw:nchw_matrix dw:nhwc_register dw:nchw_register dw:nhwc_tiled dw:nchw_tiled dw:direct pw:direct pw:gemm_large
 }
 
 step_sweep() {

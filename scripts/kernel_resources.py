@@ -410,6 +410,7 @@ BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hp
                  "depthwise_nhwc_register_weight": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nhwc_matrix": ("kernels/depthwise/nhwc_matrix.hpp", "matrix_block_threads"),
+                 "depthwise_nchw_matrix": ("kernels/depthwise/nchw_matrix.hpp", "nchw_matrix_block_threads"),
                  "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads"),
                  "inverted_residual_fused_nhwc": ("kernels/block/fused_tile.hpp", "fused_block_threads")}
 
@@ -546,10 +547,10 @@ def main():
     # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (on sm_75
     # only for half: Turing has no bf16 or tf32 mma.sync, and those kernels only trap there),
     # matrix cores on gfx90a (gfx906 has none; there the kernel only traps).
-    # (the matrix-unit GEMM, the tensor-core depthwise kernel, and the fused block whose project
+    # (the matrix-unit GEMM, the tensor-core depthwise kernels, and the fused block whose project
     # step runs on a unit)
     matrix_kernel = lambda r: (r["kernel"].startswith("pointwise_gemm_mma") or r["kernel"].startswith("pointwise_nhwc_stream") or
-                               r["kernel"].startswith("depthwise_nhwc_matrix") or
+                               r["kernel"].startswith("depthwise_nhwc_matrix") or r["kernel"].startswith("depthwise_nchw_matrix") or
                                re.match(r"inverted_residual_fused_nhwc<.*(mma_sync_unit|mfma_unit)>", r["kernel"]))
     traps_on_turing = lambda r: r["target"] == "sm_75" and not re.match(r"\w+<half,", r["kernel"])
     no_hmma = [r for r in rows if matrix_kernel(r) and r.get("hmma") == 0 and not traps_on_turing(r)]

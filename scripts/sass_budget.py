@@ -432,6 +432,10 @@ KERNELS = [
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?(?:, (\d+))?>"),
      lambda m: matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                             m.group(4) not in (None, "0"), int(m.group(5) or 16))),
+    (re.compile(r"depthwise_nchw_matrix<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: nchw_matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
+                                 m.group(4) not in (None, "0"))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               m.group(4) not in (None, "0"))),
@@ -474,6 +478,34 @@ def matrix_model(t, k, s, gated=False, ts=16):
     # (the walk is compiled once per activation, alignment and pre-activation store: the cheapest)
     return [(need, 256 * 16 * (1 + s * s * tensors) // threads,
              "a %d x %d tile of %d channels" % (ts, ts, 8 * vectors) + (", gated" if gated else ""), "cheapest")]
+
+
+def nchw_matrix_model(t, k, s, gated=False):
+    """depthwise_nchw_matrix (kernels/depthwise/nchw_matrix.hpp) in its 16-byte form: one warp
+    tile of 16 x 16 outputs at the same place of im planes of a channel (two images at stride 1,
+    one at stride 2), inside the map: each lane's 16-byte loads of the next tile's (15 s + k) rows
+    x 16 s columns an image and its halo words (a left one a row, and a right one where the filter
+    reaches past the columns under the outputs), their stores to shared memory (two 8-byte ones a
+    16-byte load), a fragment load per window and filter row (2 at stride 1, 3 at stride 2) and a
+    product per n-tile and band (2, 4), an image each, four word stores a lane an image through
+    relu6. Gated (the data gradient): the saved tensor's loads too, no activation after. DRAM:
+    the tile's 256 outputs and s^2 as many inputs (of each tensor) an image, the minimum, over
+    the warp's 32 lanes."""
+    im = 2 if s == 1 else 1
+    rows = 15 * s + k
+    halo_words = 1 + (1 if 15 * s + k - k // 2 > 16 * s else 0)
+    tensors = 2 if gated else 1
+    main = -(-rows * 2 * s // 32)  # 16-byte items a row: 16 s columns
+    halo = -(-rows * halo_words // 32)
+    need = {"vector loads": (is_op("LDG.E.128"), im * tensors * main),
+            "halo loads": (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), im * tensors * halo),
+            "products": (is_op("HMMA"), im * k * 2 * s), "fragment loads": (is_op("LDSM"), im * k * (2 if s == 1 else 3)),
+            "stores": (lambda ins: ins.op == "STG.E", 4 * im),
+            "staging stores": (is_op("STS"), im * (2 * main + halo))}
+    if not gated:
+        need["relu6"] = RELU6
+    return [(need, im * 16 * (1 + s * s * tensors),
+             "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + (", gated" if gated else ""), "cheapest")]
 
 
 def demangled(names):

@@ -33,7 +33,8 @@ using namespace dsconv_test;
 // shape's band fits shared memory); the register variants their layout with multiplier 1, square
 // 3x3 and 5x5 filters of stride 1 or 2 without dilation, NHWC's with channels in whole 16-byte
 // vectors, NCHW's with padding kernel / 2; nhwc_matrix nhwc_register's problems of half and
-// bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+);
+// bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+), and
+// nchw_matrix nchw_register's on them with input and output rows of an even number of elements;
 // direct everything.
 template <class T>
 bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p) {
@@ -41,6 +42,10 @@ bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params&
                              (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w &&
                              (p.stride_h == 1 || p.stride_h == 2) && p.dilation_h == 1 && p.dilation_w == 1 &&
                              p.c % static_cast<int>(16 / sizeof(T)) == 0;
+  const dsconv::platform::matrix_unit unit = current_device().matrix;
+  const bool tensor_cores = sizeof(T) == 2 && (unit == dsconv::platform::matrix_unit::mma_sync ||
+                                               (unit == dsconv::platform::matrix_unit::mma_sync_f16 &&
+                                                std::is_same<T, dsconv::half>::value));
   switch (variant) {
     case dsconv::depthwise_variant::nchw_tiled: return p.data_layout == layout::nchw && p.multiplier == 1;
     case dsconv::depthwise_variant::nhwc_tiled: return p.data_layout == layout::nhwc && p.multiplier == 1;
@@ -49,12 +54,9 @@ bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params&
       return p.data_layout == layout::nchw && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
              (p.kernel_h == 3 || p.kernel_h == 5) && p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) &&
              p.dilation_h == 1 && p.dilation_w == 1 && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
-    case dsconv::depthwise_variant::nhwc_matrix: {
-      const dsconv::platform::matrix_unit unit = current_device().matrix;
-      return register_nhwc && sizeof(T) == 2 &&
-             (unit == dsconv::platform::matrix_unit::mma_sync ||
-              (unit == dsconv::platform::matrix_unit::mma_sync_f16 && std::is_same<T, dsconv::half>::value));
-    }
+    case dsconv::depthwise_variant::nhwc_matrix: return register_nhwc && tensor_cores;
+    case dsconv::depthwise_variant::nchw_matrix:
+      return supports<T>(dsconv::depthwise_variant::nchw_register, p) && tensor_cores && p.w % 2 == 0 && p.out_w() % 2 == 0;
     default: return true;
   }
 }
@@ -70,6 +72,30 @@ int matrix_side(const dsconv::depthwise_params& p) {
   return p.c % 32 == 0 && matrix_tile_use(p, 8) > matrix_tile_use(p, 16) ? 8 : 16;
 }
 double matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)); }
+
+// The share of nchw_matrix's warp tiles (16 x 16 outputs at the same place of two images' planes
+// at stride 1, of one at stride 2) that `p`'s outputs fill; automatic prefers the kernel where
+// it is at least half (its documented rule).
+double nchw_matrix_tile_use(const dsconv::depthwise_params& p) {
+  const int images = p.stride_h == 1 ? 2 : 1, groups = (p.n + images - 1) / images;
+  return matrix_tile_use(p, 16) * p.n / (static_cast<double>(groups) * images);
+}
+
+// The variant automatic chooses for `p` where nothing was measured: the layout's tensor-core
+// kernel where its contract covers the layer and its tiles are at least half used (NCHW: of 5x5
+// filters only), else the
+// layout's register kernel wherever its contract covers the layer, else the layout's tiled one.
+template <class T>
+dsconv::depthwise_variant rule_choice(const dsconv::depthwise_params& p) {
+  using dsconv::depthwise_variant;
+  const bool nchw = p.data_layout == layout::nchw;
+  const depthwise_variant matrix = nchw ? depthwise_variant::nchw_matrix : depthwise_variant::nhwc_matrix;
+  const depthwise_variant registers = nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register;
+  if (supports<T>(matrix, p) && (nchw ? p.kernel_h == 5 && nchw_matrix_tile_use(p) >= 0.5 : matrix_tile_use(p) >= 0.5))
+    return matrix;
+  if (supports<T>(registers, p)) return registers;
+  return nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled;
+}
 
 // Runs `p` with random data through automatic and each variant and checks each result; a
 // variant outside its contract must refuse before launching or writing anything.
@@ -210,19 +236,8 @@ TEMPLATE_TEST_CASE("depthwise: every variant accepts every network layer its con
           CHECK(dsconv::can_implement<TestType>(variant, p) ==
                 (supports<TestType>(variant, p) ? status::success : status::unsupported_variant));
         }
-        // The heuristic chooses a concrete variant that runs the problem: the tensor-core kernel
-        // where its contract covers the layer and its tiles are at least half used, else the
-        // layout's register kernel wherever its contract covers the layer, else the tiled one
-        // of the layout.
-        const dsconv::depthwise_variant choice = dsconv::select_variant<TestType>(p);
-        const bool nchw = data_layout == layout::nchw;
-        const dsconv::depthwise_variant registers =
-            nchw ? dsconv::depthwise_variant::nchw_register : dsconv::depthwise_variant::nhwc_register;
-        const bool matrix = supports<TestType>(dsconv::depthwise_variant::nhwc_matrix, p) && matrix_tile_use(p) >= 0.5;
-        CHECK(choice == (matrix                                ? dsconv::depthwise_variant::nhwc_matrix
-                         : supports<TestType>(registers, p) ? registers
-                         : nchw                             ? dsconv::depthwise_variant::nchw_tiled
-                                                            : dsconv::depthwise_variant::nhwc_tiled));
+        // The heuristic chooses a concrete variant that runs the problem (rule_choice).
+        CHECK(dsconv::select_variant<TestType>(p) == rule_choice<TestType>(p));
       }
     }
 }
@@ -392,6 +407,31 @@ TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: every filter and stride, tiles
         }
 }
 
+// Runs launch(input, weight, bias, output, pre_activation) (device tensors of random data for
+// `p`, multiplier 1) and checks both outputs against the reference: act(conv + bias) and
+// conv + bias.
+template <class T, class Launch>
+void check_with_pre_activation(const dsconv::depthwise_params& p, Launch&& launch) {
+  const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+  const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+  const std::vector<T> input = random_tensor<T>(in_count);
+  const std::vector<T> weight = random_tensor<T>(static_cast<std::size_t>(p.c) * p.kernel_h * p.kernel_w);
+  const std::vector<T> bias = random_tensor<T>(static_cast<std::size_t>(p.c));
+  dsconv::depthwise_params linear = p;
+  linear.act = activation::none;
+  std::vector<double> ref(out_count), ref_pre(out_count);
+  REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) == status::success);
+  REQUIRE(dsconv::reference::depthwise_forward(linear, input.data(), weight.data(), bias.data(), ref_pre.data()) ==
+          status::success);
+  const device_input<T> d_input(input), d_weight(weight), d_bias(bias);
+  guarded_output<T> out(out_count), pre(out_count);
+  REQUIRE(launch(d_input.data(), d_weight.data(), d_bias.data(), out.data(), pre.data()) == status::success);
+  REQUIRE(dsconv::synchronize() == status::success);
+  const error_bound bound = depthwise_bound(p, input, weight, bias.data());
+  check_close(out.download_checked(), ref, bound);
+  check_close(pre.download_checked(), ref_pre, bound);
+}
+
 TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: a block's run of tiles across images, and the activation's input kept",
                    "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
   // The plan gives a block a run of several tiles only where the grid would fill the device 8
@@ -415,33 +455,17 @@ TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: a block's run of tiles across 
         CHECK(dsconv::can_implement<TestType>(depthwise_variant::nhwc_matrix, p) == status::unsupported_variant);
         continue;
       }
-      const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
-      const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
-      const std::vector<TestType> input = random_tensor<TestType>(in_count);
-      const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
-      const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
-      dsconv::depthwise_params linear = p;
-      linear.act = activation::none;
-      std::vector<double> ref(out_count), ref_pre(out_count);
-      REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
-              status::success);
-      REQUIRE(dsconv::reference::depthwise_forward(linear, input.data(), weight.data(), bias.data(), ref_pre.data()) ==
-              status::success);
-      const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
-      guarded_output<TestType> out(out_count), pre(out_count);
-      dsconv::detail::matrix_plan plan;
-      REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, d_input.data(), out.data(), pre.data(), plan));
-      REQUIRE(plan.side == run.side);
-      REQUIRE(plan.tile.tiles_per_block == 3);
-      REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter
-      REQUIRE(dsconv::platform::launch(dsconv::detail::matrix_kernel<TestType>(p, plan.side), plan.launch({}),
-                                       dsconv::detail::make_shape(p), plan.tile, d_input.data(),
-                                       dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(), d_bias.data(),
-                                       out.data(), pre.data()) == status::success);
-      REQUIRE(dsconv::synchronize() == status::success);
-      const error_bound bound = depthwise_bound(p, input, weight, bias.data());
-      check_close(out.download_checked(), ref, bound);
-      check_close(pre.download_checked(), ref_pre, bound);
+      check_with_pre_activation<TestType>(p, [&](const TestType* input, const TestType* weight, const TestType* bias,
+                                                  TestType* out, TestType* pre) {
+        dsconv::detail::matrix_plan plan;
+        REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, input, out, pre, plan));
+        REQUIRE(plan.side == run.side);
+        REQUIRE(plan.tile.tiles_per_block == 3);
+        REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter
+        return dsconv::platform::launch(dsconv::detail::matrix_kernel<TestType>(p, plan.side), plan.launch({}),
+                                        dsconv::detail::make_shape(p), plan.tile, input,
+                                        dsconv::detail::register_gate{nullptr, 0.f, 0u}, weight, bias, out, pre);
+      });
     }
 }
 
@@ -463,9 +487,66 @@ TEMPLATE_TEST_CASE("depthwise NCHW register kernel: every filter, stride and acc
           p.act = all_activations[(k + s + width) % 6];
           dsconv::detail::nchw_register_plan plan;
           REQUIRE(dsconv::detail::plan_nchw_register<TestType>(p, current_device(), nullptr, nullptr, nullptr, plan));
-          REQUIRE(dsconv::select_variant<TestType>(p) == dsconv::depthwise_variant::nchw_register);
+          REQUIRE(dsconv::select_variant<TestType>(p) == rule_choice<TestType>(p));
           check_depthwise<TestType>(p, width != 20, misalign);
         }
+}
+
+TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel: every filter, stride and load width, tiles cut by the map's edge, odd batches",
+                   "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
+  // Each specialisation (3x3 and 5x5, stride 1 and 2) on 3 images (at stride 1 the last tile of
+  // two images has one) of maps whose rows make the plan load 16, 8 or 4 bytes at a time (input
+  // widths 32, 20 and 18 at stride 1; 64 and 40 at stride 2, whose even output widths leave
+  // rows of whole 8 bytes), heights that cut the second row of tiles, pointers misaligned by two
+  // elements (4-byte loads where the rows would allow 16) and by one (run as nchw_register).
+  for (const int k : {3, 5})
+    for (const int s : {1, 2})
+      for (const int width : {32, 20, 18})
+        for (const std::size_t misalign : {std::size_t{0}, std::size_t{2}, std::size_t{1}}) {
+          if ((misalign && width != 32) || (s == 2 && width == 18)) continue;
+          const int w = s * width;
+          dsconv::depthwise_params p = make_params(3, 5, 11 + 2 * k, w, k, k, s, s, k / 2, k / 2, 1, 1, 1);
+          p.data_layout = layout::nchw;
+          p.act = all_activations[(k + s + width + static_cast<int>(misalign)) % 6];
+          const int granule = misalign == 2 ? 4 : (w * 2) % 16 == 0 ? 16 : (w * 2) % 8 == 0 ? 8 : 4;
+          const std::vector<TestType> probe(8);  // (an aligned pointer, and one misaligned as the test's)
+          REQUIRE(dsconv::detail::nchw_matrix_granule(p, {probe.data() + misalign}) == (misalign == 1 ? 4 : granule));
+          REQUIRE(dsconv::select_variant<TestType>(p) == rule_choice<TestType>(p));
+          check_depthwise<TestType>(p, width != 20, misalign);
+        }
+}
+
+TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel: a warp's run of tiles across images and channels, and the activation's input kept",
+                   "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
+  // The plan gives a warp a run of several tiles only where the grid would fill the device 8
+  // times over: planned here for a one-multiprocessor device (27 channels of 5 images, maps of 2
+  // x 3 tiles: 18 tiles a channel at stride 1, the last of each with one image; runs of 5 that
+  // cross channels; in the last block a whole run, a run of one and two warps without a tile),
+  // launched directly with the pre-activation tensor, both outputs checked against the reference.
+  using dsconv::depthwise_variant;
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5}) {
+    dsconv::depthwise_params p = make_params(5, 27, 20, 36, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+    p.data_layout = layout::nchw;
+    p.act = activation::hardswish;
+    INFO(describe(p) << ", device " << dev.name);
+    if (!supports<TestType>(depthwise_variant::nchw_matrix, p)) {  // (no tensor cores for the type here)
+      CHECK(dsconv::can_implement<TestType>(depthwise_variant::nchw_matrix, p) == status::unsupported_variant);
+      continue;
+    }
+    check_with_pre_activation<TestType>(p, [&](const TestType* input, const TestType* weight, const TestType* bias,
+                                                TestType* out, TestType* pre) {
+      dsconv::detail::nchw_matrix_plan plan;
+      REQUIRE(dsconv::detail::plan_nchw_matrix<TestType>(p, dev, input, nullptr, plan));
+      REQUIRE(plan.tile.tiles == 27 * 3 * 6);
+      REQUIRE(plan.tile.tiles_per_warp == 5);
+      REQUIRE(plan.tile.tiles % (4 * plan.tile.tiles_per_warp) == plan.tile.tiles_per_warp + 1);
+      return dsconv::platform::launch(dsconv::detail::nchw_matrix_kernel<TestType>(p), plan.launch({}),
+                                      dsconv::detail::make_shape(p), plan.tile, input,
+                                      dsconv::detail::register_gate{nullptr, 0.f, 0u}, weight, bias, out, pre);
+    });
+  }
 }
 
 TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down several bands", "[depthwise][shapes]", float,

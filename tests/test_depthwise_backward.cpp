@@ -38,7 +38,8 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
 // in whole 16-byte vectors (any padding and activation); nhwc_matrix nhwc_register's data
 // gradients of half and bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+,
-// bfloat16: sm_80+), no weight gradient; direct takes everything.
+// bfloat16: sm_80+), no weight gradient, and nchw_matrix nchw_register's data gradients on them
+// with input and output rows of an even number of elements; direct takes everything.
 template <class T>
 bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
   constexpr std::size_t element_bytes = sizeof(T);
@@ -51,6 +52,10 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
   const bool register_data = ps == pass::data && register_filter && p.stride_h == 1 && transposable &&
                              (p.act == activation::none || p.act == activation::relu || p.act == activation::relu6);
   const bool whole_vectors = p.c % static_cast<int>(16 / element_bytes) == 0;
+  const dsconv::platform::matrix_unit unit = current_device().matrix;
+  const bool tensor_cores = sizeof(T) == 2 && (unit == dsconv::platform::matrix_unit::mma_sync ||
+                                               (unit == dsconv::platform::matrix_unit::mma_sync_f16 &&
+                                                std::is_same<T, dsconv::half>::value));
   switch (variant) {
     case depthwise_variant::nchw_tiled:
     case depthwise_variant::nhwc_tiled: return tiled_layout && p.multiplier == 1 && (ps == pass::weight || transposable);
@@ -59,12 +64,9 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
              (register_data || (ps == pass::weight && register_filter));
     case depthwise_variant::nchw_register:
       return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
-    case depthwise_variant::nhwc_matrix: {
-      const dsconv::platform::matrix_unit unit = current_device().matrix;
-      return p.data_layout == layout::nhwc && whole_vectors && register_data && sizeof(T) == 2 &&
-             (unit == dsconv::platform::matrix_unit::mma_sync ||
-              (unit == dsconv::platform::matrix_unit::mma_sync_f16 && std::is_same<T, dsconv::half>::value));
-    }
+    case depthwise_variant::nhwc_matrix: return p.data_layout == layout::nhwc && whole_vectors && register_data && tensor_cores;
+    case depthwise_variant::nchw_matrix:
+      return supports<T>(depthwise_variant::nchw_register, ps, p) && tensor_cores && p.w % 2 == 0 && p.out_w() % 2 == 0;
     default: return true;
   }
 }
@@ -212,6 +214,8 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
          {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1),
           make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (5x5 stride 1: the register data gradient)
           make_params(2, 32, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (and nhwc_matrix's on tiles of 8 x 8)
+          make_params(3, 4, 18, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1),   // (even rows: nchw_matrix's, an odd batch)
+          make_params(3, 4, 18, 20, 5, 5, 1, 1, 2, 2, 1, 1, 1),
           make_params(2, 16, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {  // (3x3 stride 2: the register weight gradient)
       p.data_layout = data_layout;
       p.act = act;

@@ -7,6 +7,7 @@
 #include "../platform/platform.hpp"
 #include "../problem.hpp"
 #include "depthwise_matrix_plan.hpp"
+#include "depthwise_nchw_matrix_plan.hpp"
 #include "depthwise_nchw_register_plan.hpp"
 #include "depthwise_plan.hpp"
 #include "depthwise_register_plan.hpp"
@@ -21,10 +22,10 @@ namespace detail {
 
 // Whether `variant` is one of the kernels that run the forward of the specialised filters and,
 // on the transposed problem, the data gradient of stride 1 (nhwc_register, nchw_register,
-// nhwc_matrix).
+// nhwc_matrix, nchw_matrix).
 constexpr bool register_family(depthwise_variant variant) {
   return variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register ||
-         variant == depthwise_variant::nhwc_matrix;
+         variant == depthwise_variant::nhwc_matrix || variant == depthwise_variant::nchw_matrix;
 }
 
 // Why `variant` of the register family cannot run the forward of `p` with elements of type T on
@@ -37,6 +38,12 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
     if (!limit.empty()) return " " + limit;
     matrix_plan plan;
     return plan_nhwc_matrix<T>(p, dev, nullptr, nullptr, nullptr, plan) ? "" : ": the grid is too large";
+  }
+  if (variant == depthwise_variant::nchw_matrix) {
+    const std::string limit = nchw_matrix_limits<T>(p, dev);
+    if (!limit.empty()) return " " + limit;
+    nchw_matrix_plan plan;
+    return plan_nchw_matrix<T>(p, dev, nullptr, nullptr, plan) ? "" : ": the grid is too large";
   }
   const bool nhwc = variant == depthwise_variant::nhwc_register;
   const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
@@ -88,8 +95,8 @@ namespace detail {
 // The variant that `automatic` runs for `p` with elements of type T on the current device:
 // the variant a GPU of the device's architecture measured fastest on this layer where it can run
 // `p` (`tables`: tuning/variant_choice.hpp); else, by rule, the fewest instructions per DRAM byte
-// by count (scripts/sass_budget.py): the tensor-core kernel (NHWC, 16-bit) where it applies and
-// its tiles are at least half used (matrix_preferred), else the layout's register-blocked kernel
+// by count (scripts/sass_budget.py): the layout's tensor-core kernel (16-bit) where it applies and
+// its tiles are at least half used (matrix_preferred, nchw_matrix_preferred), else the layout's register-blocked kernel
 // where it applies, else the shared-memory tiled kernel of the layout where it applies, else
 // the direct kernel.
 template <class T>
@@ -103,7 +110,8 @@ depthwise_variant select_depthwise(const depthwise_params& p, const tuning::vari
                                                               : nullptr;
   const depthwise_variant measured = row ? tuning::variant_named(row->variant, all_depthwise_variants) : depthwise_variant::automatic;
   depthwise_variant v = depthwise_variant::automatic;
-  const depthwise_variant matrix = matrix_preferred(p) ? depthwise_variant::nhwc_matrix : depthwise_variant::automatic;
+  const depthwise_variant matrix = nchw ? (nchw_matrix_preferred(p) ? depthwise_variant::nchw_matrix : depthwise_variant::automatic)
+                                        : (matrix_preferred(p) ? depthwise_variant::nhwc_matrix : depthwise_variant::automatic);
   for (depthwise_variant candidate : {measured, matrix,
                                       nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
@@ -140,13 +148,26 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
 // Launches the kernel of `variant` of the register family for the forward of shape `s` (the
 // layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
 // through the gate, the filter rotated). Accesses are as wide as every tensor's alignment
-// allows, the gate's saved tensor included.
+// allows, the gate's saved tensor included; nchw_matrix, whose accesses are words, runs as
+// nchw_register (the same operation) where a tensor is not aligned to 4 bytes.
 template <class T, gate_kind G>
 status launch_forward_register(depthwise_variant variant, const depthwise_params& p, const depthwise_shape& s,
                                const platform::device_properties& dev, const T* input, register_gate gate, const T* weight,
                                const T* bias, T* output, T* pre_activation, stream_t stream) {
   if (variant == depthwise_variant::nhwc_matrix)
     return launch_matrix<T, G>(p, s, dev, input, gate, weight, bias, output, pre_activation, stream);
+  if (variant == depthwise_variant::nchw_matrix) {
+    if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
+      if (nchw_matrix_aligned({input, gate.saved, output, pre_activation})) {
+        nchw_matrix_plan mp;
+        if (!plan_nchw_matrix<T>(p, dev, input, gate.saved, mp))
+          return invalid(status::unsupported_variant, "depthwise", "nchw_matrix: the grid exceeds the device's limits");
+        return platform::launch(nchw_matrix_kernel<T, G>(p), mp.launch(stream), s, mp.tile, input, gate, weight, bias, output,
+                                pre_activation);
+      }
+    }
+    variant = depthwise_variant::nchw_register;
+  }
   const T* least = least_aligned(input, gate.saved);
   if (variant == depthwise_variant::nhwc_register) {
     register_plan rp;
@@ -185,6 +206,7 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
                                           bias, output, pre, stream);
     }
     case depthwise_variant::nhwc_matrix:
+    case depthwise_variant::nchw_matrix:
     case depthwise_variant::nhwc_register:
     case depthwise_variant::nchw_register:
       return detail::launch_forward_register<T, detail::gate_kind::none>(variant, p, shape, dev, input,

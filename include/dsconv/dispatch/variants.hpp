@@ -23,6 +23,10 @@ enum class depthwise_variant {
   nhwc_matrix,    // NHWC forward, half and bfloat16 on NVIDIA tensor cores, nhwc_register's filters, channels
                   // in whole 16-byte vectors: 16 pixels x 8 channels an mma per pair of taps, the filter as
                   // a block-diagonal operand (kernels/depthwise/nhwc_matrix.hpp)
+  nchw_matrix,    // NCHW forward, half and bfloat16 on NVIDIA tensor cores, nchw_register's filters, even row
+                  // widths: 16 x 16 outputs of a plane (two images' at stride 1) a warp, a filter row as a
+                  // Toeplitz operand (kernels/depthwise/nchw_matrix.hpp); tensors not aligned to 4 bytes
+                  // run as nchw_register
 };
 
 enum class pointwise_variant {
@@ -114,7 +118,8 @@ struct pointwise_backward_options {
 constexpr bool is_valid(depthwise_variant v) noexcept {
   return v == depthwise_variant::automatic || v == depthwise_variant::direct || v == depthwise_variant::nchw_tiled ||
          v == depthwise_variant::nhwc_tiled || v == depthwise_variant::nhwc_register ||
-         v == depthwise_variant::nchw_register || v == depthwise_variant::nhwc_matrix;
+         v == depthwise_variant::nchw_register || v == depthwise_variant::nhwc_matrix ||
+         v == depthwise_variant::nchw_matrix;
 }
 constexpr bool is_valid(pointwise_variant v) noexcept {
   return v == pointwise_variant::automatic || v == pointwise_variant::direct || v == pointwise_variant::gemm_large ||
@@ -135,6 +140,7 @@ inline const char* to_string(depthwise_variant v) noexcept {
     case depthwise_variant::nhwc_register: return "nhwc_register";
     case depthwise_variant::nchw_register: return "nchw_register";
     case depthwise_variant::nhwc_matrix: return "nhwc_matrix";
+    case depthwise_variant::nchw_matrix: return "nchw_matrix";
   }
   return "unknown depthwise variant";
 }
@@ -168,7 +174,8 @@ inline constexpr depthwise_variant all_depthwise_variants[] = {depthwise_variant
                                                                depthwise_variant::nhwc_tiled,
                                                                depthwise_variant::nhwc_register,
                                                                depthwise_variant::nchw_register,
-                                                               depthwise_variant::nhwc_matrix};
+                                                               depthwise_variant::nhwc_matrix,
+                                                               depthwise_variant::nchw_matrix};
 inline constexpr pointwise_variant all_pointwise_variants[] = {pointwise_variant::direct, pointwise_variant::gemm_large,
                                                                pointwise_variant::gemm_small, pointwise_variant::warp_dot,
                                                                pointwise_variant::mma_large, pointwise_variant::mma_small,

@@ -1,0 +1,125 @@
+#pragma once
+// Launch plan of the tensor-core NCHW depthwise variant (kernels/depthwise/nchw_matrix.hpp): its
+// limits, the width of its staging loads, its grid of warps' runs of tiles, the rule that
+// prefers it, and the kernel specialisation.
+
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+
+#include "../config.hpp"
+#include "../kernels/depthwise/nchw_matrix.hpp"
+#include "../kernels/pointwise/matrix_units.hpp"
+#include "../params.hpp"
+#include "../platform/platform.hpp"
+#include "depthwise_register_plan.hpp"
+#include "launch_shape.hpp"
+
+namespace dsconv {
+namespace detail {
+
+struct nchw_matrix_plan {
+  nchw_matrix_tile tile{};
+  platform::dims grid;
+
+  platform::launch_config launch(stream_t stream) const {
+    return planned_launch(nchw_matrix_block_threads, grid, 0, "depthwise_nchw_matrix", stream);
+  }
+};
+
+// Why nchw_matrix cannot run the forward of `p` with elements of type T on `dev` (empty: it
+// can): the register kernels' filters with padding K / 2, 16-bit types on NVIDIA tensor cores
+// that multiply them, rows of an even number of elements in and out (the halo words and the
+// outputs move as 32-bit words) and planes under 2^31 elements (32-bit offsets inside one).
+template <class T>
+std::string nchw_matrix_limits(const depthwise_params& p, const platform::device_properties& dev) {
+  if (p.data_layout != layout::nchw) return "needs the nchw layout";
+  if (*register_filter_limits(p)) return register_filter_limits(p);
+  if (p.pad_h != p.kernel_h / 2 || p.pad_w != p.kernel_w / 2) return "needs padding kernel / 2";
+  if (sizeof(T) != 2) return "multiplies half and bfloat16 only";
+  if (!platform::compiles_mma_sync) return "this build has no tensor-core kernels";
+  if (!platform::provides(dev.matrix, kernels::mma_sync_unit::needs<T>)) return "needs NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+)";
+  if (p.w % 2 != 0 || p.out_w() % 2 != 0) return "needs input and output rows of an even number of elements";
+  if (static_cast<long long>(p.h + 2 * nchw_matrix_side) * p.w >= (1LL << 31)) return "needs planes of fewer than 2^31 elements";
+  return "";
+}
+
+// Whether every tensor given (null: not given) is aligned to 4 bytes, which the kernel's word
+// accesses need; where one is not, the variant runs as nchw_register (launch_nchw_matrix).
+inline bool nchw_matrix_aligned(std::initializer_list<const void*> tensors) {
+  for (const void* t : tensors)
+    if (t && reinterpret_cast<std::uintptr_t>(t) % 4 != 0) return false;
+  return true;
+}
+
+// The widest staging load, 16, 8 or 4 bytes, that divides the input rows' bytes and the
+// alignment of the input tensors given.
+inline int nchw_matrix_granule(const depthwise_params& p, std::initializer_list<const void*> inputs) {
+  int granule = 16;
+  const auto divides = [&](int bytes) {
+    for (const void* t : inputs)
+      if (t && reinterpret_cast<std::uintptr_t>(t) % static_cast<std::uintptr_t>(bytes) != 0) return false;
+    return (p.w * 2) % bytes == 0;
+  };
+  while (granule > 4 && !divides(granule)) granule /= 2;
+  return granule;
+}
+
+// The share of a warp tile's outputs (16 x 16 of each image it takes) that are inside the map
+// and of an image: 1 on maps whose sides are multiples of 16, 0.77 at 14x14 and 28x28, 0.19 at
+// 7x7; at stride 1, halved for a batch of one (the tile's second image is missing).
+inline double nchw_matrix_tile_use(const depthwise_params& p) {
+  const long long side = nchw_matrix_side;
+  const long long ty = (p.out_h() + side - 1) / side, tx = (p.out_w() + side - 1) / side;
+  const int images = p.stride_h == 1 ? 2 : 1;
+  const long long groups = (p.n + images - 1) / images;
+  return static_cast<double>(p.out_h()) * p.out_w() * p.n / static_cast<double>(ty * tx * side * side * groups * images);
+}
+
+// The rule where nothing was measured: nchw_matrix over nchw_register for 5x5 filters where at
+// least half of its tiles' outputs are used. Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
+// through relu6, whole tiles) it issues 3.8 and 2.6 instructions per DRAM byte for 5x5 filters at
+// stride 1 and 2 (gated, the data gradient: 3.9), where nchw_register issues 9.5 and 4.4 (gated
+// 8.4) on bands that waste little. For 3x3 filters the counts are close, 3.5 and 2.2 against
+// 3.8 and 2.3 (gated 3.8 against 3.5), and nchw_register keeps twice the bytes in flight (52-85
+// KiB a multiprocessor against 30-35): those layers stay with it until a GPU measures both.
+inline bool nchw_matrix_preferred(const depthwise_params& p) { return p.kernel_h == 5 && nchw_matrix_tile_use(p) >= 0.5; }
+
+// The plan for `p` (which nchw_matrix_limits accepts) with the call's input tensors (null: a
+// plan for feasibility only); false where the grid would exceed the device's. Each warp takes
+// a run of consecutive tiles, long enough (up to 8) that the grid fills the device about 8
+// times over at three resident blocks: a warp loads its channel's B bands once for its run.
+template <class T>
+bool plan_nchw_matrix(const depthwise_params& p, const platform::device_properties& dev, const void* input, const void* saved,
+                      nchw_matrix_plan& plan) {
+  nchw_matrix_tile& t = plan.tile;
+  const long long side = nchw_matrix_side;
+  t.tiles_x = static_cast<int>((p.out_w() + side - 1) / side);
+  t.tiles_y = static_cast<int>((p.out_h() + side - 1) / side);
+  const int images = p.stride_h == 1 ? 2 : 1;
+  const long long tiles = static_cast<long long>(p.c) * ((p.n + images - 1) / images) * t.tiles_x * t.tiles_y;
+  if (tiles >= (1LL << 30)) return false;
+  t.tiles = static_cast<int>(tiles);
+  const long long wave = 8LL * dev.multiprocessor_count * nchw_matrix_resident_blocks * nchw_matrix_warps;
+  long long run = tiles / wave;
+  run = run < 1 ? 1 : run > 8 ? 8 : run;
+  const long long blocks = (tiles + run * nchw_matrix_warps - 1) / (run * nchw_matrix_warps);
+  if (blocks > dev.max_grid_x) return false;
+  t.tiles_per_warp = static_cast<int>(run);
+  t.granule = nchw_matrix_granule(p, {input, saved});
+  plan.grid = platform::dims{static_cast<unsigned>(blocks), 1, 1};
+  return true;
+}
+
+// The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1);
+// T half or bfloat16, compiled where mma.sync is.
+template <class T, gate_kind G = gate_kind::none>
+auto nchw_matrix_kernel(const depthwise_params& p) {
+  return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
+    return platform::registered<kernels::depthwise_nchw_matrix<T, decltype(k)::value, decltype(s)::value, G>,
+                                kernels::mma_sync_unit::needs<T>>();
+  });
+}
+
+}  // namespace detail
+}  // namespace dsconv
