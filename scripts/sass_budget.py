@@ -502,8 +502,8 @@ def nchw_matrix_model(t, k, s, gated=False):
             "products": (is_op("HMMA"), im * k * 2 * s), "fragment loads": (is_op("LDSM"), im * k * (2 if s == 1 else 3)),
             "stores": (lambda ins: ins.op == "STG.E", 4 * im),
             "staging stores": (is_op("STS"), im * (2 * main + halo))}
-    if not gated:
-        need["relu6"] = RELU6
+    if not gated:  # (relu6 on every output word: each image's stores, not the pre-activation's)
+        need["relu6"] = (RELU6[0], 4 * im)
     return [(need, im * 16 * (1 + s * s * tensors),
              "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + (", gated" if gated else ""), "cheapest")]
 

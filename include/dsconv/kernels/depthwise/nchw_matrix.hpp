@@ -19,9 +19,9 @@
 // band spends 25 and 9 fp32 multiply-adds an output. At stride 1 a warp tile is the same 16 x 16
 // outputs of two images' planes of the channel (one B for both), so that the tile's fixed costs
 // (addresses, edge tests, barriers) are paid once for twice the bytes. Counted (sm_90 SASS,
-// scripts/sass_budget.py, through relu6, tiles inside the map, 16-byte loads): 3.5, 2.2, 3.8 and
-// 2.6 instructions per DRAM byte for 3x3 and 5x5 filters at stride 1 and 2, the gated data
-// gradient 3.8 and 3.9, where nchw_register issues 3.8, 2.3, 9.5 and 4.4 (gated 3.5 and 8.4).
+// scripts/sass_budget.py, through relu6, tiles inside the map, 16-byte loads): 3.4, 2.2, 3.6 and
+// 2.5 instructions per DRAM byte for 3x3 and 5x5 filters at stride 1 and 2, the gated data
+// gradient 3.4 and 3.5, where nchw_register issues 3.8, 2.3, 9.5 and 4.4 (gated 3.5 and 8.4).
 //
 // Each warp stages its own tile's input, 15 S + K rows of the 16 S columns under its outputs and
 // the halo words either side (loaded whole, the columns outside the filter's reach cleared, so
@@ -190,8 +190,9 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
   const T* const lane_rows = own + m * geo::pitch + 8 * (lane / 16);
 
   // The walk with the main columns' granule (GB bytes) a compile-time constant. (The activation
-  // is one only in the epilogue, a switch a tile: a walk for each of them had taken 18 copies of
-  // the loop, and a quarter of the host build's time, for 2 % of its instructions.)
+  // is one only in the epilogue, a switch a tile: a walk for each of them had made 18 copies of
+  // the loop, which took 15 s more of each 16-bit host build source where these take 6.5, for 0.1
+  // to 0.2 fewer instructions per DRAM byte.)
   const auto walk = [&](auto granule) {
     constexpr int GB = decltype(granule)::value, GE = GB / 2, GW = GB / 4;
     constexpr int IM = geo::images;
@@ -214,10 +215,10 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
     const int main_in_step = main_step * s.w, halo_in_step = halo_step * s.w;
     const bool main_last = main_items % 32 == 0 || main_row + (main_each - 1) * main_step < geo::rows;
     const bool halo_last = halo_items % 32 == 0 || halo_row + (halo_each - 1) * halo_step < geo::rows;
-    chunk next[IM][main_each];
-    unsigned next_halo[IM][halo_each];
-    [[maybe_unused]] chunk kept[gated ? IM : 1][gated ? main_each : 1];
-    [[maybe_unused]] unsigned kept_halo[gated ? IM : 1][gated ? halo_each : 1];
+    chunk next[IM][main_each]{};
+    unsigned next_halo[IM][halo_each]{};
+    [[maybe_unused]] chunk kept[gated ? IM : 1][gated ? main_each : 1]{};
+    [[maybe_unused]] unsigned kept_halo[gated ? IM : 1][gated ? halo_each : 1]{};
     bool next_second = false;  // the fetched tile has a second image
 
     // Tile `at`'s input into next (zeros outside the map): without tests where the whole tile
@@ -225,21 +226,23 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
     // 2^31 elements).
     const auto fetch_tile = [&](const place& at, auto inside) {
       constexpr bool Inside = decltype(inside)::value;
-      const int iy0 = at.ty * side * S - geo::P, ix0 = at.tx * side * S;
-      const index_t tile_in = static_cast<index_t>(at.plane) * plane_in + (iy0 * s.w + ix0);
+      const int iy0 = at.ty * side * S - geo::P, ix0 = at.tx * side * S, tile_in = iy0 * s.w + ix0;
       next_second = IM > 1 && at.n + 1 < s.n;
       DSCONV_UNROLL
       for (int im = 0; im < IM; ++im) {
-        const bool image = im == 0 || next_second;
-        const T* const src = input + (tile_in + im * image_in);
-        [[maybe_unused]] const T* const saved = gated ? static_cast<const T*>(gate.saved) + (tile_in + im * image_in) : nullptr;
+        if (im > 0 && !next_second) break;  // (nothing of a missing image is staged)
+        const index_t plane_at = static_cast<index_t>(at.plane) * plane_in + im * image_in + tile_in;
+        const T* const src = input + plane_at;
+        [[maybe_unused]] const T* const saved = gated ? static_cast<const T*>(gate.saved) + plane_at : nullptr;
         DSCONV_UNROLL
         for (int j = 0; j < main_each; ++j) {
           const int r = main_row + j * main_step;
           const bool in = Inside || (static_cast<unsigned>(iy0 + r) < static_cast<unsigned>(s.h) && ix0 + main_col < s.w);
-          next[im][j] = chunk{};
-          if constexpr (gated) kept[im][j] = chunk{};
-          if (image && (j + 1 < main_each || main_last) && in) {
+          if (!Inside) {  // (zeros where the tile leaves the map; inside it every staged item loads)
+            next[im][j] = chunk{};
+            if constexpr (gated) kept[im][j] = chunk{};
+          }
+          if ((j + 1 < main_each || main_last) && in) {
             const int at_in = main_in + j * main_in_step;
             next[im][j] = pf::load_vec<GW>(reinterpret_cast<const unsigned*>(src + at_in));
             if constexpr (gated) kept[im][j] = pf::load_vec<GW>(reinterpret_cast<const unsigned*>(saved + at_in));
@@ -249,9 +252,11 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
         for (int j = 0; j < halo_each; ++j) {
           const int r = halo_row + j * halo_step, ix = ix0 + halo_col;
           const bool in = Inside || (static_cast<unsigned>(iy0 + r) < static_cast<unsigned>(s.h) && ix >= 0 && ix < s.w);
-          next_halo[im][j] = 0u;
-          if constexpr (gated) kept_halo[im][j] = 0u;
-          if (image && (j + 1 < halo_each || halo_last) && in) {
+          if (!Inside) {
+            next_halo[im][j] = 0u;
+            if constexpr (gated) kept_halo[im][j] = 0u;
+          }
+          if ((j + 1 < halo_each || halo_last) && in) {
             const int at_in = halo_in + j * halo_in_step;
             next_halo[im][j] = pf::load(reinterpret_cast<const unsigned*>(src + at_in));
             if constexpr (gated) kept_halo[im][j] = pf::load(reinterpret_cast<const unsigned*>(saved + at_in));
@@ -268,10 +273,12 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
     };
     // The fetched tile into this warp's part of shared memory (gated first), the main columns
     // as 8-byte halves where the granule is 16 (the window lead puts them 8 bytes past a slot).
-    // A missing second image stages its zeros (its products are made, and not stored).
-    const auto stage = [&] {
+    // A missing second image stages nothing: its products are made of whatever its part holds,
+    // and not stored.
+    const auto stage = [&](bool second) {
       DSCONV_UNROLL
       for (int im = 0; im < IM; ++im) {
+        if (im > 0 && !second) break;
         T* const image = own + im * geo::image_elements;
         DSCONV_UNROLL
         for (int j = 0; j < main_each; ++j) {
@@ -303,7 +310,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
       const bool mine = i < count, second = next_second;
       next_at.step(t, s.n, s.c);
       pf::sync_threads();  // (the previous tile's fragment loads are done)
-      if (mine) stage();
+      if (mine) stage(second);
       pf::sync_threads();
       if (i + 1 < count) fetch(next_at);
       if (!mine) continue;
