@@ -73,13 +73,9 @@ int matrix_side(const dsconv::depthwise_params& p) {
 }
 double matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)); }
 
-// The share of nchw_matrix's warp tiles (16 x 16 outputs at the same place of two images' planes
-// at stride 1, of one at stride 2) that `p`'s outputs fill; automatic prefers the kernel where
-// it is at least half (its documented rule).
-double nchw_matrix_tile_use(const dsconv::depthwise_params& p) {
-  const int images = p.stride_h == 1 ? 2 : 1, groups = (p.n + images - 1) / images;
-  return matrix_tile_use(p, 16) * p.n / (static_cast<double>(groups) * images);
-}
+// The share of nchw_matrix's warp tiles (16 x 16 outputs of a plane) that `p`'s output fills;
+// automatic prefers the kernel for 5x5 filters where it is at least half (its documented rule).
+double nchw_matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, 16); }
 
 // The variant automatic chooses for `p` where nothing was measured: the layout's tensor-core
 // kernel where its contract covers the layer and its tiles are at least half used (NCHW: of 5x5
