@@ -28,6 +28,14 @@ constexpr bool register_family(depthwise_variant variant) {
          variant == depthwise_variant::nhwc_matrix || variant == depthwise_variant::nchw_matrix;
 }
 
+// The layout's tensor-core variant where the rule prefers it for the forward `p` (its tiles at
+// least half used: matrix_preferred, nchw_matrix_preferred), else automatic (none).
+inline depthwise_variant preferred_matrix(const depthwise_params& p) {
+  if (p.data_layout == layout::nchw)
+    return nchw_matrix_preferred(p) ? depthwise_variant::nchw_matrix : depthwise_variant::automatic;
+  return matrix_preferred(p) ? depthwise_variant::nhwc_matrix : depthwise_variant::automatic;
+}
+
 // Why `variant` of the register family cannot run the forward of `p` with elements of type T on
 // `dev` (gated: the data gradient's kernel), to follow the variant's name (empty: it can).
 template <class T>
@@ -96,9 +104,9 @@ namespace detail {
 // the variant a GPU of the device's architecture measured fastest on this layer where it can run
 // `p` (`tables`: tuning/variant_choice.hpp); else, by rule, the fewest instructions per DRAM byte
 // by count (scripts/sass_budget.py): the layout's tensor-core kernel (16-bit) where it applies and
-// its tiles are at least half used (matrix_preferred, nchw_matrix_preferred), else the layout's register-blocked kernel
-// where it applies, else the shared-memory tiled kernel of the layout where it applies, else
-// the direct kernel.
+// the rule prefers it (preferred_matrix), else the layout's register-blocked kernel where it
+// applies, else the shared-memory tiled kernel of the layout where it applies, else the direct
+// kernel.
 template <class T>
 depthwise_variant select_depthwise(const depthwise_params& p, const tuning::variant_table* tables,
                                    std::size_t table_count) {
@@ -110,9 +118,7 @@ depthwise_variant select_depthwise(const depthwise_params& p, const tuning::vari
                                                               : nullptr;
   const depthwise_variant measured = row ? tuning::variant_named(row->variant, all_depthwise_variants) : depthwise_variant::automatic;
   depthwise_variant v = depthwise_variant::automatic;
-  const depthwise_variant matrix = nchw ? (nchw_matrix_preferred(p) ? depthwise_variant::nchw_matrix : depthwise_variant::automatic)
-                                        : (matrix_preferred(p) ? depthwise_variant::nhwc_matrix : depthwise_variant::automatic);
-  for (depthwise_variant candidate : {measured, matrix,
+  for (depthwise_variant candidate : {measured, preferred_matrix(p),
                                       nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
     if (v == depthwise_variant::automatic && candidate != depthwise_variant::automatic &&

@@ -90,19 +90,15 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
 }
 
 // The variant automatic runs (the forward's rule: the fewest instructions per DRAM byte by
-// count): for the data gradient the layout's tensor-core kernel where it applies and its tiles
-// of the transposed problem are at least half used (matrix_preferred, nchw_matrix_preferred);
-// the layout's register kernel
-// where it applies, then the layout's tiled kernel where it applies, else direct.
+// count): for the data gradient the layout's tensor-core kernel where it applies and the rule
+// prefers it for the transposed problem (preferred_matrix); the layout's register kernel where
+// it applies, then the layout's tiled kernel where it applies, else direct.
 template <class T>
 depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight) {
   const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
   depthwise_variant chosen = depthwise_variant::direct;
-  const depthwise_params q = transposed_problem(p);
-  const depthwise_variant matrix = weight ? depthwise_variant::automatic
-                                   : nchw ? (nchw_matrix_preferred(q) ? depthwise_variant::nchw_matrix : depthwise_variant::automatic)
-                                          : (matrix_preferred(q) ? depthwise_variant::nhwc_matrix : depthwise_variant::automatic);
+  const depthwise_variant matrix = weight ? depthwise_variant::automatic : preferred_matrix(transposed_problem(p));
   for (depthwise_variant candidate : {matrix, nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
     if (candidate != depthwise_variant::automatic && can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) {
