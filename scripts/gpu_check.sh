@@ -391,6 +391,20 @@ step_env() {
   have_gpu || say "no GPU here: build and report work, test, sanitize and bench need one"
 }
 
+# The architectures as machine code only ("90" -> "90-real"; "native" and explicit forms as
+# given): the programs run on the GPU they were built for, and the PTX nvcc embeds besides, for
+# other GPUs to compile at load time, is as large as the machine code: with it the pack of the
+# two programs had passed the 64 MiB a GPU run carries.
+real_architectures() {
+  local out="" x list
+  IFS=';' read -ra list <<< "$1"
+  for x in "${list[@]}"; do
+    [[ "$x" =~ ^[0-9]+[af]?$ ]] && x="$x-real"
+    out="${out:+$out;}$x"
+  done
+  echo "$out"
+}
+
 step_build() {
   local nvcc cudnn lib a generator=()
   nvcc=$(find_nvcc) || die "nvcc not found (CUDACXX, CUDA_HOME/bin, /usr/local/cuda/bin or PATH)"
@@ -404,7 +418,7 @@ step_build() {
   # -lineinfo: source lines in compute-sanitizer's and Nsight Compute's reports (the code is
   # the same without it).
   cmake -S . -B "$build" "${generator[@]}" -DCMAKE_BUILD_TYPE=Release -DDSCONV_BACKEND=cuda \
-    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$a" -DCMAKE_CUDA_FLAGS=-lineinfo \
+    -DCMAKE_CUDA_COMPILER="$nvcc" -DCMAKE_CUDA_ARCHITECTURES="$(real_architectures "$a")" -DCMAKE_CUDA_FLAGS=-lineinfo \
     -DCMAKE_PREFIX_PATH="$deps" \
     -DDSCONV_CUDNN_INCLUDE_DIR="$cudnn/include" -DDSCONV_CUDNN_LIBRARY="$lib" \
     "${cmake_extra[@]}" > "$logs/configure.log" 2>&1 || { tail -40 "$logs/configure.log"; die "configuration failed"; }
