@@ -4,7 +4,8 @@ for CUDA (ptxas, sm_75, sm_80 and sm_90) and HIP (hipcc, gfx906 and gfx90a), the
 instructions in each kernel (for CUDA mma.sync in the PTX and HMMA in the SASS, for HIP
 v_mfma in the device assembly), its integer divisions by run-time values (PTX div/rem; HIP:
 LLVM IR udiv/sdiv/urem/srem), in all and inside loops, and its 128-bit global loads (PTX
-ld.global.v4 / .v2 of 64-bit, or cp.async of 16 bytes; HIP global_load_dwordx4).
+ld.global.v4 / .v2 of 64-bit, or cp.async of 16 bytes; HIP global_load_dwordx4) and stores
+(st.global.v4 / .v2 of 64-bit; global_store_dwordx4).
 
 Compiles tools/instantiate_kernels.cpp, which instantiates every kernel (one operation at a
 time: OPERATIONS), with each compiler's resource report, prints one table and writes it to
@@ -25,7 +26,8 @@ SASS for a CUDA target (on sm_75: its half kernels; bf16 and tf32 need sm_80) or
 instruction for gfx90a, when another kernel has MFMA, when
 a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then be
 wrong), when a kernel divides by a run-time value inside a loop, or when a kernel whose
-vector form moves 16-byte runs has no 128-bit global load; 2 when no compiler was found.
+vector form moves 16-byte runs has no 128-bit global load, or a tiled GEMM kernel no 128-bit
+global store (its epilogue's runs of C); 2 when no compiler was found.
 Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
@@ -115,6 +117,8 @@ def division_counts(body, division, label, back_branch):
 PTX_DIVISION = r"^\s*(?:@!?%p\d+\s+)?(?:div|rem)\.[su](?:32|64)\s+%\w+,\s*%\w+,\s*%\w+;"
 PTX_LOAD_128 = (r"^\s*(?:@!?%p\d+\s+)?(?:ld\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s|"
                 r"cp\.async\.c[ag]\.shared\.global\s+\[[^\]]+\],\s*\[[^\]]+\],\s*16\s*[,;])")
+# Global stores of 16 bytes (the PTX of platform::store_vec).
+PTX_STORE_128 = r"^\s*(?:@!?%p\d+\s+)?st\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s"
 PTX_LABEL, PTX_BRANCH = r"^(\$L__BB\d+_\d+):", r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+)"
 
 
@@ -125,7 +129,8 @@ def ptx_counts(ptx):
     for name, body in kernel_bodies(ptx, r".*\.entry\s+(\w+)", None).items():
         counts[name] = {"mma": sum("mma.sync" in line for line in body),
                         "division": division_counts(body, PTX_DIVISION, PTX_LABEL, PTX_BRANCH),
-                        "load128": sum(bool(re.search(PTX_LOAD_128, line)) for line in body)}
+                        "load128": sum(bool(re.search(PTX_LOAD_128, line)) for line in body),
+                        "store128": sum(bool(re.search(PTX_STORE_128, line)) for line in body)}
     return counts
 
 
@@ -215,7 +220,7 @@ def cuda_rows(arch, operation):
         hmma = hmma_counts(cubin)
     rows = ptxas_rows(report)
     for r in rows:
-        r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0}))
+        r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0, "store128": 0}))
         r["hmma"] = hmma.get(r["mangled"], 0)
     return rows
 
@@ -267,6 +272,7 @@ def hip_rows(arch, operation):
     for name, body in kernel_bodies(assembly, r"^(_Z\w+):", r"^\.Lfunc_end").items():
         counts[name] = {"mfma": sum(line.strip().startswith("v_mfma") for line in body),
                         "load128": sum(line.strip().startswith("global_load_dwordx4") for line in body),
+                        "store128": sum(line.strip().startswith("global_store_dwordx4") for line in body),
                         "division": (0, 0)}
     for name, body in kernel_bodies(ir, r"^define .*@(_Z\w+)\(", r"^}").items():
         if name in counts:
@@ -276,7 +282,7 @@ def hip_rows(arch, operation):
     for r in rows:
         r["registers"] = f"{r.get('vgpr', '?')} v + {r.get('sgpr', '?')} s"
         r["spill"] = r.get("sgpr_spill", 0) + r.get("vgpr_spill", 0) + r.get("scratch", 0)
-        r.update(counts.get(r["mangled"], {"mfma": 0, "load128": 0, "division": (0, 0)}))
+        r.update(counts.get(r["mangled"], {"mfma": 0, "load128": 0, "store128": 0, "division": (0, 0)}))
     return rows
 
 
@@ -537,12 +543,12 @@ def main():
     rows = [r for r in rows if not r["kernel"].startswith("platform::")]
     rows.sort(key=lambda r: (r["kernel"], r["target"]))
     header = ("| kernel | target | registers | static shared memory (bytes) | spill bytes | mma.sync (PTX) | "
-              "HMMA (SASS) | MFMA | integer divisions (in loops) | 128-bit global loads |")
-    lines = [header, "|---|---|---|---|---|---|---|---|---|---|"]
+              "HMMA (SASS) | MFMA | integer divisions (in loops) | 128-bit global loads | 128-bit global stores |")
+    lines = [header, "|---|---|---|---|---|---|---|---|---|---|---|"]
     for r in rows:
         lines.append(f"| {r['kernel']} | {r['target']} | {r['registers']} | {r['smem']} | {r['spill']} | "
                      f"{r.get('mma', '-')} | {r.get('hmma', '-')} | {r.get('mfma', '-')} | "
-                     f"{r['division'][0]} ({r['division'][1]}) | {r['load128']} |")
+                     f"{r['division'][0]} ({r['division'][1]}) | {r['load128']} | {r['store128']} |")
     spilling = [r for r in rows if r["spill"]]
     # A matrix-unit kernel must use its matrix unit: tensor cores on every CUDA target (on sm_75
     # only for half: Turing has no bf16 or tf32 mma.sync, and those kernels only trap there),
@@ -584,12 +590,17 @@ def main():
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
                                    (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
     narrow = [r for r in rows if expects_128(r) and not staged_by_element(r) and not r["load128"]]
+    # The tiled GEMMs' epilogue stores 16-byte runs of C (fused, or split-K's partial sums) where
+    # C allows (kernels/pointwise/staged_epilogue.hpp): nvcc had split them into 4-byte stores.
+    narrow_stores = [r for r in rows if re.match(r"pointwise_gemm_(mma|tiled)<.*(fused|partial)_output", r["kernel"])
+                     and not r["store128"]]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
                f"{len(no_hmma)} tensor-core builds without HMMA; {len(no_mfma)} gfx90a matrix-core builds without MFMA; "
                f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count; "
                f"{len(dividing)} builds dividing inside a loop; "
-               f"{len(narrow)} builds without the 128-bit loads of their 16-byte runs")
+               f"{len(narrow)} builds without the 128-bit loads of their 16-byte runs; "
+               f"{len(narrow_stores)} GEMM builds without the 128-bit stores of their epilogue")
     text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
         f"\n\n{summary}\n"
     print("\n".join(lines))
@@ -621,9 +632,11 @@ def main():
         print(f"divides inside a loop: {r['kernel']} on {r['target']} ({r['division'][1]} divisions)", file=sys.stderr)
     for r in narrow:
         print(f"no 128-bit global load: {r['kernel']} on {r['target']}", file=sys.stderr)
+    for r in narrow_stores:
+        print(f"no 128-bit global store: {r['kernel']} on {r['target']}", file=sys.stderr)
     if below_target:
         print(f"{below_target} depthwise tiled launches below the occupancy target (occupancy.csv)", file=sys.stderr)
-    return 1 if (spilling or no_hmma or no_mfma or stray_mfma or mismatched or dividing or narrow or missing or
+    return 1 if (spilling or no_hmma or no_mfma or stray_mfma or mismatched or dividing or narrow or narrow_stores or missing or
                  below_target) else 0
 
 

@@ -362,33 +362,40 @@ def mma_stage_bytes(bm, bn):
     return 64 if 3 * 64 * (bm + bn + 16) <= 48 * 1024 else 32
 
 
+# mma_sync_unit::async_stages: the K stages the asynchronous path keeps (four fit 48 KiB for
+# every tile, type and layout: at most (bm + bn + 16) rows of a stage's bytes each).
+MMA_STAGES = 4
+
+
 def mma_model(t, bm, bn, wm, wn):
     """pointwise_gemm_mma on mma.sync (kernels/pointwise/gemm_mma.hpp), its asynchronous path
-    (aligned operands, sm_80+): one shared-memory stage of K, 64 bytes of operand per row where
-    three such stages fit a block's 48 KiB (mma_tile::stage_bytes), else 32: each thread's
-    16-byte copies of the A and B tiles, its warp's HMMA (m16n8k16 for 16-bit types; for float
-    m16n8k8, three a product: 3xTF32). DRAM bytes: the activation operand's tile, bm x the stage
-    bytes (the tiles are square: A or B; the weights come from L2), over the block's threads."""
+    (aligned operands, sm_80+) over whole steps: a group of MMA_STAGES shared-memory stages of K,
+    each 64 bytes of operand per row where three such stages fit a block's 48 KiB
+    (mma_tile::stage_bytes), else 32: each thread's 16-byte copies of the A and B tiles, its
+    warp's HMMA (m16n8k16 for 16-bit types; for float m16n8k8, three a product: 3xTF32). DRAM
+    bytes: the activation operand's tile, bm x the stage bytes (the tiles are square: A or B; the
+    weights come from L2), over the block's threads."""
     size = 2 if t in ("half", "bfloat16") else 4
     threads = wm * wn * 32
     stage = mma_stage_bytes(bm, bn)
+    assert MMA_STAGES * stage * (bm + bn + 16) <= 48 * 1024
     copies = (bm + bn) * stage // 16 // threads
     hmma = (bm // wm // 16) * (bn // wn // 8) * (stage // 32) * (1 if size == 2 else 3)
-    need = {"16-byte copies": (is_op("LDGSTS"), copies), "products": (is_op("HMMA"), hmma)}
-    return need, bm * stage / threads, "a %d-byte K stage of the %dx%d tile" % (stage, bm, bn)
+    need = {"16-byte copies": (is_op("LDGSTS"), MMA_STAGES * copies), "products": (is_op("HMMA"), MMA_STAGES * hmma)}
+    return need, MMA_STAGES * bm * stage / threads, "%d %d-byte K stages of the %dx%d tile" % (MMA_STAGES, stage, bm, bn)
 
 
-def mma_layer_budget(stage_instructions, t, bm, bn, wm, wn, c_in, c_out):
+def mma_layer_budget(group_instructions, t, bm, bn, wm, wn, c_in, c_out):
     """Instructions per DRAM byte of an NHWC forward layer on a pointwise_gemm_mma tile (its main
-    loop only): every column of tiles (c_out / bn of them) reads all of a pixel row's K (the
-    activations again from L2), ceil(c_in / bk) stages, while the layer moves (c_in + c_out)
-    elements a pixel from and to DRAM."""
+    loop only, a stage's instructions those of a group over MMA_STAGES): every column of tiles
+    (c_out / bn of them) reads all of a pixel row's K (the activations again from L2),
+    ceil(c_in / bk) stages, while the layer moves (c_in + c_out) elements a pixel from and to DRAM."""
     size = 2 if t in ("half", "bfloat16") else 4
     stage = mma_stage_bytes(bm, bn)
     bk = stage // size
     threads = wm * wn * 32
     columns, stages = -(-c_out // bn), -(-c_in // bk)
-    return columns * stages * stage_instructions * threads / (bm * size * (c_in + c_out))
+    return columns * stages * group_instructions / MMA_STAGES * threads / (bm * size * (c_in + c_out))
 
 
 # (c_in, c_out) of 1x1 layers whose budget the stream kernel's report gives.

@@ -46,6 +46,32 @@ class PtxasReport(unittest.TestCase):
         self.assertEqual(rows["_Z7spillerv"]["target"], "sm_80")
 
 
+# PTX of one kernel, as nvcc 13 prints it: a 16-byte vector load and store, a predicated
+# 8-byte pair store, four 4-byte stores (what nvcc had made of a 16-byte store) and a 16-byte
+# asynchronous copy.
+PTX_LISTING = """\
+.visible .entry _Z6vectorv(
+)
+{
+	ld.global.v4.u32 	{%r1, %r2, %r3, %r4}, [%rd1];
+	st.global.v4.b32 [%rd2], {%r1, %r2, %r3, %r4};
+	@%p1 st.global.v2.b32 [%rd3], {%r1, %r2};
+	st.global.u32 	[%rd4], %r1;
+	st.global.u32 	[%rd4+4], %r2;
+	st.global.u32 	[%rd4+8], %r3;
+	st.global.u32 	[%rd4+12], %r4;
+	cp.async.cg.shared.global [%r5], [%rd5], 16, %r6;
+	ret;
+}
+"""
+
+
+class PtxCounts(unittest.TestCase):
+    def test_vector_loads_and_stores_are_counted_and_narrow_ones_are_not(self):
+        counts = kernel_resources.ptx_counts(PTX_LISTING)["_Z6vectorv"]
+        self.assertEqual(counts["load128"], 2)   # ld.global.v4 and the 16-byte cp.async
+        self.assertEqual(counts["store128"], 1)  # st.global.v4 only: v2 of 32-bit words is 8 bytes
+
 # nvdisasm -c, shaped as it prints a kernel: a prologue, then a main loop of two asynchronous
 # 16-byte copies of a 4-stage pipeline (the wait leaves the 2 newest stages' copies in flight),
 # the products, and a cold path inside the loop that the cheapest iteration skips.
@@ -110,14 +136,15 @@ class SassBudget(unittest.TestCase):
         self.assertIsNone(sass_budget.budget(code, {"copies": (sass_budget.is_op("LDGSTS"), 3)}, 32.0))
 
     def test_matrix_unit_model_follows_the_stage_width(self):
+        # A group of four K stages (the main loop's iteration over whole steps).
         need, dram, what = sass_budget.mma_model("half", 64, 64, 2, 2)
-        self.assertEqual(need["16-byte copies"][1], 4)  # (64 + 64) rows x 64 bytes / 16 / 128 threads
-        self.assertEqual(need["products"][1], 16)       # 2 x 4 tiles of a warp, two 32-byte steps
-        self.assertEqual(dram, 32)
+        self.assertEqual(need["16-byte copies"][1], 4 * 4)  # (64 + 64) rows x 64 bytes / 16 / 128 threads
+        self.assertEqual(need["products"][1], 4 * 16)       # 2 x 4 tiles of a warp, two 32-byte steps
+        self.assertEqual(dram, 4 * 32)
         need, dram, what = sass_budget.mma_model("float", 128, 128, 2, 4)
-        self.assertEqual(need["16-byte copies"][1], 2)  # 32-byte stages: 3 of 64 bytes would exceed 48 KiB
-        self.assertEqual(need["products"][1], 48)       # 4 x 4 tiles, three products each (3xTF32)
-        self.assertEqual(dram, 16)
+        self.assertEqual(need["16-byte copies"][1], 4 * 2)  # 32-byte stages: 3 of 64 bytes would exceed 48 KiB
+        self.assertEqual(need["products"][1], 4 * 48)       # 4 x 4 tiles, three products each (3xTF32)
+        self.assertEqual(dram, 4 * 16)
 
     def test_a_shared_memory_loop_is_the_narrowest_loop_that_does_the_work(self):
         code = sass_budget.parse_listing(NESTED_LISTING)["_Z6nestedv"]

@@ -213,6 +213,24 @@ TEMPLATE_TEST_CASE("pointwise backward: every variant matches the reference on o
   }
 }
 
+TEMPLATE_TEST_CASE("pointwise backward: the NCHW weight gradient's images summed along K, where whole steps end an "
+                   "image exactly and where they do not",
+                   "[pointwise][backward][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  // The matrix-unit GEMM copies whole steps (all of their K inside one image) in groups of four
+  // after its first three steps, then goes on step by step into the next image. 56, 112 and 224
+  // pixels end an image with the last whole step of a group for one tile each: the 128x128
+  // tile's float (8 a step), its 16-bit types and the 64x64 tile's float (16), the 64x64 tile's
+  // 16-bit types (32). Without an activation: a gated operand is staged through registers.
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  for (const dsconv::pointwise_params& p : {make_params(3, 40, 72, 7, 8, data_layout, activation::none),
+                                            make_params(2, 24, 40, 8, 14, data_layout, activation::none),
+                                            make_params(2, 16, 48, 14, 16, data_layout, activation::none)}) {
+    INFO(p.h << "x" << p.w);
+    check_backward<TestType>(pass::weight, p, true);
+    check_backward<TestType>(pass::data, p, false);
+  }
+}
+
 TEMPLATE_TEST_CASE("pointwise backward: the gradient of every fused activation, with and without the bias gradient",
                    "[pointwise][backward][epilogue]", float, dsconv::half, dsconv::bfloat16) {
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);

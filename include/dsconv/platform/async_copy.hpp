@@ -22,6 +22,14 @@ namespace platform {
 #define DSCONV_HAS_CP_ASYNC 1
 #endif
 
+// Whether a copy runs on while the thread goes on (cp.async; the host platform models it so),
+// rather than being a load and a store in the thread's own order.
+#if defined(DSCONV_HAS_CP_ASYNC) || defined(DSCONV_PLATFORM_HOST)
+inline constexpr bool async_copies_overlap = true;
+#else
+inline constexpr bool async_copies_overlap = false;
+#endif
+
 // Copies the first `src_bytes` (0 to 16, whole elements) of the 16 bytes at `src` (global,
 // 16-byte aligned) to `dst` (shared, 16-byte aligned) and zero-fills the rest; `src` must be
 // a valid global address even when src_bytes is 0 (cp.async takes it either way).
@@ -63,8 +71,14 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16_whole(T* dst, const T* src, 
       "{\n .reg .pred ignore;\n setp.eq.u32 ignore, %2, 0;\n"
       " cp.async.cg.shared.global [%0], [%1], 16, ignore;\n}\n" ::"r"(shared_addr),
       "l"(src), "r"(static_cast<unsigned>(whole)));
-#else
+#elif defined(DSCONV_PLATFORM_HOST)
   async_copy_16(dst, src, whole ? 16 : 0 DSCONV_CALL_SITE_ARGS);
+#else
+  // (one vector load or none, where the byte count's form loads element by element)
+  constexpr int n = static_cast<int>(16 / sizeof(T));
+  vec<T, n> v{};
+  if (whole) v = load_vec<n>(src);
+  shared_store(reinterpret_cast<vec<T, n>*>(dst), v);
 #endif
 }
 

@@ -78,6 +78,26 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE vec<T, N> load_vec(const T* p) {
   return load(reinterpret_cast<const vec<T, N>*>(p));
 }
 
+// load_vec<N>(p) where `whole`, else zeros (reading nothing). On a GPU the zeros and the
+// predicated load go into the same machine words: a vector of 16-bit elements zeroed and
+// overwritten element-wise took two byte permutes an element on sm_90.
+template <int N, class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE vec<T, N> load_vec_or_zero(const T* p, bool whole) {
+#if defined(DSCONV_DEVICE_PASS)
+  using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
+  if constexpr (!std::is_void<words>::value) {
+    words w{};
+    if (whole) w = *reinterpret_cast<const words*>(p);
+    vec<T, N> v;
+    __builtin_memcpy(&v, &w, sizeof v);
+    return v;
+  }
+#endif
+  vec<T, N> v{};
+  if (whole) v = load_vec<N>(p);
+  return v;
+}
+
 template <int N, class T>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
 #if defined(DSCONV_DEVICE_PASS)
@@ -85,7 +105,19 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
   if constexpr (!std::is_void<words>::value) {
     words w;
     __builtin_memcpy(&w, &v, sizeof w);
+#if defined(__CUDA_ARCH__)
+    // (a vector store in PTX: inside the GEMM kernels nvcc split the plain store of a uint4
+    // into four 4-byte stores, STG.E, so that each 16-byte run of the epilogue took four
+    // store instructions, each writing parts of sectors; the runtime's __stwb makes a strong
+    // store, STG.E.128.STRONG.SM, where a plain one is weak)
+    if constexpr (sizeof w == 16)
+      asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
+                   : "memory");
+    else
+      asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w.x), "r"(w.y) : "memory");
+#else
     *reinterpret_cast<words*>(p) = w;
+#endif
     return;
   }
 #endif

@@ -28,9 +28,10 @@ namespace tuning {
 // groups along grid.x, the SIMT GEMM's row runs and 16-step small tile. 4: the GEMMs' epilogue
 // through shared memory, float on NVIDIA's tensor cores (mma_large, mma_small, split_k) in two
 // TF32 parts. 5: float's relu and relu6 by NaN-keeping minimum and maximum on sm_80+, bfloat16's
-// rounding in one instruction there. (The sm_90 table of 2026-11-27 measured revision 2: the
+// rounding in one instruction there. 6: nchw_matrix; the matrix-unit GEMM's main loop in groups
+// of whole steps, its epilogue's 16-byte stores. (The sm_90 table of 2026-11-27 measured revision 2: the
 // rules decide until a sweep measures these.)
-inline constexpr int variant_kernels_revision = 5;
+inline constexpr int variant_kernels_revision = 6;
 
 inline constexpr std::size_t variant_table_count = sizeof variant_tables / sizeof variant_tables[0];
 

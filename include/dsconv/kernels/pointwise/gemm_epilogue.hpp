@@ -30,7 +30,8 @@ DSCONV_DEVICE DSCONV_FORCEINLINE gemm_block select_block(const detail::gemm_oper
                                                          const T* __restrict__& b) {
   const index_t z = platform::block_idx().z;
   gemm_block blk;
-  blk.batch = z / g.slices, blk.slice = z % g.slices;
+  // (a 64-bit division is a call of about 40 instructions on NVIDIA: only where K is split)
+  blk.batch = g.slices == 1 ? z : z / g.slices, blk.slice = g.slices == 1 ? 0 : z % g.slices;
   blk.k_begin = blk.slice * g.k_slice;
   const index_t summed = g.k_batches * g.k_padded;
   blk.k_end = blk.k_begin + g.k_slice < summed ? blk.k_begin + g.k_slice : summed;
@@ -56,7 +57,9 @@ struct k_steps {
   DSCONV_DEVICE DSCONV_FORCEINLINE k_steps(const detail::gemm_operands& g, const gemm_block& blk, const T* a_,
                                            const T* b_, const T* gate_)
       : a(a_), b(b_), gate(gate_) {
-    const index_t first = blk.k_begin / g.k_padded, last = (blk.k_end - 1) / g.k_padded;  // (once per block)
+    // (once per block; divisions only where GEMMs are summed along K)
+    const index_t first = g.k_batches == 1 ? 0 : blk.k_begin / g.k_padded;
+    const index_t last = g.k_batches == 1 ? 0 : (blk.k_end - 1) / g.k_padded;
     const index_t start = blk.k_begin - first * g.k_padded, end = blk.k_end - last * g.k_padded;
     const auto steps = [](index_t from, index_t to) { return to > from ? (to - from + BK - 1) / BK : 0; };
     const index_t k_last = end < g.k ? end : g.k;
@@ -75,6 +78,10 @@ struct k_steps {
     const index_t left = limit - k0;
     return left < BK ? static_cast<int>(left) : BK;
   }
+
+  // Steps from this one on whose K lies wholly inside this GEMM's part of the block's range
+  // (they need no bounds along K).
+  DSCONV_DEVICE DSCONV_FORCEINLINE index_t whole_steps() const { return k0 < limit ? (limit - k0) / BK : 0; }
 
   // The next step's position; whether it starts the next of the GEMMs summed along K (its
   // operands elsewhere).
@@ -123,6 +130,17 @@ struct tile_cursors {
       a.next(Steps::bk, a_stride);
       b.next(Steps::bk, b_stride);
     }
+  }
+
+  // On `steps` >= 1 steps at once, all but the last of them whole steps of the GEMM the
+  // cursors are in (k_steps::whole_steps).
+  template <class Steps>
+  DSCONV_DEVICE DSCONV_FORCEINLINE void skip(Steps& at, const detail::gemm_operands& g, index_t m0, index_t n0,
+                                             index_t a_stride, index_t b_stride, int tid, index_t steps) {
+    at.k0 += (steps - 1) * Steps::bk;
+    a.next(Steps::bk, a_stride, steps - 1);
+    b.next(Steps::bk, b_stride, steps - 1);
+    advance(at, g, m0, n0, a_stride, b_stride, tid);
   }
 };
 

@@ -64,7 +64,8 @@ struct mma_tile {
   // step's fixed costs (the wait, the barrier, the bounds, the loop) then spread over twice the
   // bytes: 126 instructions a 64-byte stage for half on sm_90 (3.9 a DRAM byte of the
   // activations' tile) where 32-byte stages took 79 (4.9), both before the fragment loads' one
-  // lane address (matrix_units.hpp; 114 now).
+  // lane address (matrix_units.hpp; 114 since, and 39 in the main loop's groups of whole
+  // steps).
   // (The 128x128 tile's NHWC layouts fit three too, but its second step took 79 instructions
   // more, its registers went from 157 to 214 and the heuristic never takes it.) Through
   // registers, 64 bytes made the 16-bit kernels spill on sm_80 at 255 registers.
@@ -216,15 +217,10 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
         if (s < steps) copy_stage(s);
         pf::async_copy_commit();
       }
-      for (index_t step = 0; step < steps; ++step) {
-        // This thread's copies of this step are in; after the barrier everyone's are, and
-        // every warp is done with the buffer it multiplied in the previous step, which then
-        // takes the stage stages - 1 ahead.
-        pf::async_copy_wait_pending<stages - 2>();
-        pf::sync_threads();
-        if (step + stages - 1 < steps) copy_stage(step + stages - 1);
-        pf::async_copy_commit();
-        const int buf = static_cast<int>(step % stages);
+      // A step's multiplications, once its copies are in and after a barrier: everyone's are,
+      // and every warp is done with the buffer it multiplied in the previous step, which then
+      // takes the stage stages - 1 ahead.
+      const auto multiply_stage = [&](int buf) {
         if (sum_rows) {  // this thread's runs of A, as copied
           T staged[a_tile::per_thread];
           a_tile::stash_places(tid, [&](int j, int m, int k) {
@@ -235,6 +231,44 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
           sums.add(staged);
         }
         multiply(buf);
+      };
+      index_t step = 0;
+      // Whole steps first, in groups of `stages`: where every copy of a group is a whole step
+      // (all of its K inside one GEMM), the copies need no bounds along K and move their sources
+      // by one addition each (whole_step_runs), and, the groups starting at step 0, each step's
+      // buffers are known at compile time: fixed shared-memory addresses for the copies and the
+      // fragment loads. sm_90, half, NHWC: a 64-byte stage of the 64x64 tile 114 -> 39
+      // instructions (16 HMMA, 8 LDSM, 4 LDGSTS), a 32-byte stage of the 128x128 tile 85 -> 35
+      // (16 HMMA, 6 LDSM, 2 LDGSTS); float's 64x64 tile 259 -> 173.
+      // The rest (a range's last partial step, a range that crosses the GEMMs summed along K,
+      // one shorter than a group) goes step by step, as the cursors place it. Where copies are
+      // loads and stores (sm_75), all of it does: the groups' registers spilled the split-K
+      // partial sums' tile there.
+      const index_t groups = pf::async_copies_overlap ? at.whole_steps() / stages : 0;
+      if (groups > 0) {
+        typename a_tile::template whole_step_runs<T> a_runs(runs.a, at.a, at.k0, BK, a_stride, tid);
+        typename b_tile::template whole_step_runs<T> b_runs(runs.b, at.b, at.k0, BK, b_stride, tid);
+        for (index_t group = 0; group < groups; ++group) {
+          DSCONV_UNROLL
+          for (int s = 0; s < stages; ++s) {
+            pf::async_copy_wait_pending<stages - 2>();
+            pf::sync_threads();
+            const int fill = (s + stages - 1) % stages;
+            a_runs.copy(tid, [&](int m, int k) { return a_at(fill, m, k); });
+            b_runs.copy(tid, [&](int k, int n) { return b_at(fill, k, n); });
+            pf::async_copy_commit();
+            multiply_stage(s);
+          }
+        }
+        step = groups * stages;
+        runs.skip(at, g, m0, n0, a_stride, b_stride, tid, step);
+      }
+      for (; step < steps; ++step) {
+        pf::async_copy_wait_pending<stages - 2>();
+        pf::sync_threads();
+        if (step + stages - 1 < steps) copy_stage(step + stages - 1);
+        pf::async_copy_commit();
+        multiply_stage(static_cast<int>(step % stages));
       }
       pf::async_copy_wait_pending<0>();
       pf::sync_threads();

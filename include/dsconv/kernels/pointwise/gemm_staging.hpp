@@ -146,14 +146,58 @@ struct operand_tile {
     // The run at p where `whole`, else zeros.
     template <class T>
     static DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<T, V> load_whole(const T* p, bool whole) {
-      platform::vec<T, V> x{};
-      if (whole) x = platform::load_vec<V>(p);
-      return x;
+      return platform::load_vec_or_zero<V>(p, whole);
     }
 
-    // On to the next step, `bk` further along K (`stride`: the operand's, as placed).
-    DSCONV_DEVICE DSCONV_FORCEINLINE void next(int bk, index_t stride) {
-      offset += k_contiguous ? static_cast<index_t>(bk) : bk * stride;
+    // On `steps` steps, each `bk` further along K (`stride`: the operand's, as placed), none
+    // of them into another of the GEMMs summed along K.
+    DSCONV_DEVICE DSCONV_FORCEINLINE void next(int bk, index_t stride, index_t steps = 1) {
+      offset += steps * (k_contiguous ? static_cast<index_t>(bk) : bk * stride);
+    }
+    // Whether run j lies inside the matrix across K: for the block, whatever the step.
+    DSCONV_DEVICE DSCONV_FORCEINLINE bool inside_across(int j) const {
+      return runs_differ_in_k ? room != 0 : j * shift < room;
+    }
+  };
+
+  // This thread's runs over whole steps (gemm_mma.hpp): steps whose K lies wholly inside the
+  // matrix, in one of the GEMMs summed along K, so that only a run's place across K, the same
+  // for the block, can put it outside. Each run's source then moves by one addition a step,
+  // where k_cursor's copy computes it from the offset and tests the step's K: on sm_90 that
+  // was about 20 of the 64x64 tile's 114 instructions a 64-byte stage. A run outside the matrix
+  // copies nothing from a place inside it, the same k on line 0 across K (cp.async takes a valid
+  // address either way).
+  template <class T>
+  struct whole_step_runs {
+    static_assert(V * sizeof(T) == 16, "asynchronous copies move 16-byte runs");
+    const T* source[runs];
+    bool inside[runs];
+    index_t delta;
+
+    // From the cursor `c` at the step whose first k is k0, of the GEMM at `base`.
+    template <bool KIsRows>
+    DSCONV_DEVICE DSCONV_FORCEINLINE whole_step_runs(const k_cursor<KIsRows>& c, const T* base, index_t k0, int bk,
+                                                     index_t stride, int tid) {
+      constexpr bool k_contiguous = k_cursor<KIsRows>::k_contiguous;
+      delta = k_contiguous ? static_cast<index_t>(bk) : bk * stride;
+      DSCONV_UNROLL
+      for (int j = 0; j < runs; ++j) {
+        const tile_position t = position(run_start(tid, j));
+        const index_t k = k0 + (KIsRows ? t.r : t.c);
+        inside[j] = c.inside_across(j);
+        source[j] = inside[j] ? c.run(base, j, stride) : base + (k_contiguous ? k : k * stride);
+      }
+    }
+
+    // Copies this step's runs to shared memory, at(row, col), and moves on to the next step.
+    template <class At>
+    DSCONV_DEVICE DSCONV_FORCEINLINE void copy(int tid, At at) {
+      DSCONV_UNROLL
+      for (int j = 0; j < runs; ++j) {
+        const tile_position t = position(run_start(tid, j));
+        platform::async_copy_16_whole(at(t.r, t.c), source[j], inside[j]);
+        source[j] += delta;
+      }
     }
   };
 

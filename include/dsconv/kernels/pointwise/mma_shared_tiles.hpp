@@ -49,14 +49,16 @@ struct k_rows {
     if constexpr (bytes == 16) {
       const int swizzle = Unit::template swizzle<RowBytes>(r);
       const bool swap = swizzle & 1;
-      platform::vec<S, V> placed;
-      // (indices known at compile time: indexing `run` by a run-time value put it in scratch
-      // memory on AMD)
+      // As words: a swap of 16-bit elements took a byte permute each on sm_90, and the store
+      // split into three. (Indices known at compile time: indexing by a run-time value put
+      // the run in scratch memory on AMD.)
+      platform::vec<unsigned, 4> words, placed;
+      __builtin_memcpy(&words, &run, sizeof words);
       DSCONV_UNROLL
-      for (int e = 0; e < V; ++e) placed[e] = swap ? run[(e + unit_elements) % V] : run[e];
+      for (int w = 0; w < 4; ++w) placed[w] = swap ? words[(w + 2) % 4] : words[w];
       const int first_unit = ((k0 + k) / unit_elements) ^ (swizzle & ~1);
-      platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(base + r * row_elements + first_unit * unit_elements),
-                             placed);
+      platform::shared_store(
+          reinterpret_cast<platform::vec<unsigned, 4>*>(base + r * row_elements + first_unit * unit_elements), placed);
     } else if constexpr (bytes == 8) {
       platform::shared_store(reinterpret_cast<platform::vec<S, V>*>(at(r, k)), run);
     } else {
