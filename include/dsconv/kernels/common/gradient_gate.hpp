@@ -5,8 +5,6 @@
 // every staging loop multiplied the kernels' code (and their compile time) several times
 // over, and a call per run costs nothing next to the loads it follows.
 
-#include <limits>
-
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "activation.hpp"
@@ -64,12 +62,20 @@ struct register_gate {
   unsigned upper_pair;  // clamp, 16-bit elements: upper in both halves of a word (platform clamp_gated_word)
 };
 
+// The clamp gate of relu or relu6 (`act`), for a kernel that reads the saved tensor itself.
 template <class T>
-register_gate make_register_gate(const gate_tensor<T>& gate) {
-  const float upper = gate.act == activation::relu6 ? 6.f : std::numeric_limits<float>::quiet_NaN();
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE register_gate clamp_gate(activation act) {
+  const float upper = act == activation::relu6 ? 6.f : __builtin_nanf("");
   unsigned pair = 0;
   if constexpr (sizeof(T) == 2) pair = narrow_word(upper, upper, static_cast<const T*>(nullptr));
-  return {gate.saved, upper, pair};
+  return {nullptr, upper, pair};
+}
+
+template <class T>
+register_gate make_register_gate(const gate_tensor<T>& gate) {
+  register_gate g = clamp_gate<T>(gate.act);
+  g.saved = gate.saved;
+  return g;
 }
 
 // One element of dz from dy and the saved value at its place.

@@ -11,6 +11,8 @@
 // whatever the alignment. The dispatcher picks the form (the tiles' element_form), so odd
 // channel counts and misaligned pointers never fail.
 
+#include <type_traits>
+
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../common/gradient_gate.hpp"
@@ -126,6 +128,24 @@ struct operand_tile {
       if constexpr (CanGate) {
         if (gate) {
           const T* q = run(gate, 0, stride);
+          constexpr int W = V * static_cast<int>(sizeof(T)) / 4;  // (words of a run)
+          if constexpr (W >= 1 && std::is_same<Stage, T>::value) {
+            // relu's and relu6's 0/1 derivative word by word (gradient_gate.hpp's clamp gate:
+            // two packed comparisons and two products a word of 16-bit elements on sm_90),
+            // where gate_run's call per run widens, switches and narrows each element.
+            if (detail::gate_kind_of(act) == detail::gate_kind::clamp) {
+              const detail::register_gate clamp = detail::clamp_gate<T>(act);
+              DSCONV_UNROLL
+              for (int j = 0; j < runs; ++j, p += delta, q += delta) {
+                const bool whole = inside_run(j, inside, tid);
+                const auto dy = platform::load_vec_or_zero<W>(reinterpret_cast<const unsigned*>(p), whole);
+                const auto saved = platform::load_vec_or_zero<W>(reinterpret_cast<const unsigned*>(q), whole);
+                const platform::vec<unsigned, W> dz = detail::gated_words<T, detail::gate_kind::clamp, W>(dy, saved, clamp);
+                __builtin_memcpy(&regs[j * V], &dz, sizeof dz);
+              }
+              return;
+            }
+          }
           DSCONV_UNROLL
           for (int j = 0; j < runs; ++j, p += delta, q += delta) {
             const bool whole = inside_run(j, inside, tid);
