@@ -210,13 +210,6 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
         runs.b.copy(at.b, inside, b_stride, tid, [&](int k, int n) { return b_at(buf, k, n); });
         next_step();
       };
-      // Stages 0 .. stages - 2 in flight, one commit group each (empty past the end, so that
-      // the count of groups stays that of steps).
-      DSCONV_UNROLL
-      for (int s = 0; s < stages - 1; ++s) {
-        if (s < steps) copy_stage(s);
-        pf::async_copy_commit();
-      }
       // A step's multiplications, once its copies are in and after a barrier: everyone's are,
       // and every warp is done with the buffer it multiplied in the previous step, which then
       // takes the stage stages - 1 ahead.
@@ -232,36 +225,51 @@ DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(Tile::threads, Tile::min_blocks) void pointwi
         }
         multiply(buf);
       };
-      index_t step = 0;
-      // Whole steps first, in groups of `stages`: where every copy of a group is a whole step
-      // (all of its K inside one GEMM), the copies need no bounds along K and move their sources
-      // by one addition each (whole_step_runs), and, the groups starting at step 0, each step's
-      // buffers are known at compile time: fixed shared-memory addresses for the copies and the
-      // fragment loads. sm_90, half, NHWC: a 64-byte stage of the 64x64 tile 114 -> 39
-      // instructions (16 HMMA, 8 LDSM, 4 LDGSTS), a 32-byte stage of the 128x128 tile 85 -> 35
-      // (16 HMMA, 6 LDSM, 2 LDGSTS); float's 64x64 tile 259 -> 173.
+      // Stages 0 .. stages - 2 go in flight first, one commit group each; then each step waits
+      // for its own, copies the stage stages - 1 ahead and multiplies.
+      // Whole steps first: where the first stages - 1 copies and every copy of a group of
+      // `stages` steps are whole steps (all of their K inside one GEMM), the copies need no
+      // bounds along K and move their sources by one addition each (whole_step_runs), and, the
+      // groups starting at step 0, each step's buffers are known at compile time: fixed
+      // shared-memory addresses for the copies and the fragment loads. sm_90, half, NHWC: a
+      // 64-byte stage of the 64x64 tile 114 -> 39 instructions (16 HMMA, 8 LDSM, 4 LDGSTS), a
+      // 32-byte stage of the 128x128 tile 85 -> 35 (16 HMMA, 6 LDSM, 2 LDGSTS); float's 64x64
+      // tile 259 -> 173.
       // The rest (a range's last partial step, a range that crosses the GEMMs summed along K,
       // one shorter than a group) goes step by step, as the cursors place it. Where copies are
       // loads and stores (sm_75), all of it does: the groups' registers spilled the split-K
       // partial sums' tile there.
-      const index_t groups = pf::async_copies_overlap ? at.whole_steps() / stages : 0;
+      const index_t whole = pf::async_copies_overlap ? at.whole_steps() : 0;
+      const index_t groups = whole >= stages - 1 ? (whole - (stages - 1)) / stages : 0;
+      index_t step = 0;
       if (groups > 0) {
         typename a_tile::template whole_step_runs<T> a_runs(runs.a, at.a, at.k0, BK, a_stride, tid);
         typename b_tile::template whole_step_runs<T> b_runs(runs.b, at.b, at.k0, BK, b_stride, tid);
+        const auto copy_whole = [&](int buf) {
+          a_runs.copy(tid, [&](int m, int k) { return a_at(buf, m, k); });
+          b_runs.copy(tid, [&](int k, int n) { return b_at(buf, k, n); });
+          pf::async_copy_commit();
+        };
+        DSCONV_UNROLL
+        for (int s = 0; s < stages - 1; ++s) copy_whole(s);
         for (index_t group = 0; group < groups; ++group) {
           DSCONV_UNROLL
           for (int s = 0; s < stages; ++s) {
             pf::async_copy_wait_pending<stages - 2>();
             pf::sync_threads();
-            const int fill = (s + stages - 1) % stages;
-            a_runs.copy(tid, [&](int m, int k) { return a_at(fill, m, k); });
-            b_runs.copy(tid, [&](int k, int n) { return b_at(fill, k, n); });
-            pf::async_copy_commit();
+            copy_whole((s + stages - 1) % stages);
             multiply_stage(s);
           }
         }
         step = groups * stages;
-        runs.skip(at, g, m0, n0, a_stride, b_stride, tid, step);
+        runs.skip(at, g, m0, n0, a_stride, b_stride, tid, stages - 1 + step);
+      } else {
+        // (empty groups past the end, so that the count of groups stays that of steps)
+        DSCONV_UNROLL
+        for (int s = 0; s < stages - 1; ++s) {
+          if (s < steps) copy_stage(s);
+          pf::async_copy_commit();
+        }
       }
       for (; step < steps; ++step) {
         pf::async_copy_wait_pending<stages - 2>();
