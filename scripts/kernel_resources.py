@@ -26,8 +26,8 @@ SASS for a CUDA target (on sm_75: its half kernels; bf16 and tf32 need sm_80) or
 instruction for gfx90a, when another kernel has MFMA, when
 a kernel's HMMA count differs from its mma.sync count (the SASS reader below would then be
 wrong), when a kernel divides by a run-time value inside a loop, or when a kernel whose
-vector form moves 16-byte runs has no 128-bit global load, or a tiled GEMM kernel no 128-bit
-global store (its epilogue's runs of C); 2 when no compiler was found.
+vector form moves 16-byte runs has no 128-bit global load, or a matrix-unit GEMM kernel no
+128-bit global store (its epilogue's runs of C); 2 when no compiler was found.
 Usage: scripts/kernel_resources.py [--out DIR]
 """
 import argparse
@@ -590,9 +590,10 @@ def main():
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
                                    (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
     narrow = [r for r in rows if expects_128(r) and not staged_by_element(r) and not r["load128"]]
-    # The tiled GEMMs' epilogue stores 16-byte runs of C (fused, or split-K's partial sums) where
-    # C allows (kernels/pointwise/staged_epilogue.hpp): nvcc had split them into 4-byte stores.
-    narrow_stores = [r for r in rows if re.match(r"pointwise_gemm_(mma|tiled)<.*(fused|partial)_output", r["kernel"])
+    # The matrix-unit GEMM's epilogue stores 16-byte runs of C (fused, or split-K's partial sums)
+    # where C allows (kernels/pointwise/staged_epilogue.hpp): nvcc had split them into 4-byte
+    # stores. (The SIMT GEMM stores from its registers, runs of 4 elements.)
+    narrow_stores = [r for r in rows if re.match(r"pointwise_gemm_mma<.*(fused|partial)_output", r["kernel"])
                      and not r["store128"]]
     summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
                f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
@@ -600,7 +601,7 @@ def main():
                f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count; "
                f"{len(dividing)} builds dividing inside a loop; "
                f"{len(narrow)} builds without the 128-bit loads of their 16-byte runs; "
-               f"{len(narrow_stores)} GEMM builds without the 128-bit stores of their epilogue")
+               f"{len(narrow_stores)} matrix-unit GEMM builds without the 128-bit stores of their epilogue")
     text = "# dsconv kernel resources\n\nDynamic shared memory is sized at launch and not shown.\n\n" + "\n".join(lines) + \
         f"\n\n{summary}\n"
     print("\n".join(lines))

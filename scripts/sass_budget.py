@@ -214,16 +214,16 @@ def peak_in_flight(code, path):
             loads[n] = size
             for r in written:
                 outstanding[r] = (n, size)
-        elif ins.base == "LDGSTS":
-            loads[n] = size  # (asynchronous copies: their stages below)
-        peak = max(peak, sum(loads.values()))
+        peak = max(peak, sum(loads.values()))  # (asynchronous copies: their stages below)
     # Asynchronous copies stay in flight across iterations: the wait (DEPBAR.LE SB0, n) leaves the
     # n newest stages' copies outstanding while the oldest lands, so n + 1 stages are in flight.
+    # A stage is what the path copies between waits (an iteration of several stages waits once
+    # a stage).
     copied = sum(code[i].global_load_bytes() for i in path if code[i].base == "LDGSTS")
     waits = [int(m.group(1), 0) for i in path if code[i].base == "DEPBAR"
              for m in [re.search(r"SB0,\s*(0x[0-9a-f]+|\d+)", code[i].operands)] if m]
     if copied and waits:
-        peak = max(peak, copied * (min(waits) + 1))
+        peak = max(peak, copied // len(waits) * (min(waits) + 1))
     return peak
 
 

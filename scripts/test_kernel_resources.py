@@ -131,6 +131,18 @@ class SassBudget(unittest.TestCase):
         # 32 bytes copied a stage, 3 stages outstanding at the wait.
         self.assertEqual(in_flight, 96)
 
+    def test_an_iteration_of_two_stages_keeps_the_same_stages_in_flight(self):
+        # The loop body twice over (two stages an iteration, as the GEMM's groups of whole steps
+        # run): 64 bytes copied an iteration, still 32 a stage and 3 stages at the wait.
+        body = PIPELINE_LISTING.split(".L_x_1:\n")[1].split("        /*00e0*/")[0]
+        twice = body.replace(".L_x_2", ".L_x_4").replace(".L_x_3", ".L_x_5").replace("/*00", "/*01")
+        listing = PIPELINE_LISTING.replace("        /*00e0*/", twice + "        /*00e0*/")
+        code = sass_budget.parse_listing(listing)["_Z8pipelinev"]
+        need = {"copies": (sass_budget.is_op("LDGSTS"), 4), "products": (sass_budget.is_op("HMMA"), 2)}
+        instructions, per_byte, in_flight, ops = sass_budget.budget(code, need, 64.0)
+        self.assertEqual(instructions, 22)
+        self.assertEqual(in_flight, 96)
+
     def test_a_loop_without_the_modelled_copies_has_no_path(self):
         code = sass_budget.parse_listing(PIPELINE_LISTING)["_Z8pipelinev"]
         self.assertIsNone(sass_budget.budget(code, {"copies": (sass_budget.is_op("LDGSTS"), 3)}, 32.0))

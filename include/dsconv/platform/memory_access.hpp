@@ -105,23 +105,36 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
   if constexpr (!std::is_void<words>::value) {
     words w;
     __builtin_memcpy(&w, &v, sizeof w);
+    *reinterpret_cast<words*>(p) = w;
+    return;
+  }
+#endif
+  store(reinterpret_cast<vec<T, N>*>(p), v);
+}
+
+// store_vec<N>(p, v) as one vector instruction whatever the code around it: inside the tiled
+// GEMM kernels nvcc split the plain 16-byte store of a uint4 into four 4-byte stores (STG.E),
+// so that each 16-byte run of their epilogue took four store instructions, each writing parts
+// of sectors. On CUDA an explicit PTX vector store (st.global.v4 / .v2; the runtime's __stwb
+// would make it a strong store, STG.E.128.STRONG.SM); elsewhere store_vec. Where store_vec
+// already vectorises, it is the better choice: the explicit store takes a whole 64-bit address
+// (no immediate offset), which pushed a register-blocked depthwise kernel into spilling on sm_75.
+template <int N, class T>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec_exact(T* p, const vec<T, N>& v) {
 #if defined(__CUDA_ARCH__)
-    // (a vector store in PTX: inside the GEMM kernels nvcc split the plain store of a uint4
-    // into four 4-byte stores, STG.E, so that each 16-byte run of the epilogue took four
-    // store instructions, each writing parts of sectors; the runtime's __stwb makes a strong
-    // store, STG.E.128.STRONG.SM, where a plain one is weak)
+  using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
+  if constexpr (!std::is_void<words>::value) {
+    words w;
+    __builtin_memcpy(&w, &v, sizeof w);
     if constexpr (sizeof w == 16)
       asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
                    : "memory");
     else
       asm volatile("st.global.v2.b32 [%0], {%1, %2};" ::"l"(p), "r"(w.x), "r"(w.y) : "memory");
-#else
-    *reinterpret_cast<words*>(p) = w;
-#endif
     return;
   }
 #endif
-  store(reinterpret_cast<vec<T, N>*>(p), v);
+  store_vec<N>(p, v);
 }
 
 // Shared memory (dynamic_shared, DSCONV_SHARED_ARRAY): the same as load / store, recorded on

@@ -223,7 +223,8 @@ struct fused_output {
   DSCONV_DEVICE DSCONV_FORCEINLINE void store_vector(const detail::gemm_operands& g, const gemm_block& blk, index_t m,
                                                      index_t n, const platform::vec<float, V>& acc, Act act) const {
     // Loads and stores as 32-bit words (words.hpp): vectors of eight 16-bit elements, built
-    // element by element, stayed in scratch memory on AMD (32 to 192 bytes a lane).
+    // element by element, stayed in scratch memory on AMD (32 to 192 bytes a lane). The stores
+    // as one vector instruction each (platform::store_vec_exact: nvcc had split them here).
     constexpr int E = detail::elements_per_word<T>(), W = V / E;
     static_assert(V % E == 0, "a run is whole words");
     const index_t off = blk.batch * g.c_batch + m * g.c_m + n;
@@ -248,13 +249,13 @@ struct fused_output {
     if (pre) {
       DSCONV_UNROLL
       for (int k = 0; k < W; ++k) w[k] = detail::narrow<T>(v + k * E);
-      detail::store_words<W>(pre + off, w, true);
+      platform::store_vec_exact<W>(reinterpret_cast<unsigned*>(pre + off), w);
     }
     DSCONV_UNROLL
     for (int e = 0; e < V; ++e) t[e] = detail::activate(v[e], act);
     DSCONV_UNROLL
     for (int k = 0; k < W; ++k) w[k] = detail::narrow<T>(t + k * E);
-    detail::store_words<W>(c + off, w, true);
+    platform::store_vec_exact<W>(reinterpret_cast<unsigned*>(c + off), w);
   }
 };
 
@@ -314,7 +315,7 @@ struct partial_output {
       platform::vec<float, V> y;
       DSCONV_UNROLL
       for (int e = 0; e < V; ++e) y[e] = acc[e];
-      platform::store_vec<V>(workspace + offset(g, blk, m, n), y);
+      platform::store_vec_exact<V>(workspace + offset(g, blk, m, n), y);
     }
   }
 };
