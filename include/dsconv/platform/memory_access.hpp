@@ -59,6 +59,13 @@ template <>
 struct machine_vector<8> {
   using type = uint2;
 };
+// v's bytes as the machine vector W.
+template <class W, class T, int N>
+DSCONV_DEVICE DSCONV_FORCEINLINE W machine_words(const vec<T, N>& v) {
+  W w;
+  __builtin_memcpy(&w, &v, sizeof w);
+  return w;
+}
 }  // namespace gpu_detail
 #endif
 
@@ -103,9 +110,7 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec(T* p, const vec<T, N>& v) {
 #if defined(DSCONV_DEVICE_PASS)
   using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
   if constexpr (!std::is_void<words>::value) {
-    words w;
-    __builtin_memcpy(&w, &v, sizeof w);
-    *reinterpret_cast<words*>(p) = w;
+    *reinterpret_cast<words*>(p) = gpu_detail::machine_words<words>(v);
     return;
   }
 #endif
@@ -124,8 +129,7 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void store_vec_exact(T* p, const vec<T, N>
 #if defined(__CUDA_ARCH__)
   using words = typename gpu_detail::machine_vector<sizeof(vec<T, N>)>::type;
   if constexpr (!std::is_void<words>::value) {
-    words w;
-    __builtin_memcpy(&w, &v, sizeof w);
+    const words w = gpu_detail::machine_words<words>(v);
     if constexpr (sizeof w == 16)
       asm volatile("st.global.v4.b32 [%0], {%1, %2, %3, %4};" ::"l"(p), "r"(w.x), "r"(w.y), "r"(w.z), "r"(w.w)
                    : "memory");
