@@ -76,9 +76,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16_whole(T* dst, const T* src, 
 #else
   // (one vector load or none, where the byte count's form loads element by element)
   constexpr int n = static_cast<int>(16 / sizeof(T));
-  vec<T, n> v{};
-  if (whole) v = load_vec<n>(src);
-  shared_store(reinterpret_cast<vec<T, n>*>(dst), v);
+  shared_store(reinterpret_cast<vec<T, n>*>(dst), load_vec_or_zero<n>(src, whole));
 #endif
 }
 

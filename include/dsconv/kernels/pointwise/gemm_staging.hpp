@@ -149,7 +149,8 @@ struct operand_tile {
           DSCONV_UNROLL
           for (int j = 0; j < runs; ++j, p += delta, q += delta) {
             const bool whole = inside_run(j, inside, tid);
-            const platform::vec<float, V> dz = detail::gate_run<V>(load_whole(p, whole), load_whole(q, whole), act);
+            const platform::vec<float, V> dz =
+                detail::gate_run<V>(platform::load_vec_or_zero<V>(p, whole), platform::load_vec_or_zero<V>(q, whole), act);
             DSCONV_UNROLL
             for (int e = 0; e < V; ++e) regs[j * V + e] = Stage(dz[e]);
           }
@@ -158,17 +159,11 @@ struct operand_tile {
       }
       DSCONV_UNROLL
       for (int j = 0; j < runs; ++j, p += delta) {
-        const platform::vec<T, V> x = load_whole(p, inside_run(j, inside, tid));
+        const platform::vec<T, V> x = platform::load_vec_or_zero<V>(p, inside_run(j, inside, tid));
         DSCONV_UNROLL
         for (int e = 0; e < V; ++e) regs[j * V + e] = convert(x[e]);
       }
     }
-    // The run at p where `whole`, else zeros.
-    template <class T>
-    static DSCONV_DEVICE DSCONV_FORCEINLINE platform::vec<T, V> load_whole(const T* p, bool whole) {
-      return platform::load_vec_or_zero<V>(p, whole);
-    }
-
     // On `steps` steps, each `bk` further along K (`stride`: the operand's, as placed), none
     // of them into another of the GEMMs summed along K.
     DSCONV_DEVICE DSCONV_FORCEINLINE void next(int bk, index_t stride, index_t steps = 1) {
