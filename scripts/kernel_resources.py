@@ -418,6 +418,7 @@ BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hp
                  "depthwise_nhwc_matrix": ("kernels/depthwise/nhwc_matrix.hpp", "matrix_block_threads"),
                  "depthwise_nchw_matrix": ("kernels/depthwise/nchw_matrix.hpp", "nchw_matrix_block_threads"),
                  "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads"),
+                 "pointwise_nhwc_stream_held": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads"),
                  "inverted_residual_fused_nhwc": ("kernels/block/fused_tile.hpp", "fused_block_threads")}
 
 
@@ -470,8 +471,10 @@ def sass_budget_lines(rows):
             continue
         lines.append(f"| {name} | {what} | {b[0]} | {b[1]:.2f} | {b[2]} | {threads} | {b[2] * threads // 1024} KiB |")
     if layered:
-        lines += ["", "pointwise_nhwc_stream per layer (c_in -> c_out): a warp's 32-pixel tile's instructions, instructions "
-                  "per DRAM byte of the layer (every slice of outputs runs every tile), bytes in flight per thread.", "",
+        lines += ["", "pointwise_nhwc_stream and its held form per layer (c_in -> c_out, where the plan gives the layer "
+                  "that kernel): a warp's 32-pixel tile's instructions, instructions per DRAM byte of the layer (every "
+                  "grid row, a slice of outputs or the held form's block of slices, runs every tile), bytes in flight "
+                  "per thread.", "",
                   "| kernel | " + " | ".join("%d->%d" % l for l in sass_budget.STREAM_LAYERS) + " |",
                   "|---|" + "---|" * len(sass_budget.STREAM_LAYERS)]
         for name, what, per_layer, threads in layered:

@@ -299,15 +299,32 @@ def register_weight_model(t, k, s, gated=False):
 
 
 def stream_model(t, nt):
-    """pointwise_nhwc_stream (kernels/pointwise/nhwc_stream.hpp): one 32-pixel tile of a warp's
-    slice of 8 nt outputs, for a layer of `chunks` 32-channel chunks: 4 16-byte loads a chunk (the
-    tile's rows; the last chunk's go to the next tile), the slice's nt 16-byte weight reads and
-    4 nt products a chunk, and a relu epilogue (a min/max per output; 4 rows of nt words stored:
-    relu6 takes one select more per output, silu a few). A layer's budget: STREAM_LAYERS."""
-    def need(chunks):  # (a chunk's weight reads and products come with its loads: not tracked)
-        return {"16-byte loads": (is_op("LDG.E.128"), 4 * chunks), "clamps": (is_op("FMNMX"), 4 * 2 * nt),
+    """pointwise_nhwc_stream (kernels/pointwise/nhwc_stream.hpp), the streaming form: one 32-pixel
+    tile of a warp's slice of 8 nt outputs, for a layer of `chunks` 32-channel chunks: 4 16-byte
+    loads a chunk (the tile's rows; the last chunk's go to the next tile), the slice's nt 16-byte
+    weight reads and 4 nt products a chunk, and a relu epilogue (relu applied as each word is
+    packed: nt a row; 4 rows of nt words stored). A layer's budget: STREAM_LAYERS."""
+    def need(c_in, c_out):  # (a chunk's weight reads and products come with its loads: not tracked)
+        held, form_nt, chunks, _, _ = stream_form(c_in, c_out)
+        if held or form_nt != nt:
+            return None
+        return {"16-byte loads": (is_op("LDG.E.128"), 4 * chunks), "relu": (is_op("F2FP.RELU"), 4 * nt),
                 "stores": (is_op("STG"), 4 if nt != 3 else 12)}
-    return need, nt
+    return need
+
+
+def stream_held_model(t, nt, kc):
+    """pointwise_nhwc_stream_held (kernels/pointwise/nhwc_stream.hpp), the held form: one 32-pixel
+    tile of a warp, its kc chunks loaded once (4 16-byte loads each, the next tile's), then for
+    each of the block's slices of 8 nt outputs the slice's products and a relu epilogue (nt packed
+    words a row, 4 rows of one 8- or 16-byte store)."""
+    def need(c_in, c_out):
+        held, form_nt, chunks, slices, _ = stream_form(c_in, c_out)
+        if not held or form_nt != nt or chunks != kc:
+            return None
+        return {"16-byte loads": (is_op("LDG.E.128"), 4 * kc), "relu": (is_op("F2FP.RELU"), 4 * nt * slices),
+                "stores": (is_op("STG"), 4 * slices)}
+    return need
 
 
 def header_constant(header, name):
@@ -400,23 +417,41 @@ def mma_layer_budget(group_instructions, t, bm, bn, wm, wn, c_in, c_out):
 
 # (c_in, c_out) of 1x1 layers whose budget the stream kernel's report gives.
 STREAM_LAYERS = [(32, 16), (16, 96), (96, 24), (24, 144), (144, 24), (144, 32), (192, 64), (384, 96), (576, 160),
-                 (960, 160), (160, 960), (960, 320), (672, 112), (1152, 192)]
+                 (960, 160), (160, 960), (960, 320), (672, 112), (1152, 192), (32, 192), (40, 240), (64, 384)]
+
+# A block's staged weights (and the held form's biases) within 48 KiB (stream_shared_cap).
+STREAM_SHARED_CAP = 48 * 1024
 
 
 def stream_slice_tiles(c_in, c_out):
     chunks = (c_in + 31) // 32
     for nt in (4, 3, 2, 1):
-        if (c_out // 8) % nt == 0 and nt * chunks * 512 <= 48 * 1024:
+        if (c_out // 8) % nt == 0 and nt * chunks * 512 <= STREAM_SHARED_CAP:
             return nt
     return 0
 
 
-def stream_layer_budget(tile_instructions, c_in, c_out):
-    """Instructions per DRAM byte of a layer: each of its c_out / 8 nt slices runs a warp's tile
-    path on every 32-pixel tile, which moves 32 x (c_in + c_out) x 2 bytes: 2 (c_in + c_out) a lane."""
+def stream_form(c_in, c_out):
+    """(held, nt, chunks, slices a block walks, grid rows) as dispatch/pointwise_stream_plan.hpp
+    plans the layer: the held form where K is one or two chunks and c_out an even number of n
+    tiles (nt 4 with one chunk where they divide by 4, else 2), a block taking the most slices
+    whose weights and biases fit; else the streaming form, a slice a grid row."""
+    chunks, tiles = (c_in + 31) // 32, c_out // 8
+    if chunks <= 2 and tiles % 2 == 0:
+        nt = 4 if chunks == 1 and tiles % 4 == 0 else 2
+        total = tiles // nt
+        per_slice = nt * chunks * 512 + nt * 2 * 4 * 16  # its weights, and its biases a lane column's quads
+        block = max(d for d in range(1, total + 1) if total % d == 0 and (d == 1 or d * per_slice <= STREAM_SHARED_CAP))
+        return True, nt, chunks, block, total // block
     nt = stream_slice_tiles(c_in, c_out)
-    slices = c_out // (8 * nt)
-    return slices * tile_instructions / (2.0 * (c_in + c_out))
+    return False, nt, chunks, 1, (c_out // (8 * nt) if nt else 0)
+
+
+def stream_layer_budget(tile_instructions, c_in, c_out):
+    """Instructions per DRAM byte of a layer: each of its grid rows (a slice of outputs, or the
+    held form's block of slices) runs a warp's tile path on every 32-pixel tile, which moves
+    32 x (c_in + c_out) x 2 bytes: 2 (c_in + c_out) a lane."""
+    return stream_form(c_in, c_out)[4] * tile_instructions / (2.0 * (c_in + c_out))
 
 
 KERNELS = [
@@ -428,6 +463,8 @@ KERNELS = [
      lambda m: mma_model(m.group(1).replace("dsconv::", ""), *(int(m.group(i)) for i in range(2, 6)))),
     (re.compile(r"pointwise_nhwc_stream<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)>"),
      lambda m: stream_model(m.group(1), int(m.group(2)))),
+    (re.compile(r"pointwise_nhwc_stream_held<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
+     lambda m: stream_held_model(m.group(1), int(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                                    m.group(4) not in (None, "0"))),
@@ -575,13 +612,13 @@ def budgets(cubin, kernel_filter=""):
                 for need, dram, what, shared_loop in spec:
                     rows.append((name, what, budget(code, need, dram, shared_loop)))
                 break
-            if len(spec) == 2:  # a layer-dependent budget (the stream kernel): a tile's path per layer
-                need, nt = spec
+            if callable(spec):  # a layer-dependent budget (the stream kernels): a tile's path per layer it takes
                 per_layer = {}
                 for ci, co in STREAM_LAYERS:
-                    if stream_slice_tiles(ci, co) == nt:
-                        per_layer[(ci, co)] = budget(code, need((ci + 31) // 32), 1.0)
-                rows.append((name, "a 32-pixel tile of %d outputs" % (8 * nt), per_layer))
+                    need = spec(ci, co)
+                    if need is not None:
+                        per_layer[(ci, co)] = budget(code, need, 1.0)
+                rows.append((name, "a warp's 32-pixel tile", per_layer))
                 continue
             need, dram, what = spec
             b = budget(code, need, dram)

@@ -351,6 +351,79 @@ TEMPLATE_TEST_CASE("pointwise: input, weight, bias, residual and output misalign
   }
 }
 
+// mma_stream's two forms (kernels/pointwise/nhwc_stream.hpp) on what the network layers may
+// not reach: tiles cut by the last pixel, warps that walk several tiles (planned for a device of
+// one multiprocessor), the held form's blocks of fewer slices than the layer has (grid rows),
+// K of one, two and three chunks with a partial last one, every activation, with bias and
+// residual or without either, and the activation's input kept (pre_activation); both outputs
+// against the reference, and the plan's form as its rule says.
+TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tiles, walks, blocks of slices and every "
+                   "epilogue",
+                   "[pointwise][stream]", dsconv::half, dsconv::bfloat16) {
+  using T = TestType;
+  struct stream_case {
+    int n, c_in, c_out, h, w;
+    bool held;
+    int slice_tiles, block_slices, grid_rows;
+  };
+  // clang-format off
+  const stream_case cases[] = {
+      // n c_in c_out  h   w   held  NT block rows
+      {2,  40,   32,  33, 33, true,   2,  2,    1},  // two chunks (the second partial); 69 tiles, 32 warps
+      {1,  24,   96,   9,  9, true,   4,  3,    1},  // one partial chunk, 16-byte rows; 81 pixels
+      {1,  64, 1024,   3,  5, true,   2, 16,    4},  // 64 slices of 2304 bytes: blocks of 16
+      {3,  16,   16,   4,  4, true,   2,  1,    1},  // half a chunk, one slice
+      {2,  72,   48,   5,  5, false,  3,  1,    2},  // streaming: three chunks, the last partial
+      {1,  96,   40,   7,  7, false,  1,  1,    5},  // streaming: one n tile a slice
+  };
+  // clang-format on
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  int i = 0;
+  for (const stream_case& c : cases)
+    for (const bool with_residual : {true, false}) {
+      dsconv::pointwise_params p = make_params(c.n, c.c_in, c.c_out, c.h, c.w);
+      p.data_layout = layout::nhwc;
+      p.act = all_activations[i++ % 6];
+      INFO(describe(p) << (with_residual ? ", residual" : ", no residual") << ", device " << dev.name);
+      if (!supports<T>(pointwise_variant::mma_stream, p, dev)) {  // (no tensor cores for the type here)
+        CHECK(dsconv::can_implement<T>(pointwise_variant::mma_stream, p) == status::unsupported_variant);
+        continue;
+      }
+      dsconv::detail::stream_plan plan;
+      REQUIRE(dsconv::detail::plan_stream(p, dev, nullptr, nullptr, nullptr, nullptr, nullptr, plan));
+      CHECK(plan.held == c.held);
+      CHECK(plan.tile.slice_tiles == c.slice_tiles);
+      CHECK(plan.tile.block_slices == c.block_slices);
+      CHECK(static_cast<int>(plan.grid.y) == c.grid_rows);
+      const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
+      const std::vector<T> input = random_tensor<T>(pixels * p.c_in);
+      const std::vector<T> weight = random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in);
+      const std::vector<T> bias = random_tensor<T>(static_cast<std::size_t>(p.c_out));
+      const std::vector<T> residual = random_tensor<T>(pixels * p.c_out);
+      const T* residual_host = with_residual ? residual.data() : nullptr;
+      const T* bias_host = with_residual ? bias.data() : nullptr;
+      dsconv::pointwise_params linear = p;
+      linear.act = activation::none;
+      std::vector<double> ref(pixels * p.c_out), ref_pre(pixels * p.c_out);
+      REQUIRE(dsconv::reference::pointwise_forward(p, input.data(), weight.data(), bias_host, residual_host,
+                                                   ref.data()) == status::success);
+      REQUIRE(dsconv::reference::pointwise_forward(linear, input.data(), weight.data(), bias_host, residual_host,
+                                                   ref_pre.data()) == status::success);
+      const device_input<T> d_input(input), d_weight(weight), d_bias(bias), d_residual(residual);
+      guarded_output<T> out(ref.size()), pre(ref.size());
+      REQUIRE(dsconv::detail::launch_stream<T>(p, dev, dsconv::stream_t{}, d_input.data(), d_weight.data(),
+                                               with_residual ? d_bias.data() : nullptr,
+                                               with_residual ? d_residual.data() : nullptr, out.data(),
+                                               pre.data()) == status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      const std::vector<T>* residual_or_null = with_residual ? &residual : nullptr;
+      const error_bound bound = pointwise_bound(p, input, weight, bias_host, residual_or_null);
+      check_close(out.download_checked(), ref, bound);
+      check_close(pre.download_checked(), ref_pre, bound);
+    }
+}
+
 // The GEMM kernels' vector forms take a run as wholly inside the matrix or wholly outside
 // (gemm_staging.hpp's k_cursor): an operand's alignment must count its rows' extent along
 // them, not only their stride and start.

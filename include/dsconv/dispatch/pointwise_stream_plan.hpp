@@ -1,6 +1,7 @@
 #pragma once
 // Launch plan of the streaming 1x1 variant, mma_stream (kernels/pointwise/nhwc_stream.hpp):
-// the warps' output slice, the grid of blocks that walk the pixel tiles, and the launch.
+// its form (held where K is one or two chunks, else streaming), the warps' output slice, the
+// slices a block takes, the grid of blocks that walk the pixel tiles, and the launch.
 
 #include <cstdint>
 #include <string>
@@ -22,6 +23,7 @@ inline constexpr std::size_t stream_shared_cap = 48 * 1024;
 
 struct stream_plan {
   stream_tile tile{};
+  bool held = false;  // the held form (pointwise_nhwc_stream_held)
   platform::dims grid;
   std::size_t shared_bytes = 0;
 };
@@ -39,7 +41,8 @@ std::string stream_limits(const pointwise_params& p, const platform::device_prop
   return "";
 }
 
-// The slice's n tiles: the most of 4, 3, 2, 1 that divide c_out / 8 and whose staged weights fit.
+// The slice's n tiles of the streaming form: the most of 4, 3, 2, 1 that divide c_out / 8 and
+// whose staged weights fit.
 inline int stream_slice_tiles(const pointwise_params& p) {
   const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
   for (int nt : {4, 3, 2, 1})
@@ -47,17 +50,52 @@ inline int stream_slice_tiles(const pointwise_params& p) {
   return 0;
 }
 
+// The slice's n tiles of the held form, 0 where it does not apply: K in one or two chunks and
+// c_out an even number of n tiles; 4 (16-byte rows) with one chunk where they divide by 4, else
+// 2 (at four tiles and two chunks the kernel's registers would spill).
+inline int stream_held_tiles(const pointwise_params& p) {
+  const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk, tiles = p.c_out / 8;
+  if (chunks > 2 || tiles % 2 != 0) return 0;
+  return chunks == 1 && tiles % 4 == 0 ? 4 : 2;
+}
+
+// Shared memory a block of the held form takes a slice: its weights and its biases (16 bytes
+// for each of a lane column's accumulator quads).
+inline std::size_t stream_held_slice_bytes(int nt, int chunks) {
+  return static_cast<std::size_t>(nt) * chunks * 32 * 16 + static_cast<std::size_t>(nt) * 2 * 4 * 16;
+}
+
+// The held form's slices a block takes: the most that divide the layer's and fit.
+inline int stream_held_block_slices(int slices, std::size_t slice_bytes) {
+  int best = 1;
+  for (int d = 1; d <= slices; ++d)
+    if (slices % d == 0 && static_cast<std::size_t>(d) * slice_bytes <= stream_shared_cap) best = d;
+  return best;
+}
+
 // Thread-instructions per DRAM byte that mma_stream issues on `p`, from its SASS (sm_90, nvcc
-// 13.0, scripts/sass_budget.py): a warp's 32-pixel tile of a slice takes about 4 + 27 NT
-// instructions a 32-channel chunk and 350 for its (relu) epilogue, every slice reading the whole
-// of K; a tile moves 2 (c_in + c_out) bytes a lane. Thin layers come to 2.3 to 3.5, wide ones to
-// 10 and more (their activations are re-read once per slice), where the staged GEMM (mma_small)
-// shares them between slices.
+// 13.0, scripts/sass_budget.py, the relu epilogue); a warp's 32-pixel tile moves 2 (c_in +
+// c_out) bytes a lane, and every grid row runs every tile.
+//   - streaming form: about 10 + 27 NT instructions a 32-channel chunk and 205 a tile beside
+//     them, every slice reading the whole of K: thin layers come to 2.1 to 3.6, wide ones to 8
+//     and more (their activations are re-read once per slice), where the staged GEMM
+//     (mma_small) shares them between slices;
+//   - held form: about 100 (+ 57 with two chunks) a tile and 45 + 11 NT (+ 11 with two chunks) a
+//     slice: 1.4 to 2.4 on the expand layers (16 -> 96 to 64 -> 384), where the streaming form
+//     counted 5 to 6.3.
 inline double stream_instructions_per_byte(const pointwise_params& p) {
+  const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
+  const double bytes = 2.0 * (p.c_in + p.c_out);
+  if (const int nt = stream_held_tiles(p)) {
+    const int slices = p.c_out / (8 * nt);
+    const int block = stream_held_block_slices(slices, stream_held_slice_bytes(nt, chunks));
+    const double tile = 100.0 + 57.0 * (chunks - 1) + block * (45.0 + 11.0 * nt + 11.0 * (chunks - 1));
+    return slices / block * tile / bytes;
+  }
   const int nt = stream_slice_tiles(p);
   if (nt == 0) return 1e30;
-  const double chunks = (p.c_in + stream_chunk - 1) / stream_chunk, slices = p.c_out / (8.0 * nt);
-  return slices * (chunks * (4.0 + 27.0 * nt) + 350.0) / (2.0 * (p.c_in + p.c_out));
+  const double slices = p.c_out / (8.0 * nt);
+  return slices * (chunks * (10.0 + 27.0 * nt) + 205.0) / bytes;
 }
 // The heuristic's limit for mma_stream: within the 7.9 instructions per byte an H200 issues at
 // full bandwidth, with room to spare.
@@ -70,39 +108,49 @@ inline bool plan_stream(const pointwise_params& p, const platform::device_proper
                         const void* weight, const void* residual, const void* output, const void* pre,
                         stream_plan& plan) {
   stream_tile& t = plan.tile;
-  t.slice_tiles = stream_slice_tiles(p);
-  if (t.slice_tiles == 0) return false;
   t.chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
+  const int held = stream_held_tiles(p);
+  t.slice_tiles = held ? held : stream_slice_tiles(p);
+  if (t.slice_tiles == 0) return false;
+  const int slices = p.c_out / (8 * t.slice_tiles);
+  t.block_slices = held ? stream_held_block_slices(slices, stream_held_slice_bytes(held, t.chunks)) : 1;
   const long long pixels = static_cast<long long>(p.n) * p.h * p.w;
   const long long tiles = (pixels + stream_rows - 1) / stream_rows;
   if (tiles >= (1LL << 31)) return false;
   t.tiles = static_cast<int>(tiles);
-  const long long slices = p.c_out / (8 * t.slice_tiles);
+  const long long rows = slices / t.block_slices;  // the grid's rows: one a block's slices
   const long long warps_per_block = stream_block_threads / 32;
-  // Blocks that walk the tiles of a slice: twice what the multiprocessors hold at once over all
-  // slices (each warp then takes several tiles, the next one's loads issued during this one's
-  // epilogue), never more than the tiles give a warp.
+  // Blocks that walk the tiles of a row: twice what the multiprocessors hold at once over all
+  // rows (each warp then takes several tiles, the next one's loads issued during this one's
+  // products and epilogue), never more than the tiles give a warp.
   const long long resident = 2LL * dev.multiprocessor_count * stream_resident_blocks;
-  long long gx = (resident + slices - 1) / slices;
+  long long gx = (resident + rows - 1) / rows;
   const long long most = (tiles + warps_per_block - 1) / warps_per_block;
   if (gx > most) gx = most;
   if (gx < 1) gx = 1;
-  if (gx > dev.max_grid_x || slices > dev.max_grid_y) return false;
+  if (gx > dev.max_grid_x || rows > dev.max_grid_y) return false;
   t.warps = static_cast<int>(gx * warps_per_block);
   t.aligned = (!input || aligned_16(input)) && (!weight || aligned_16(weight)) &&
               (!residual || aligned_16(residual)) && (!output || aligned_16(output)) &&
               (!pre || aligned_16(pre));
-  plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(slices), 1};
-  plan.shared_bytes = static_cast<std::size_t>(t.slice_tiles) * t.chunks * 32 * 16;
+  plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(rows), 1};
+  plan.shared_bytes = held ? t.block_slices * stream_held_slice_bytes(held, t.chunks)
+                           : static_cast<std::size_t>(t.slice_tiles) * t.chunks * 32 * 16;
+  plan.held = held != 0;
   return true;
 }
 
-// The kernel of a plan's slice width; T half or bfloat16, compiled where mma.sync is.
+// The kernel of a plan's form and slice width; T half or bfloat16, compiled where mma.sync is.
 template <class T>
-auto stream_kernel(int slice_tiles) {
+auto stream_kernel(const stream_plan& plan) {
   constexpr auto needs =
       std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
-  switch (slice_tiles) {
+  if (plan.held) {
+    if (plan.tile.chunks == 2) return platform::registered<kernels::pointwise_nhwc_stream_held<T, 2, 2>, needs>();
+    if (plan.tile.slice_tiles == 4) return platform::registered<kernels::pointwise_nhwc_stream_held<T, 4, 1>, needs>();
+    return platform::registered<kernels::pointwise_nhwc_stream_held<T, 2, 1>, needs>();
+  }
+  switch (plan.tile.slice_tiles) {
     case 4: return platform::registered<kernels::pointwise_nhwc_stream<T, 4>, needs>();
     case 3: return platform::registered<kernels::pointwise_nhwc_stream<T, 3>, needs>();
     case 2: return platform::registered<kernels::pointwise_nhwc_stream<T, 2>, needs>();
@@ -119,7 +167,7 @@ status launch_stream(const pointwise_params& p, const platform::device_propertie
     if (!plan_stream(p, dev, input, weight, residual, output, pre, plan))
       return invalid(status::unsupported_variant, "pointwise", "mma_stream: the weights of one slice exceed shared "
                                                                "memory, or the grid the device's limits");
-    return platform::launch(stream_kernel<T>(plan.tile.slice_tiles),
+    return platform::launch(stream_kernel<T>(plan),
                             planned_launch(stream_block_threads, plan.grid, plan.shared_bytes, "pointwise_mma_stream",
                                            stream),
                             make_shape(p), plan.tile, input, weight, bias, residual, output, pre);
