@@ -301,9 +301,10 @@ def register_weight_model(t, k, s, gated=False):
 def stream_model(t, nt):
     """pointwise_nhwc_stream (kernels/pointwise/nhwc_stream.hpp), the streaming form: one 32-pixel
     tile of a warp's slice of 8 nt outputs, for a layer of `chunks` 32-channel chunks: 4 16-byte
-    loads a chunk (the tile's rows; the last chunk's go to the next tile), the slice's nt 16-byte
-    weight reads and 4 nt products a chunk, and a relu epilogue (relu applied as each word is
-    packed: nt a row; 4 rows of nt words stored). A layer's budget: STREAM_LAYERS."""
+    loads a chunk (the tile's pixels; the last chunk's go to the next tile), ceil(nt / 2) x 2
+    weight fragment reads and 8 ceil(nt / 2) products a chunk, and a relu epilogue (relu applied
+    as each word is packed: nt a pixel, then transposed; 4 pixels of nt words stored). A layer's
+    budget: STREAM_LAYERS."""
     def need(c_in, c_out):  # (a chunk's weight reads and products come with its loads: not tracked)
         held, form_nt, chunks, _, _ = stream_form(c_in, c_out)
         if held or form_nt != nt:
@@ -440,7 +441,7 @@ def stream_form(c_in, c_out):
     if chunks <= 2 and tiles % 2 == 0:
         nt = 4 if chunks == 1 and tiles % 4 == 0 else 2
         total = tiles // nt
-        per_slice = nt * chunks * 512 + nt * 2 * 4 * 16  # its weights, and its biases a lane column's quads
+        per_slice = nt * chunks * 512 + 8 * nt * 4
         block = max(d for d in range(1, total + 1) if total % d == 0 and (d == 1 or d * per_slice <= STREAM_SHARED_CAP))
         return True, nt, chunks, block, total // block
     nt = stream_slice_tiles(c_in, c_out)

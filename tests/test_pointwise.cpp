@@ -66,6 +66,19 @@ bool on_matrix_unit(pointwise_variant variant, const dsconv::pointwise_params& p
          (variant == pointwise_variant::split_k && supports<T>(pointwise_variant::mma_small, p, dev));
 }
 
+// Random tensors of a forward problem: input, weight, bias and a residual of the output's size.
+template <class T>
+struct pointwise_tensors {
+  explicit pointwise_tensors(const dsconv::pointwise_params& p)
+      : pixels(static_cast<std::size_t>(p.n) * p.h * p.w),
+        input(random_tensor<T>(pixels * p.c_in)),
+        weight(random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in)),
+        bias(random_tensor<T>(static_cast<std::size_t>(p.c_out))),
+        residual(random_tensor<T>(pixels * p.c_out)) {}
+  std::size_t pixels;
+  std::vector<T> input, weight, bias, residual;
+};
+
 // Runs `p` with random data through `variants` (default: automatic and each variant) and
 // checks each result; a variant outside its contract must refuse before launching or writing
 // anything. On a matrix unit, float operands are rounded to TF32 or split into two TF32 parts
@@ -78,11 +91,12 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
   INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias")
                       << (with_residual ? ", residual" : ", no residual") << ", misaligned by " << misalign
                       << (p.allow_tf32 ? ", TF32 allowed" : "") << ", device " << dev.name);
-  const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
-  const std::vector<T> input = random_tensor<T>(pixels * p.c_in);
-  const std::vector<T> weight = random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in);
-  const std::vector<T> bias = random_tensor<T>(static_cast<std::size_t>(p.c_out));
-  const std::vector<T> residual = random_tensor<T>(pixels * p.c_out);
+  const pointwise_tensors<T> data(p);
+  const std::size_t pixels = data.pixels;
+  const std::vector<T>& input = data.input;
+  const std::vector<T>& weight = data.weight;
+  const std::vector<T>& bias = data.bias;
+  const std::vector<T>& residual = data.residual;
   const T* bias_or_null = with_bias ? bias.data() : nullptr;
   const std::vector<T>* residual_or_null = with_residual ? &residual : nullptr;
 
@@ -396,29 +410,27 @@ TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tile
       CHECK(plan.tile.slice_tiles == c.slice_tiles);
       CHECK(plan.tile.block_slices == c.block_slices);
       CHECK(static_cast<int>(plan.grid.y) == c.grid_rows);
-      const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
-      const std::vector<T> input = random_tensor<T>(pixels * p.c_in);
-      const std::vector<T> weight = random_tensor<T>(static_cast<std::size_t>(p.c_out) * p.c_in);
-      const std::vector<T> bias = random_tensor<T>(static_cast<std::size_t>(p.c_out));
-      const std::vector<T> residual = random_tensor<T>(pixels * p.c_out);
-      const T* residual_host = with_residual ? residual.data() : nullptr;
-      const T* bias_host = with_residual ? bias.data() : nullptr;
+      const pointwise_tensors<T> data(p);
+      const std::size_t pixels = data.pixels;
+      const T* residual_host = with_residual ? data.residual.data() : nullptr;
+      const T* bias_host = with_residual ? data.bias.data() : nullptr;
       dsconv::pointwise_params linear = p;
       linear.act = activation::none;
       std::vector<double> ref(pixels * p.c_out), ref_pre(pixels * p.c_out);
-      REQUIRE(dsconv::reference::pointwise_forward(p, input.data(), weight.data(), bias_host, residual_host,
+      REQUIRE(dsconv::reference::pointwise_forward(p, data.input.data(), data.weight.data(), bias_host, residual_host,
                                                    ref.data()) == status::success);
-      REQUIRE(dsconv::reference::pointwise_forward(linear, input.data(), weight.data(), bias_host, residual_host,
-                                                   ref_pre.data()) == status::success);
-      const device_input<T> d_input(input), d_weight(weight), d_bias(bias), d_residual(residual);
+      REQUIRE(dsconv::reference::pointwise_forward(linear, data.input.data(), data.weight.data(), bias_host,
+                                                   residual_host, ref_pre.data()) == status::success);
+      const device_input<T> d_input(data.input), d_weight(data.weight), d_bias(data.bias),
+          d_residual(data.residual);
       guarded_output<T> out(ref.size()), pre(ref.size());
       REQUIRE(dsconv::detail::launch_stream<T>(p, dev, dsconv::stream_t{}, d_input.data(), d_weight.data(),
                                                with_residual ? d_bias.data() : nullptr,
                                                with_residual ? d_residual.data() : nullptr, out.data(),
                                                pre.data()) == status::success);
       REQUIRE(dsconv::synchronize() == status::success);
-      const std::vector<T>* residual_or_null = with_residual ? &residual : nullptr;
-      const error_bound bound = pointwise_bound(p, input, weight, bias_host, residual_or_null);
+      const std::vector<T>* residual_or_null = with_residual ? &data.residual : nullptr;
+      const error_bound bound = pointwise_bound(p, data.input, data.weight, bias_host, residual_or_null);
       check_close(out.download_checked(), ref, bound);
       check_close(pre.download_checked(), ref_pre, bound);
     }

@@ -41,8 +41,8 @@ std::string stream_limits(const pointwise_params& p, const platform::device_prop
   return "";
 }
 
-// The slice's n tiles of the streaming form: the most of 4, 3, 2, 1 that divide c_out / 8 and
-// whose staged weights fit.
+// The slice's blocks of 8 outputs in the streaming form: the most of 4, 3, 2, 1 that divide
+// c_out / 8 and whose staged weights (512 bytes a block and chunk) fit.
 inline int stream_slice_tiles(const pointwise_params& p) {
   const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
   for (int nt : {4, 3, 2, 1})
@@ -76,13 +76,13 @@ inline int stream_held_block_slices(int slices, std::size_t slice_bytes) {
 // Thread-instructions per DRAM byte that mma_stream issues on `p`, from its SASS (sm_90, nvcc
 // 13.0, scripts/sass_budget.py, the relu epilogue); a warp's 32-pixel tile moves 2 (c_in +
 // c_out) bytes a lane, and every grid row runs every tile.
-//   - streaming form: about 10 + 27 NT instructions a 32-channel chunk and 205 a tile beside
-//     them, every slice reading the whole of K: thin layers come to 2.1 to 3.6, wide ones to 8
-//     and more (their activations are re-read once per slice), where the staged GEMM
-//     (mma_small) shares them between slices;
+//   - streaming form: about 20 + 6 NB instructions a 32-channel chunk (20 more for an odd NB,
+//     whose last m tile's fragments are assembled from 8-byte reads) and 260 a tile beside them,
+//     every slice reading the whole of K: thin layers come to 1.5 to 2.5, wide ones to 5 and
+//     more (their activations are re-read once per slice), where the staged GEMM (mma_small)
+//     shares them between slices;
 //   - held form: about 100 (+ 57 with two chunks) a tile and 45 + 11 NT (+ 11 with two chunks) a
-//     slice: 1.4 to 2.4 on the expand layers (16 -> 96 to 64 -> 384), where the streaming form
-//     counted 5 to 6.3.
+//     slice: 1.4 to 2.4 on the expand layers (16 -> 96 to 64 -> 384).
 inline double stream_instructions_per_byte(const pointwise_params& p) {
   const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
   const double bytes = 2.0 * (p.c_in + p.c_out);
@@ -92,14 +92,16 @@ inline double stream_instructions_per_byte(const pointwise_params& p) {
     const double tile = 100.0 + 57.0 * (chunks - 1) + block * (45.0 + 11.0 * nt + 11.0 * (chunks - 1));
     return slices / block * tile / bytes;
   }
-  const int nt = stream_slice_tiles(p);
-  if (nt == 0) return 1e30;
-  const double slices = p.c_out / (8.0 * nt);
-  return slices * (chunks * (10.0 + 27.0 * nt) + 205.0) / bytes;
+  const int nb = stream_slice_tiles(p);
+  if (nb == 0) return 1e30;
+  const double slices = p.c_out / (8.0 * nb);
+  return slices * (chunks * (20.0 + 6.0 * nb + (nb % 2 ? 20.0 : 0.0)) + 260.0) / bytes;
 }
-// The heuristic's limit for mma_stream: within the 7.9 instructions per byte an H200 issues at
-// full bandwidth, with room to spare.
-inline constexpr double stream_instruction_limit = 6.0;
+// The heuristic's limit for mma_stream: the aim of a memory-bound main loop (an H200 issues 7.9
+// instructions per DRAM byte at full bandwidth). Beyond it are the wide layers that re-read their
+// activations once per slice, where the staged GEMM's main loop counts 2 to 3 (mma_small, 64 x
+// 64 tiles, sm_90: 2.1 at 672 -> 112, 3.2 at 960 -> 160).
+inline constexpr double stream_instruction_limit = 4.0;
 
 // The plan for `p` (which stream_limits accepts) and the call's tensors (null: a plan for
 // feasibility only); false where the weights of one n tile exceed shared memory or the grid the

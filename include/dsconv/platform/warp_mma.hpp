@@ -21,7 +21,11 @@
 // first in the low half: an A or B fragment of the products above (of tf32 too, whose
 // elements are pairs of 16-bit halves, untransposed) without a load per register.
 //
-// Every lane of the warp must call it (it is warp-collective). Available where
+// movmatrix_trans(r): the transpose of an 8x8 matrix of 16-bit elements held a word a lane
+// (lane l's r: row g, columns 2t and 2t + 1, the first in the low half, as a D fragment packed
+// to 16 bits): lane l receives elements (2t, g) and (2t + 1, g).
+//
+// Every lane of the warp must call them (they are warp-collective). Available where
 // device_properties::matrix provides() the form: matrix_unit::mma_sync (NVIDIA compute
 // capability 8.0 and newer) all of them, matrix_unit::mma_sync_f16 (sm_75) the half ones, which
 // it runs as m16n8k8 (mma_16x8x16<half> as two of them); the host platform emulates each

@@ -1,36 +1,50 @@
 #pragma once
 // 1x1 convolution, NHWC, 16-bit types on NVIDIA's tensor cores (the variant mma_stream): the
 // activations stream from global memory straight into the mma.sync fragments, with no shared
-// memory tile, no ldmatrix and no barrier between them and the multiplications.
+// memory tile of them, no ldmatrix and no barrier between them and the multiplications. Two
+// forms; in both a warp computes tiles of 32 pixels, K in chunks of 32 channels (two k16
+// products), lane (g, t) (g = lane / 4, t = lane % 4) loading the chunk's channels 8t .. 8t + 7
+// of pixels g, g + 8, g + 16, g + 24 of its tile (one 16-byte load each); the order of k inside
+// a chunk is free (A and B only have to agree), and so is the order of the outputs inside a
+// slice of them (W's rows are staged in that order). The warps walk their pixel tiles (the
+// blocks of the grid take turns), the next tile's loads issued before this one's products. K's
+// last chunk may be partial (K a multiple of 8: lanes past it multiply zeros), pixels past the
+// last load zeros and store nothing; pointers not aligned to 16 bytes move element by element
+// into the same words. A block stages its slices' weights in shared memory once, in the order
+// the lanes read them (32 lanes x 16 or 8 bytes: conflict-free).
 //
-// Y[p][n] = X[p][:] . W[n][:] for the pixels p of every image (NHWC: a pixel's c_in channels
-// are contiguous, and so are its c_out outputs). A warp computes 32 pixels (two m16 tiles) x
-// 8 * NT outputs over the whole of K, K in chunks of 32 channels, two m16n8k16 products per
-// tile pair and chunk. The order of k inside a chunk is free (A and B only have to agree), and
-// so is the order of the outputs inside the warp's slice (W's rows are read in that order):
-//   - k: lane (g, t) of the mma layout (g = lane / 4, t = lane % 4) holds, in the two products
-//     of a chunk, the chunk's channels 8t .. 8t + 7 of its rows g and g + 8: one 16-byte load
-//     of each row (words 0, 1 the first product's a[0] / a[2], words 2, 3 the second's), and of
-//     W likewise (b[0], b[1]);
-//   - n: fragment column c of n tile j is output channel (c / 2) * 2 NT + 2 j + c % 2 of the
-//     slice, so that lane (g, t)'s accumulators of a row, over the NT tiles, are the slice's
-//     channels 2 NT t .. 2 NT t + 2 NT - 1: one store of 4 NT bytes (16 for NT = 4).
-// The slice's weights go to shared memory once per block in the order the lanes read them (a
-// chunk of a tile: 32 lanes x 16 bytes, conflict-free), its biases to registers; a warp then
-// walks its pixel tiles (the blocks of the grid take turns), loading the next chunk (or the
-// next tile's first) before multiplying the current one and, at a tile's end, before the
-// epilogue: z = acc + bias + residual, act(z), stored as the tile's rows. K's last chunk may be
-// partial (K a multiple of 8: lanes past it multiply zeros), rows past the pixels load zeros and
-// store nothing. Pointers not aligned to 16 bytes move element by element into the same words.
+// The streaming form (pointwise_nhwc_stream<T, NB>), for K of any length: Y^T = W X^T for a
+// slice of 8 NB output channels (a grid row each) over the whole of K: ceil(NB / 2) m16 tiles of
+// W's rows times the tile's 32 pixels as four n8 tiles.
+//   - The lane's 16-byte load of pixel g + 8q holds, in its words 2h and 2h + 1, its B fragment
+//     (b[0], b[1]) of product h and pixel tile q as it lies: no register moves between the loads
+//     and the products. W's fragments (a[0..3]: channels 8t + 4h .. + 3 of rows g and g + 8) are
+//     read from shared memory, 16 bytes a product (8 for an odd NB's last m tile, whose rows g + 8
+//     are zeros).
+//   - Row c of block b of 8 rows (m tile b / 2, rows 8 (b % 2) + c) is output channel
+//     2 NB (c / 2) + 2 b + c % 2 of the slice. A lane's sums of block b and pixel tile q, packed
+//     to 16 bits (row g, pixels 2t and 2t + 1 of the tile), are an 8x8 matrix that movmatrix
+//     transposes: the lane then holds pixel 8q + g's channels 2 NB t + 2 b, + 1, so that over the
+//     blocks it holds 2 NB contiguous channels of a pixel: one store of 4 NB bytes (16 for
+//     NB = 4). The residual comes in the same way back (its words transposed to the sums').
+//   - The sums start from the biases; the epilogue adds the residual, stores the pre-activation
+//     where asked and stores act(z).
+// It had been the other way round (X W^T, pixels as A's rows): an A fragment pairs rows g and
+// g + 8, which a lane's loads hold in different registers, so every chunk moved registers into
+// place (sm_90: about 121 instructions a chunk of a 32-output slice; now about 45, of them 16
+// products, 4 fragment reads and 4 loads).
 //
-// The held form (pointwise_nhwc_stream_held), for the thin-K layers (K at most 64: the expand
-// layers): a warp loads its tile's whole K (one or two chunks) once and walks the block's
-// slices with it, where the streaming form above loads the tile again for every slice (a grid
-// row each). The block stages the weights and biases of all its slices; a slice's products
-// start from its biases (the accumulators' first value: no addition after) and its epilogue
-// stores at offsets from the tile's row pointers. An expand layer of 24 -> 144 channels took
-// six loads of each tile and six passes of the streaming form's per-tile code, 4-byte stores
-// (six-channel slices); held, it loads a tile once and stores 8 or 16 bytes a row and slice.
+// The held form (pointwise_nhwc_stream_held<T, NT, KC>), for the thin-K layers (K at most 64:
+// the expand layers): a warp loads its tile's whole K (one or two chunks) once and walks the
+// block's slices with it, where the streaming form loads the tile again for every slice (a grid
+// row each). Its pixels are A's rows (X W^T: the register moves are made once a tile) and fragment
+// column c of n tile j is output channel (c / 2) * 2 NT + 2 j + c % 2 of the slice, so that a
+// lane's accumulators of a pixel are 2 NT contiguous channels, stored without a transpose. The
+// block stages the weights and biases of all its slices; a slice's products start from its
+// biases and its epilogue stores at offsets from the tile's row pointers. An expand layer of 24
+// -> 144 channels took six loads of each tile and six passes of the streaming form's per-tile
+// code, with 4-byte stores (six-channel slices); held, it loads a tile once and stores 8 or 16
+// bytes a row and slice.
 
 #include <type_traits>
 
@@ -50,7 +64,7 @@ inline constexpr int stream_rows = 32;                 // pixels a warp computes
 
 struct stream_tile {
   int chunks;         // ceil(K / 32)
-  int slice_tiles;    // NT: n tiles (8 outputs each) of a warp's slice
+  int slice_tiles;    // NB (streaming) or NT (held): blocks of 8 outputs of a warp's slice
   int tiles;          // ceil(pixels / 32): the pixel tiles of the GEMM
   int warps;          // warps walking the tiles of a slice: gridDim.x * warps per block
   int block_slices;   // slices a block stages and a warp walks with each tile (held form; else 1)
@@ -60,11 +74,13 @@ struct stream_tile {
 // Lane `lane`'s channel offset in a 32-channel chunk, and its word of a 16-byte load.
 DSCONV_HOST_DEVICE constexpr int stream_lane_k(int lane) { return 8 * (lane % 4); }
 
-// Output channel of fragment column c of n tile j in a slice of nt tiles.
+// Output channel of row (streaming form) or fragment column (held form) c of block j of 8 in a
+// slice of nt blocks.
 DSCONV_HOST_DEVICE constexpr int stream_channel(int j, int c, int nt) { return (c / 2) * 2 * nt + 2 * j + c % 2; }
 
-// Where lane `lane`'s 16 bytes of n tile j of chunk k sit in the staged weights (in words): a
-// chunk's tiles side by side, so that a chunk's reads sit at constant offsets from one address.
+// Where lane `lane`'s 16 bytes of n tile j of chunk k sit in the held form's staged weights (in
+// words): a chunk's tiles side by side, so that a chunk's reads sit at constant offsets from one
+// address.
 DSCONV_HOST_DEVICE constexpr int stream_weight_word(int k, int j, int nt, int lane) { return ((k * nt + j) * 32 + lane) * 4; }
 
 // The 16 bytes (4 words) of row `row` (< rows: else zeros) at channels k0 + 8t .. + 7 of a
@@ -106,8 +122,9 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void store_slice(T* p, const unsigned (&w)[NT],
   }
 }
 
-// Stages the weights of `slices` consecutive slices of nt n tiles from output channel n0 in the
-// lanes' order (slice by slice, each `chunks` chunks): a thread stages whole 16-byte pieces.
+// Stages the held form's weights, `slices` consecutive slices of nt n tiles from output channel
+// n0 in the lanes' order (slice by slice, each `chunks` chunks): a thread stages whole 16-byte
+// pieces.
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void stage_stream_weights(unsigned* w_s, const T* weight, int K, int n0, int slices,
                                                            int chunks, int nt, bool aligned) {
@@ -121,6 +138,35 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stage_stream_weights(unsigned* w_s, const 
     const words v = k0 < K ? load_words<4>(weight + static_cast<index_t>(n) * K + k0, aligned) : words{};
     DSCONV_UNROLL
     for (int e = 0; e < 4; ++e) pf::shared_store(w_s + stream_weight_word(k, j, nt, l) + e, v[e]);
+  }
+}
+
+// Where lane `lane`'s A fragment of m tile i and product h of chunk k sits in the streaming
+// form's staged weights (in words): 128 NB words a chunk, a whole m tile's 4 words a lane, an odd
+// NB's last (half) tile 2 words a lane after them.
+template <int NB>
+DSCONV_HOST_DEVICE constexpr int stream_a_word(int k, int i, int h, int lane) {
+  return k * 128 * NB + (2 * i < NB - 1 ? (2 * i + h) * 128 + lane * 4 : (NB / 2) * 256 + h * 64 + lane * 2);
+}
+
+// Stages the streaming form's weights of the slice from output channel n0, `chunks` chunks: for
+// each chunk, block b of 8 rows, product h and lane (g, t), channels 8t + 4h .. + 3 of row g of
+// block b (output channel n0 + stream_channel(b, g, NB)): one 8-byte load, its words a[0] and
+// a[2] (rows g, even b) or a[1] and a[3] (rows g + 8, odd b) of the m tile's fragment.
+template <int NB, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void stage_stream_transposed(unsigned* w_s, const T* weight, int K, int n0, int chunks,
+                                                              bool aligned) {
+  namespace pf = platform;
+  const int units = chunks * NB * 2 * 32;
+  for (int u = static_cast<int>(pf::thread_idx().x); u < units; u += static_cast<int>(pf::block_dim().x)) {
+    const int l = u % 32, h = u / 32 % 2, b = u / 64 % NB, k = u / 64 / NB;
+    const int n = n0 + stream_channel(b, l / 4, NB), k0 = k * stream_chunk + stream_lane_k(l) + 4 * h;
+    const pf::vec<unsigned, 2> v =
+        k0 < K ? load_words<2>(weight + static_cast<index_t>(n) * K + k0, aligned) : pf::vec<unsigned, 2>{};
+    unsigned* at = w_s + stream_a_word<NB>(k, b / 2, h, l);
+    const int step = 2 * (b / 2) < NB - 1 ? 2 : 1;  // a whole tile's a[0], a[2] or a[1], a[3]; a half tile's pair
+    pf::shared_store(at + b % 2, v[0]);
+    pf::shared_store(at + b % 2 + step, v[1]);
   }
 }
 
@@ -204,6 +250,72 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void with_stream_forms(activation act, bool ali
   });
 }
 
+// The streaming form's products of one chunk: b[] the chunk's loaded words (pixels g, g + 8,
+// g + 16, g + 24: B fragments as they lie), wk the staged weights of the chunk.
+template <class T, int NB>
+DSCONV_DEVICE DSCONV_FORCEINLINE void stream_transposed_products(const platform::vec<unsigned, 4> (&b)[4],
+                                                                 const unsigned* wk, int lane,
+                                                                 float (&acc)[(NB + 1) / 2][4][4]) {
+  DSCONV_UNROLL
+  for (int i = 0; i < (NB + 1) / 2; ++i)
+    DSCONV_UNROLL
+    for (int h = 0; h < 2; ++h) {
+      unsigned af[4];
+      if (2 * i < NB - 1) {
+        const auto a = platform::shared_load_as<platform::vec<unsigned, 4>>(wk + stream_a_word<NB>(0, i, h, lane));
+        af[0] = a[0], af[1] = a[1], af[2] = a[2], af[3] = a[3];
+      } else {  // an odd NB's last m tile: rows g + 8 zero
+        const auto a = platform::shared_load_as<platform::vec<unsigned, 2>>(wk + stream_a_word<NB>(0, i, h, lane));
+        af[0] = a[0], af[1] = 0u, af[2] = a[1], af[3] = 0u;
+      }
+      DSCONV_UNROLL
+      for (int q = 0; q < 4; ++q) {
+        const unsigned bf[2] = {b[q][2 * h], b[q][2 * h + 1]};
+        platform::mma_16x8x16<T>(acc[i][q], af, bf);
+      }
+    }
+}
+
+// The streaming form's epilogue of a tile: the sums of block b and pixel tile q (pixels 8q + 2t,
+// + 1 of channel stream_channel(b, g)) transposed to pixel 8q + g's channels 2 NB t + 2b, + 1 of
+// the slice, stored at element at + q row_step of the output (q < rows); the residual's words
+// transposed the other way to be added first; the pre-activation stored where asked; act(z)
+// stored. Every lane transposes (movmatrix is warp-collective); only rows that exist load and
+// store.
+template <int NB, class A, class T, class Aligned>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_stream_transposed(float (&acc)[(NB + 1) / 2][4][4], index_t at,
+                                                              index_t row_step, int rows, const T* residual, T* y,
+                                                              T* pre, Aligned) {
+  constexpr bool aligned = Aligned::value;
+  DSCONV_UNROLL
+  for (int q = 0; q < 4; ++q) {
+    const bool here = q < rows;
+    float z[NB][2];
+    DSCONV_UNROLL
+    for (int b = 0; b < NB; ++b) z[b][0] = acc[b / 2][q][2 * (b % 2)], z[b][1] = acc[b / 2][q][2 * (b % 2) + 1];
+    unsigned w[NB];
+    if (residual) {
+      DSCONV_UNROLL
+      for (int b = 0; b < NB; ++b) w[b] = 0u;
+      if (here) load_slice<NB>(residual + at + q * row_step, w, aligned);
+      DSCONV_UNROLL
+      for (int b = 0; b < NB; ++b) {
+        float f[2];
+        widen<T>(platform::movmatrix_trans(w[b]), f);
+        z[b][0] += f[0], z[b][1] += f[1];
+      }
+    }
+    if (pre) {
+      DSCONV_UNROLL
+      for (int b = 0; b < NB; ++b) w[b] = platform::movmatrix_trans(narrow<T>(z[b]));
+      if (here) store_slice<NB>(pre + at + q * row_step, w, aligned);
+    }
+    DSCONV_UNROLL
+    for (int b = 0; b < NB; ++b) w[b] = platform::movmatrix_trans(activated_word<A::value, T>(z[b]));
+    if (here) store_slice<NB>(y + at + q * row_step, w, aligned);
+  }
+}
+
 // The products of one chunk: a[] the chunk's A words (rows g, g + 8, g + 16, g + 24), wk the
 // lane's staged weights of the chunk's first n tile.
 template <class T, int NT>
@@ -228,59 +340,71 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stream_chunk_products(const platform::vec<
 
 namespace kernels {
 
-template <class T, int NT>
+template <class T, int NB>
 DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::stream_block_threads, detail::stream_resident_blocks)
 void pointwise_nhwc_stream(detail::pointwise_shape s, detail::stream_tile t, const T* __restrict__ x,
                            const T* __restrict__ weight, const T* __restrict__ bias, const T* __restrict__ residual,
                            T* __restrict__ y, T* __restrict__ pre) {
+  static_assert(NB >= 1 && NB <= 4, "one to four blocks of 8 outputs a slice");
+  constexpr int MT = (NB + 1) / 2;  // m16 tiles of the slice
   namespace pf = platform;
   using words = pf::vec<unsigned, 4>;
   const int tid = static_cast<int>(pf::thread_idx().x), lane = tid % 32, warp = tid / 32;
   const int g = lane / 4;
-  const int n0 = static_cast<int>(pf::block_idx().y) * 8 * NT;  // the slice's first output channel
+  const int n0 = static_cast<int>(pf::block_idx().y) * 8 * NB;  // the slice's first output channel
   const int K = s.c_in, N = s.c_out;
 
-  // The slice's weights in the lanes' order.
   unsigned* w_s = pf::dynamic_shared<unsigned>();
-  detail::stage_stream_weights(w_s, weight, K, n0, 1, t.chunks, NT, t.aligned);
+  detail::stage_stream_transposed<NB>(w_s, weight, K, n0, t.chunks, t.aligned);
   pf::sync_threads();
 
-  // The lane's biases: channels 2 NT t .. + 2 NT - 1 of the slice, tile j's pair at 2 j.
-  const int c0 = n0 + 2 * NT * (lane % 4);
-  float b[2 * NT];
+  // The lane's biases: of row g of each block (an odd NB's missing block: 0).
+  float b[2 * MT];
   DSCONV_UNROLL
-  for (int e = 0; e < 2 * NT; ++e) b[e] = bias ? to_float(pf::load(bias + c0 + e)) : 0.f;
+  for (int e = 0; e < 2 * MT; ++e)
+    b[e] = bias && e < NB ? to_float(pf::load(bias + n0 + detail::stream_channel(e, g, NB))) : 0.f;
 
   const index_t pixels = static_cast<index_t>(s.n) * s.h * s.w;
   int tile = static_cast<int>(pf::block_idx().x) * static_cast<int>(pf::block_dim().x / 32) + warp;
   if (tile >= t.tiles) return;
-  const auto load_chunk = [&](int tl, int k, words (&a)[4]) {
-    detail::load_stream_chunk(x, K, pixels, tl, k, lane, t.aligned, a);
+  // A whole tile on aligned tensors loads its chunks from one pointer a tile (the lane's words of
+  // pixel g), chunk k 16 words on; the rest checks each pixel.
+  const index_t pixel_words = 8 * static_cast<index_t>(K) / detail::elements_per_word<T>();  // 8 pixels
+  const unsigned* lane_words = nullptr;
+  const auto start_tile = [&] {
+    const bool fast = t.aligned && (static_cast<index_t>(tile) + 1) * detail::stream_rows <= pixels;
+    lane_words = fast ? reinterpret_cast<const unsigned*>(x + (static_cast<index_t>(tile) * detail::stream_rows + g) * K +
+                                                          detail::stream_lane_k(lane))
+                      : nullptr;
   };
-  float acc[2][NT][4];
-  const auto clear = [&] {
-    DSCONV_UNROLL
-    for (int i = 0; i < 2; ++i)
+  const auto load_chunk = [&](int k, words (&a)[4]) {
+    if (lane_words && detail::stream_lane_k(lane) < K - k * detail::stream_chunk) {
       DSCONV_UNROLL
-      for (int j = 0; j < NT; ++j)
-        DSCONV_UNROLL
-        for (int r = 0; r < 4; ++r) acc[i][j][r] = 0.f;
+      for (int q = 0; q < 4; ++q) a[q] = pf::load_vec<4>(lane_words + k * (detail::stream_chunk / 2) + q * pixel_words);
+    } else {
+      detail::load_stream_chunk(x, K, pixels, tile, k, lane, t.aligned, a);
+    }
   };
+  float acc[MT][4][4];
   // One chunk: the next chunk's loads (at the tile's last chunk, the next tile's first) go out
   // into `nxt` before the products of `cur`.
   const auto step = [&](int k, const words (&cur)[4], words (&nxt)[4]) {
     if (k + 1 < t.chunks)
-      load_chunk(tile, k + 1, nxt);
+      load_chunk(k + 1, nxt);
     else if (tile + t.warps < t.tiles)
-      load_chunk(tile + t.warps, 0, nxt);
-    detail::stream_chunk_products<T, NT>(cur, w_s + detail::stream_weight_word(k, 0, NT, lane), acc);
+      detail::load_stream_chunk(x, K, pixels, tile + t.warps, 0, lane, t.aligned, nxt);
+    detail::stream_transposed_products<T, NB>(cur, w_s + detail::stream_a_word<NB>(k, 0, 0, 0), lane, acc);
   };
-  // Two buffers of a chunk's A words, in turn (the chunk loop unrolled by two, so that no copy
+  // Two buffers of a chunk's words, in turn (the chunk loop unrolled by two, so that no copy
   // moves them between iterations).
   words even[4], odd[4];
-  load_chunk(tile, 0, even);
+  detail::load_stream_chunk(x, K, pixels, tile, 0, lane, t.aligned, even);
   for (;;) {
-    clear();
+    start_tile();
+    DSCONV_UNROLL
+    for (int i = 0; i < MT; ++i)  // the sums start from the biases: rows g, g + 8 of m tile i
+      DSCONV_UNROLL
+      for (int q = 0; q < 4; ++q) acc[i][q][0] = acc[i][q][1] = b[2 * i], acc[i][q][2] = acc[i][q][3] = b[2 * i + 1];
     int k = 0;
     for (; k + 1 < t.chunks; k += 2) {
       step(k, even, odd);
@@ -291,20 +415,12 @@ void pointwise_nhwc_stream(detail::pointwise_shape s, detail::stream_tile t, con
       DSCONV_UNROLL
       for (int q = 0; q < 4; ++q) even[q] = odd[q];
     }
-    // Epilogue: lane (g, t) holds of m tile i rows g + 16 i (accumulators 0, 1) and g + 8 + 16 i
-    // (2, 3), tile j's channels c0 + 2 j, + 1 of each.
-    const index_t r0 = static_cast<index_t>(tile) * detail::stream_rows + g;
-    float z[4][2 * NT];
-    DSCONV_UNROLL
-    for (int q = 0; q < 4; ++q)
-      DSCONV_UNROLL
-      for (int j = 0; j < NT; ++j) {
-        const int i = q / 2, r = 2 * (q % 2);
-        z[q][2 * j] = acc[i][j][r] + b[2 * j], z[q][2 * j + 1] = acc[i][j][r + 1] + b[2 * j + 1];
-      }
+    const index_t r0 = static_cast<index_t>(tile) * detail::stream_rows + g;  // the lane's pixel of tile q = 0
     detail::with_stream_forms(s.act, t.aligned, [&](auto A, auto aligned) {
-      detail::store_stream_rows<NT, decltype(A)>(z, r0 * N + c0, 8 * static_cast<index_t>(N),
-                                                 detail::stream_rows_here(pixels - r0), residual, y, pre, aligned);
+      detail::store_stream_transposed<NB, decltype(A)>(acc, r0 * N + n0 + 2 * NB * (lane % 4),
+                                                       8 * static_cast<index_t>(N),
+                                                       detail::stream_rows_here(pixels - r0), residual, y, pre,
+                                                       aligned);
     });
     tile += t.warps;
     if (tile >= t.tiles) break;

@@ -111,5 +111,17 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void ldmatrix_x4(unsigned (&r)[4], const void* 
 #endif
 }
 
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned movmatrix_trans(unsigned r) {
+#if defined(DSCONV_HAS_WARP_MMA_F16)
+  unsigned d;
+  asm volatile("movmatrix.sync.aligned.m8n8.trans.b16 %0, %1;\n" : "=r"(d) : "r"(r));
+  return d;
+#else
+  (void)r;
+  gpu_detail::no_matrix_unit();
+  return 0;
+#endif
+}
+
 }  // namespace platform
 }  // namespace dsconv

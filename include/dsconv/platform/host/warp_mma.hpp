@@ -122,5 +122,20 @@ DSCONV_NOINLINE inline void ldmatrix_x4(unsigned (&r)[4], const void* row) {
     r[i] = Trans ? element(i, 2 * t, g) | element(i, 2 * t + 1, g) << 16 : element(i, g, 2 * t) | element(i, g, 2 * t + 1) << 16;
 }
 
+// Each lane publishes its register (row g of the 8x8 matrix, columns 2t and 2t + 1); after the
+// warp barrier each takes its elements of the transpose from the two lanes that hold them.
+DSCONV_NOINLINE inline unsigned movmatrix_trans(unsigned r) {
+  host_detail::block_runner* runner = host_detail::matrix_warp<matrix_unit::mma_sync_f16>();
+  const unsigned char* regs = runner->warp_gather(&r, sizeof r);
+  const unsigned lane = runner->current().lane, g = lane / 4, t = lane % 4;
+  // 16-bit element (row, column) of the matrix: lane 4 row + column / 2's register, its half
+  const auto element = [regs](unsigned row, unsigned column) {
+    unsigned w;
+    std::memcpy(&w, regs + (4 * row + column / 2) * host_detail::warp_gather_stride, sizeof w);
+    return column % 2 ? w >> 16 : w & 0xffffu;
+  };
+  return element(2 * t, g) | element(2 * t + 1, g) << 16;
+}
+
 }  // namespace platform
 }  // namespace dsconv
