@@ -314,17 +314,18 @@ def stream_model(t, nt):
     return need
 
 
-def stream_held_model(t, nt, kc):
+def stream_held_model(t, nb, kc):
     """pointwise_nhwc_stream_held (kernels/pointwise/nhwc_stream.hpp), the held form: one 32-pixel
-    tile of a warp, its kc chunks loaded once (4 16-byte loads each, the next tile's), then for
-    each of the block's slices of 8 nt outputs the slice's products and a relu epilogue (nt packed
-    words a row, 4 rows of one 8- or 16-byte store)."""
+    tile of a warp, its chunks loaded once (4 16-byte loads each), then for each of the block's
+    slices of 8 nb outputs the slice's products and a relu epilogue (nb packed words a pixel,
+    transposed; 4 pixels of one store, or of three at nb = 3). kc: the kernel's most chunks (2: one
+    or two; 4: three or four)."""
     def need(c_in, c_out):
-        held, form_nt, chunks, slices, _ = stream_form(c_in, c_out)
-        if not held or form_nt != nt or chunks != kc:
+        held, form_nb, chunks, slices, _ = stream_form(c_in, c_out)
+        if not held or form_nb != nb or (2 if chunks <= 2 else 4) != kc:
             return None
-        return {"16-byte loads": (is_op("LDG.E.128"), 4 * kc), "relu": (is_op("F2FP.RELU"), 4 * nt * slices),
-                "stores": (is_op("STG"), 4 * slices)}
+        return {"16-byte loads": (is_op("LDG.E.128"), 4 * chunks), "relu": (is_op("F2FP.RELU"), 4 * nb * slices),
+                "stores": (is_op("STG"), (4 if nb != 3 else 12) * slices)}
     return need
 
 
@@ -418,7 +419,8 @@ def mma_layer_budget(group_instructions, t, bm, bn, wm, wn, c_in, c_out):
 
 # (c_in, c_out) of 1x1 layers whose budget the stream kernel's report gives.
 STREAM_LAYERS = [(32, 16), (16, 96), (96, 24), (24, 144), (144, 24), (144, 32), (192, 64), (384, 96), (576, 160),
-                 (960, 160), (160, 960), (960, 320), (672, 112), (1152, 192), (32, 192), (40, 240), (64, 384)]
+                 (960, 160), (160, 960), (960, 320), (672, 112), (1152, 192), (32, 192), (40, 240), (64, 384),
+                 (80, 480), (96, 576), (112, 672)]
 
 # A block's staged weights (and the held form's biases) within 48 KiB (stream_shared_cap).
 STREAM_SHARED_CAP = 48 * 1024
@@ -433,19 +435,16 @@ def stream_slice_tiles(c_in, c_out):
 
 
 def stream_form(c_in, c_out):
-    """(held, nt, chunks, slices a block walks, grid rows) as dispatch/pointwise_stream_plan.hpp
-    plans the layer: the held form where K is one or two chunks and c_out an even number of n
-    tiles (nt 4 with one chunk where they divide by 4, else 2), a block taking the most slices
-    whose weights and biases fit; else the streaming form, a slice a grid row."""
-    chunks, tiles = (c_in + 31) // 32, c_out // 8
-    if chunks <= 2 and tiles % 2 == 0:
-        nt = 4 if chunks == 1 and tiles % 4 == 0 else 2
-        total = tiles // nt
-        per_slice = nt * chunks * 512 + 8 * nt * 4
-        block = max(d for d in range(1, total + 1) if total % d == 0 and (d == 1 or d * per_slice <= STREAM_SHARED_CAP))
-        return True, nt, chunks, block, total // block
-    nt = stream_slice_tiles(c_in, c_out)
-    return False, nt, chunks, 1, (c_out // (8 * nt) if nt else 0)
+    """(held, nb, chunks, slices a block walks, grid rows) as dispatch/pointwise_stream_plan.hpp
+    plans the layer: the held form where K is at most four chunks, a block taking the most of the
+    layer's slices whose weights and biases fit; else the streaming form, a slice a grid row."""
+    chunks, nb = (c_in + 31) // 32, stream_slice_tiles(c_in, c_out)
+    slices = c_out // (8 * nb) if nb else 0
+    if chunks <= 4 and nb:
+        per_slice = nb * chunks * 512 + (nb + 1) // 2 * 512  # its weights, and its biases a lane's quads
+        block = max(d for d in range(1, slices + 1) if slices % d == 0 and (d == 1 or d * per_slice <= STREAM_SHARED_CAP))
+        return True, nb, chunks, block, slices // block
+    return False, nb, chunks, 1, slices
 
 
 def stream_layer_budget(tile_instructions, c_in, c_out):

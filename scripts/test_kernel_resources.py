@@ -185,6 +185,22 @@ class SassBudget(unittest.TestCase):
         self.assertEqual((need["products"][1], need["stores"][1], dram, shared_loop), (2, 4, 32, True))
         self.assertFalse(need["stores"][0](sass_budget.Instruction(0, None, "STS", "")))  # (8-byte stores, not split)
 
+    def test_stream_forms_follow_the_plan(self):
+        # (c_in, c_out) -> (held, blocks a slice, chunks, slices a block, grid rows), as
+        # dispatch/pointwise_stream_plan.hpp plans them (tests/test_pointwise.cpp checks the plan
+        # on the same layers).
+        cases = {(40, 32): (True, 4, 2, 1, 1), (24, 96): (True, 4, 1, 3, 1), (64, 1024): (True, 4, 2, 8, 4),
+                 (16, 16): (True, 2, 1, 1, 1), (24, 48): (True, 3, 1, 2, 1), (32, 8): (True, 1, 1, 1, 1), (72, 48): (True, 3, 3, 2, 1), (112, 64): (True, 4, 4, 2, 1),
+                 (96, 40): (True, 1, 3, 5, 1), (160, 24): (False, 3, 5, 1, 1), (200, 40): (False, 1, 7, 1, 5),
+                 (136, 64): (False, 4, 5, 1, 2), (1152, 192): (False, 2, 36, 1, 12)}
+        for layer, form in cases.items():
+            self.assertEqual(sass_budget.stream_form(*layer), form, layer)
+        # Each model takes only the layers of its own form, width and chunks.
+        self.assertIsNone(sass_budget.stream_model("half", 4)(40, 32))
+        self.assertIsNone(sass_budget.stream_held_model("half", 4, 4)(40, 32))
+        self.assertIsNotNone(sass_budget.stream_held_model("half", 4, 2)(40, 32))
+        need = sass_budget.stream_held_model("half", 4, 2)(64, 1024)
+        self.assertEqual((need["16-byte loads"][1], need["stores"][1], need["relu"][1]), (8, 32, 128))
 
 if __name__ == "__main__":
     unittest.main()

@@ -367,10 +367,11 @@ TEMPLATE_TEST_CASE("pointwise: input, weight, bias, residual and output misalign
 
 // mma_stream's two forms (kernels/pointwise/nhwc_stream.hpp) on what the network layers may
 // not reach: tiles cut by the last pixel, warps that walk several tiles (planned for a device of
-// one multiprocessor), the held form's blocks of fewer slices than the layer has (grid rows),
-// K of one, two and three chunks with a partial last one, every activation, with bias and
-// residual or without either, and the activation's input kept (pre_activation); both outputs
-// against the reference, and the plan's form as its rule says.
+// one multiprocessor: with the next tile's loads in flight, at most two chunks, and without),
+// the held form's blocks of fewer slices than the layer has (grid rows), K of one to seven
+// chunks with a partial last one, one to four blocks of 8 outputs a slice, every activation,
+// with bias and residual or without either, and the activation's input kept (pre_activation);
+// both outputs against the reference, and the plan's form as its rule says.
 TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tiles, walks, blocks of slices and every "
                    "epilogue",
                    "[pointwise][stream]", dsconv::half, dsconv::bfloat16) {
@@ -382,13 +383,20 @@ TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tile
   };
   // clang-format off
   const stream_case cases[] = {
-      // n c_in c_out  h   w   held  NT block rows
-      {2,  40,   32,  33, 33, true,   2,  2,    1},  // two chunks (the second partial); 69 tiles, 32 warps
-      {1,  24,   96,   9,  9, true,   4,  3,    1},  // one partial chunk, 16-byte rows; 81 pixels
-      {1,  64, 1024,   3,  5, true,   2, 16,    4},  // 64 slices of 2304 bytes: blocks of 16
+      // n c_in c_out  h   w   held  NB block rows
+      {2,  40,   32,  33, 33, true,   4,  1,    1},  // two chunks (the second partial); 69 tiles, 32 warps
+      {1,  24,   96,   9,  9, true,   4,  3,    1},  // one partial chunk; 81 pixels
+      {1,  64, 1024,   3,  5, true,   4,  8,    4},  // 32 slices of 5120 bytes: blocks of 8
       {3,  16,   16,   4,  4, true,   2,  1,    1},  // half a chunk, one slice
-      {2,  72,   48,   5,  5, false,  3,  1,    2},  // streaming: three chunks, the last partial
-      {1,  96,   40,   7,  7, false,  1,  1,    5},  // streaming: one n tile a slice
+      {1,  24,   48,   6,  6, true,   3,  2,    1},  // 3 blocks a slice
+      {2,  32,    8,   7,  9, true,   1,  1,    1},  // one block
+      {2,  72,   48,   5,  5, true,   3,  2,    1},  // three chunks, 3 blocks a slice
+      {1,  96,   16,  40, 40, true,   2,  1,    1},  // three chunks; 50 tiles, 32 warps
+      {2, 112,   64,   5,  7, true,   4,  2,    1},  // four chunks
+      {1,  96,   40,   7,  7, true,   1,  5,    1},  // one block a slice
+      {1, 160,   24,   5,  5, false,  3,  1,    1},  // streaming: five chunks, 3 blocks
+      {2, 200,   40,   3,  5, false,  1,  1,    5},  // streaming: seven chunks, the last partial
+      {1, 136,   64,   3,  3, false,  4,  1,    2},  // streaming: 4 blocks a slice
   };
   // clang-format on
   dsconv::platform::device_properties dev = current_device();

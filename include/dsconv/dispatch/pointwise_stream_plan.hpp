@@ -1,6 +1,6 @@
 #pragma once
 // Launch plan of the streaming 1x1 variant, mma_stream (kernels/pointwise/nhwc_stream.hpp):
-// its form (held where K is one or two chunks, else streaming), the warps' output slice, the
+// its form (held where K is at most four chunks, else streaming), the warps' output slice, the
 // slices a block takes, the grid of blocks that walk the pixel tiles, and the launch.
 
 #include <cstdint>
@@ -41,8 +41,17 @@ std::string stream_limits(const pointwise_params& p, const platform::device_prop
   return "";
 }
 
-// The slice's blocks of 8 outputs in the streaming form: the most of 4, 3, 2, 1 that divide
-// c_out / 8 and whose staged weights (512 bytes a block and chunk) fit.
+// The most chunks of K the held form takes (its kernel's KC = 4).
+inline constexpr int stream_held_chunks = 4;
+
+// Whether the held form takes `p`: K in at most four chunks.
+inline bool stream_held(const pointwise_params& p) {
+  return (p.c_in + stream_chunk - 1) / stream_chunk <= stream_held_chunks;
+}
+
+// The slice's blocks of 8 outputs: the most of 4, 3, 2, 1 that divide c_out / 8 and whose
+// staged weights fit (the streaming form's: 512 bytes a block and chunk; the held form's one
+// slice always does).
 inline int stream_slice_tiles(const pointwise_params& p) {
   const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
   for (int nt : {4, 3, 2, 1})
@@ -50,19 +59,10 @@ inline int stream_slice_tiles(const pointwise_params& p) {
   return 0;
 }
 
-// The slice's n tiles of the held form, 0 where it does not apply: K in one or two chunks and
-// c_out an even number of n tiles; 4 (16-byte rows) with one chunk where they divide by 4, else
-// 2 (at four tiles and two chunks the kernel's registers would spill).
-inline int stream_held_tiles(const pointwise_params& p) {
-  const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk, tiles = p.c_out / 8;
-  if (chunks > 2 || tiles % 2 != 0) return 0;
-  return chunks == 1 && tiles % 4 == 0 ? 4 : 2;
-}
-
-// Shared memory a block of the held form takes a slice: its weights and its biases (16 bytes
-// for each of a lane column's accumulator quads).
-inline std::size_t stream_held_slice_bytes(int nt, int chunks) {
-  return static_cast<std::size_t>(nt) * chunks * 32 * 16 + static_cast<std::size_t>(nt) * 2 * 4 * 16;
+// Shared memory a block of the held form takes a slice of nb blocks: its weights (512 bytes a
+// block and chunk) and its biases (16 bytes for each of a lane's accumulator quads: 512 an m tile).
+inline std::size_t stream_held_slice_bytes(int nb, int chunks) {
+  return static_cast<std::size_t>(nb) * chunks * 32 * 16 + static_cast<std::size_t>((nb + 1) / 2) * 4 * 8 * 16;
 }
 
 // The held form's slices a block takes: the most that divide the layer's and fit.
@@ -78,23 +78,22 @@ inline int stream_held_block_slices(int slices, std::size_t slice_bytes) {
 // c_out) bytes a lane, and every grid row runs every tile.
 //   - streaming form: about 20 + 6 NB instructions a 32-channel chunk (20 more for an odd NB,
 //     whose last m tile's fragments are assembled from 8-byte reads) and 260 a tile beside them,
-//     every slice reading the whole of K: thin layers come to 1.5 to 2.5, wide ones to 5 and
-//     more (their activations are re-read once per slice), where the staged GEMM (mma_small)
-//     shares them between slices;
-//   - held form: about 100 (+ 57 with two chunks) a tile and 45 + 11 NT (+ 11 with two chunks) a
-//     slice: 1.4 to 2.4 on the expand layers (16 -> 96 to 64 -> 384).
+//     every slice reading the whole of K: thin projections come to 1.5 to 2.5, wide layers to 5
+//     and more (their activations are re-read once per slice), where the staged GEMM
+//     (mma_small) shares them between slices;
+//   - held form: about 145 a tile and 60 + 6 NB + 10 a chunk (15 more for an odd NB) a slice:
+//     1.6 to 2.5 on the expand layers (16 -> 96 to 112 -> 672).
 inline double stream_instructions_per_byte(const pointwise_params& p) {
   const int chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
   const double bytes = 2.0 * (p.c_in + p.c_out);
-  if (const int nt = stream_held_tiles(p)) {
-    const int slices = p.c_out / (8 * nt);
-    const int block = stream_held_block_slices(slices, stream_held_slice_bytes(nt, chunks));
-    const double tile = 100.0 + 57.0 * (chunks - 1) + block * (45.0 + 11.0 * nt + 11.0 * (chunks - 1));
-    return slices / block * tile / bytes;
-  }
   const int nb = stream_slice_tiles(p);
   if (nb == 0) return 1e30;
-  const double slices = p.c_out / (8.0 * nb);
+  const int slices = p.c_out / (8 * nb);
+  if (stream_held(p)) {
+    const int block = stream_held_block_slices(slices, stream_held_slice_bytes(nb, chunks));
+    const double tile = 145.0 + block * (60.0 + 6.0 * nb + 10.0 * chunks + (nb % 2 ? 15.0 : 0.0));
+    return slices / block * tile / bytes;
+  }
   return slices * (chunks * (20.0 + 6.0 * nb + (nb % 2 ? 20.0 : 0.0)) + 260.0) / bytes;
 }
 // The heuristic's limit for mma_stream: the aim of a memory-bound main loop (an H200 issues 7.9
@@ -111,11 +110,11 @@ inline bool plan_stream(const pointwise_params& p, const platform::device_proper
                         stream_plan& plan) {
   stream_tile& t = plan.tile;
   t.chunks = (p.c_in + stream_chunk - 1) / stream_chunk;
-  const int held = stream_held_tiles(p);
-  t.slice_tiles = held ? held : stream_slice_tiles(p);
+  t.slice_tiles = stream_slice_tiles(p);
   if (t.slice_tiles == 0) return false;
+  plan.held = stream_held(p);
   const int slices = p.c_out / (8 * t.slice_tiles);
-  t.block_slices = held ? stream_held_block_slices(slices, stream_held_slice_bytes(held, t.chunks)) : 1;
+  t.block_slices = plan.held ? stream_held_block_slices(slices, stream_held_slice_bytes(t.slice_tiles, t.chunks)) : 1;
   const long long pixels = static_cast<long long>(p.n) * p.h * p.w;
   const long long tiles = (pixels + stream_rows - 1) / stream_rows;
   if (tiles >= (1LL << 31)) return false;
@@ -136,10 +135,20 @@ inline bool plan_stream(const pointwise_params& p, const platform::device_proper
               (!residual || aligned_16(residual)) && (!output || aligned_16(output)) &&
               (!pre || aligned_16(pre));
   plan.grid = platform::dims{static_cast<unsigned>(gx), static_cast<unsigned>(rows), 1};
-  plan.shared_bytes = held ? t.block_slices * stream_held_slice_bytes(held, t.chunks)
-                           : static_cast<std::size_t>(t.slice_tiles) * t.chunks * 32 * 16;
-  plan.held = held != 0;
+  plan.shared_bytes = plan.held ? t.block_slices * stream_held_slice_bytes(t.slice_tiles, t.chunks)
+                                : static_cast<std::size_t>(t.slice_tiles) * t.chunks * 32 * 16;
   return true;
+}
+
+// of(std::integral_constant<int, NB>) for the slice width NB of a plan.
+template <class Of>
+auto with_slice_tiles(int slice_tiles, Of of) {
+  switch (slice_tiles) {
+    case 4: return of(std::integral_constant<int, 4>{});
+    case 3: return of(std::integral_constant<int, 3>{});
+    case 2: return of(std::integral_constant<int, 2>{});
+    default: return of(std::integral_constant<int, 1>{});
+  }
 }
 
 // The kernel of a plan's form and slice width; T half or bfloat16, compiled where mma.sync is.
@@ -147,17 +156,17 @@ template <class T>
 auto stream_kernel(const stream_plan& plan) {
   constexpr auto needs =
       std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
-  if (plan.held) {
-    if (plan.tile.chunks == 2) return platform::registered<kernels::pointwise_nhwc_stream_held<T, 2, 2>, needs>();
-    if (plan.tile.slice_tiles == 4) return platform::registered<kernels::pointwise_nhwc_stream_held<T, 4, 1>, needs>();
-    return platform::registered<kernels::pointwise_nhwc_stream_held<T, 2, 1>, needs>();
-  }
-  switch (plan.tile.slice_tiles) {
-    case 4: return platform::registered<kernels::pointwise_nhwc_stream<T, 4>, needs>();
-    case 3: return platform::registered<kernels::pointwise_nhwc_stream<T, 3>, needs>();
-    case 2: return platform::registered<kernels::pointwise_nhwc_stream<T, 2>, needs>();
-    default: return platform::registered<kernels::pointwise_nhwc_stream<T, 1>, needs>();
-  }
+  if (plan.held && plan.tile.chunks > 2)
+    return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
+      return platform::registered<kernels::pointwise_nhwc_stream_held<T, decltype(nb)::value, 4>, needs>();
+    });
+  if (plan.held)
+    return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
+      return platform::registered<kernels::pointwise_nhwc_stream_held<T, decltype(nb)::value, 2>, needs>();
+    });
+  return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
+    return platform::registered<kernels::pointwise_nhwc_stream<T, decltype(nb)::value>, needs>();
+  });
 }
 
 // Launches mma_stream on the forward of `p` (the caller checked stream_limits).
