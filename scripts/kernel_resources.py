@@ -592,7 +592,9 @@ def main():
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", r["kernel"]))
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
                                    (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
-    narrow = [r for r in rows if expects_128(r) and not staged_by_element(r) and not r["load128"]]
+    # (A matrix-unit kernel that only traps on its target, bfloat16 on sm_75, loads nothing.)
+    narrow = [r for r in rows if expects_128(r) and not staged_by_element(r) and not r["load128"] and
+              not (matrix_kernel(r) and traps_on_turing(r))]
     # The matrix-unit GEMM's epilogue stores 16-byte runs of C (fused, or split-K's partial sums)
     # where C allows (kernels/pointwise/staged_epilogue.hpp): nvcc had split them into 4-byte
     # stores. (The SIMT GEMM stores from its registers, runs of 4 elements.)

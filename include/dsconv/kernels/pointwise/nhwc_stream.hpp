@@ -41,8 +41,9 @@
 // weights and biases of its slices (the biases as the accumulators' first values, 16 bytes a
 // read). KC = 2 holds one or two chunks and keeps the next tile's loads in flight across this
 // tile's slices; KC = 4 holds three or four, the next tile's loads going out after its last
-// slice (twice those words did not fit the registers), at three resident blocks. An expand layer of 24 -> 144 channels
-// had taken six loads of each tile and six passes of the per-tile code, with 4-byte stores.
+// slice (twice those words did not fit the registers), at three resident blocks. An expand
+// layer of 24 -> 144 channels had taken six loads of each tile and six passes of the per-tile
+// code, with 4-byte stores.
 
 #include <type_traits>
 
@@ -67,7 +68,7 @@ struct stream_tile {
   int chunks;         // ceil(K / 32)
   int slice_tiles;    // NB: blocks of 8 outputs of a warp's slice
   int tiles;          // ceil(pixels / 32): the pixel tiles of the GEMM
-  int warps;          // warps walking the tiles of a slice: gridDim.x * warps per block
+  int warps;          // warps walking the tiles of a grid row: gridDim.x * warps per block
   int block_slices;   // slices a block stages and a warp walks with each tile (held form; else 1)
   bool aligned;       // input, weight, residual, output and pre-activation 16-byte aligned
 };
@@ -134,18 +135,18 @@ template <int NB, class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void stage_stream_weights(unsigned* w_s, const T* weight, int K, int n0, int slices,
                                                            int chunks, bool aligned) {
   namespace pf = platform;
-  const int units = slices * chunks * NB * 2 * 32;
-  for (int u = static_cast<int>(pf::thread_idx().x); u < units; u += static_cast<int>(pf::block_dim().x)) {
-    const int l = u % 32, h = u / 32 % 2, b = u / 64 % NB, c = u / 64 / NB;  // c: the staged chunk
-    const int n = n0 + c / chunks * 8 * NB + stream_channel(b, l / 4, NB);
-    const int k0 = c % chunks * stream_chunk + stream_lane_k(l) + 4 * h;
-    const pf::vec<unsigned, 2> v =
-        k0 < K ? load_words<2>(weight + static_cast<index_t>(n) * K + k0, aligned) : pf::vec<unsigned, 2>{};
-    unsigned* at = w_s + stream_a_word<NB>(c, b / 2, h, l);
-    const int step = 2 * (b / 2) < NB - 1 ? 2 : 1;  // a whole tile's a[0], a[2] or a[1], a[3]; a half tile's pair
-    pf::shared_store(at + b % 2, v[0]);
-    pf::shared_store(at + b % 2 + step, v[1]);
-  }
+  const int units = chunks * NB * 2 * 32;  // a slice's (no division by the run-time chunk count)
+  for (int sl = 0; sl < slices; ++sl)
+    for (int u = static_cast<int>(pf::thread_idx().x); u < units; u += static_cast<int>(pf::block_dim().x)) {
+      const int l = u % 32, h = u / 32 % 2, b = u / 64 % NB, k = u / 64 / NB;
+      const int n = n0 + sl * 8 * NB + stream_channel(b, l / 4, NB), k0 = k * stream_chunk + stream_lane_k(l) + 4 * h;
+      const pf::vec<unsigned, 2> v =
+          k0 < K ? load_words<2>(weight + static_cast<index_t>(n) * K + k0, aligned) : pf::vec<unsigned, 2>{};
+      unsigned* at = w_s + stream_a_word<NB>(sl * chunks + k, b / 2, h, l);
+      const int step = 2 * (b / 2) < NB - 1 ? 2 : 1;  // a whole tile's a[0], a[2] or a[1], a[3]; a half's pair
+      pf::shared_store(at + b % 2, v[0]);
+      pf::shared_store(at + b % 2 + step, v[1]);
+    }
 }
 
 // Chunk k of pixel tile `tile` into `a`: lane (g, t)'s channels 8t .. 8t + 7 of rows g, g + 8,
@@ -214,10 +215,10 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stream_transposed_products(const platform:
     }
 }
 
-// The epilogue of a tile's slice (both forms): the sums of block b and pixel tile q (pixels 8q + 2t,
-// + 1 of channel stream_channel(b, g)) transposed to pixel 8q + g's channels 2 NB t + 2b, + 1 of
-// the slice, stored at element at + q row_step of the output (q < rows); the residual's words
-// transposed the other way to be added first; the pre-activation stored where asked; act(z)
+// The epilogue of a tile's slice (both forms): the sums of block b and pixel tile q (pixels
+// 8q + 2t, + 1 of channel stream_channel(b, g)) transposed to pixel 8q + g's channels 2 NB t + 2b,
+// + 1 of the slice, stored at element at + q row_step of the output (q < rows); the residual's
+// words transposed the other way to be added first; the pre-activation stored where asked; act(z)
 // stored. Every lane transposes (movmatrix is warp-collective); only rows that exist load and
 // store.
 template <int NB, class A, class T, class Aligned>
