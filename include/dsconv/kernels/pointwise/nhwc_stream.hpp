@@ -135,18 +135,20 @@ template <int NB, class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void stage_stream_weights(unsigned* w_s, const T* weight, int K, int n0, int slices,
                                                            int chunks, bool aligned) {
   namespace pf = platform;
-  const int units = chunks * NB * 2 * 32;  // a slice's (no division by the run-time chunk count)
-  for (int sl = 0; sl < slices; ++sl)
-    for (int u = static_cast<int>(pf::thread_idx().x); u < units; u += static_cast<int>(pf::block_dim().x)) {
-      const int l = u % 32, h = u / 32 % 2, b = u / 64 % NB, k = u / 64 / NB;
-      const int n = n0 + sl * 8 * NB + stream_channel(b, l / 4, NB), k0 = k * stream_chunk + stream_lane_k(l) + 4 * h;
-      const pf::vec<unsigned, 2> v =
-          k0 < K ? load_words<2>(weight + static_cast<index_t>(n) * K + k0, aligned) : pf::vec<unsigned, 2>{};
-      unsigned* at = w_s + stream_a_word<NB>(sl * chunks + k, b / 2, h, l);
-      const int step = 2 * (b / 2) < NB - 1 ? 2 : 1;  // a whole tile's a[0], a[2] or a[1], a[3]; a half's pair
-      pf::shared_store(at + b % 2, v[0]);
-      pf::shared_store(at + b % 2 + step, v[1]);
-    }
+  const int units = chunks * NB * 2 * 32, step = static_cast<int>(pf::block_dim().x);  // units: a slice's
+  // u counts a slice's pieces, sl the slices (carried, not divided: the chunk count is a run-time value)
+  for (int u = static_cast<int>(pf::thread_idx().x), sl = 0; sl < slices; u += step) {
+    while (u >= units && sl < slices) u -= units, ++sl;
+    if (sl >= slices) break;
+    const int l = u % 32, h = u / 32 % 2, b = u / 64 % NB, k = u / 64 / NB;
+    const int n = n0 + sl * 8 * NB + stream_channel(b, l / 4, NB), k0 = k * stream_chunk + stream_lane_k(l) + 4 * h;
+    const pf::vec<unsigned, 2> v =
+        k0 < K ? load_words<2>(weight + static_cast<index_t>(n) * K + k0, aligned) : pf::vec<unsigned, 2>{};
+    unsigned* at = w_s + stream_a_word<NB>(sl * chunks + k, b / 2, h, l);
+    const int pair = 2 * (b / 2) < NB - 1 ? 2 : 1;  // a whole tile's a[0], a[2] or a[1], a[3]; a half's pair
+    pf::shared_store(at + b % 2, v[0]);
+    pf::shared_store(at + b % 2 + pair, v[1]);
+  }
 }
 
 // Chunk k of pixel tile `tile` into `a`: lane (g, t)'s channels 8t .. 8t + 7 of rows g, g + 8,
