@@ -397,6 +397,8 @@ TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tile
       {1, 160,   24,   5,  5, false,  3,  1,    1},  // streaming: five chunks, 3 blocks
       {2, 200,   40,   3,  5, false,  1,  1,    5},  // streaming: seven chunks, the last partial
       {1, 136,   64,   3,  3, false,  4,  1,    2},  // streaming: 4 blocks a slice
+      {1, 144,   80,   3,  4, false,  2,  1,    5},  // streaming: 2 blocks a slice, five slices
+      {2, 256,   16,   5,  3, false,  2,  1,    1},  // streaming: 2 blocks, eight whole chunks
   };
   // clang-format on
   dsconv::platform::device_properties dev = current_device();
