@@ -417,6 +417,7 @@ BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hp
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nhwc_matrix": ("kernels/depthwise/nhwc_matrix.hpp", "matrix_block_threads"),
                  "depthwise_nchw_matrix": ("kernels/depthwise/nchw_matrix.hpp", "nchw_matrix_block_threads"),
+                 "depthwise_nchw_matrix_plane": ("kernels/depthwise/nchw_matrix.hpp", "nchw_matrix_block_threads"),
                  "pointwise_nhwc_stream": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads"),
                  "pointwise_nhwc_stream_held": ("kernels/pointwise/nhwc_stream.hpp", "stream_block_threads"),
                  "inverted_residual_fused_nhwc": ("kernels/block/fused_tile.hpp", "fused_block_threads")}
@@ -586,7 +587,10 @@ def main():
     eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2),", r["kernel"]) or
                                     re.match(r"depthwise_nhwc_register_weight<((dsconv::)?(half|bfloat16)|float, 5),", r["kernel"]) or
                                     (re.match(r"depthwise_nchw_register<[^,]*, 5,", r["kernel"]) and r["target"].startswith("gfx")))
-    expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r)) or
+    # (nchw_matrix's plane form moves a plane's 4-byte words or 2-byte elements: planes of at
+    # most 16 x 16 start where their image and channel put them; nchw_matrix_plane.hpp.)
+    plane_items = lambda r: r["kernel"].startswith("depthwise_nchw_matrix_plane<")
+    expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r) and not plane_items(r)) or
                              r["kernel"].startswith("pointwise_nhwc_stream") or
                              re.search(r"mma_tile<128, 128, .*, true>", r["kernel"]) or
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", r["kernel"]))

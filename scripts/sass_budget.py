@@ -480,6 +480,9 @@ KERNELS = [
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                                  m.group(4) not in (None, "0"))),
+    (re.compile(r"depthwise_nchw_matrix_plane<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: nchw_matrix_plane_models(int(m.group(2)), int(m.group(3)), m.group(4) not in (None, "0"))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               m.group(4) not in (None, "0"))),
@@ -550,6 +553,46 @@ def nchw_matrix_model(t, k, s, gated=False):
         need["relu6"] = (RELU6[0], 4 * im)
     return [(need, im * 16 * (1 + s * s * tensors),
              "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + (", gated" if gated else ""), "cheapest")]
+
+
+def load_offset(ins):
+    """The immediate offset of a load's address ([R.64+0x40]: 64), 0 where it has none."""
+    m = re.search(r"\+0x([0-9a-f]+)\]", ins.operands)
+    return int(m.group(1), 16) if m else 0
+
+
+def nchw_matrix_plane_models(k, s, gated=False):
+    """depthwise_nchw_matrix_plane (kernels/depthwise/nchw_matrix_plane.hpp): one warp tile of
+    8 (stride 1) or 4 (stride 2) images' planes of a channel, two images an M tile, on the
+    networks' planes: at stride 1 7x7 (2-byte items, element stores) and 8x8 (words); at stride 2
+    14x14 -> 7x7 (word items, element stores) and 16x16 -> 8x8 (words). Each lane's loads of the
+    next tile's items (a plane's items over 32 lanes, each image; gated: the saved tensor's too)
+    and their stores to shared memory, a fragment load and a product per filter row, window
+    (s) and M tile, and per image one word through relu6 stored whole or as two elements. DRAM:
+    the planes' inputs and outputs (of each tensor), the minimum, over the warp's 32 lanes."""
+    images = 8 if s == 1 else 4
+    tensors = 2 if gated else 1
+    models = []
+    for side_in, words_in in ((7 * s, s == 2), (8 * s, True)):
+        side_out = (side_in - 1) // s + 1
+        items = side_in * side_in // (2 if words_in else 1)
+        each = -(-items // 32)
+        words_out = side_out % 2 == 0
+        # (an element item's load: 64 bytes apart from the lane's first, where the filter's
+        # 2-byte loads, which a tile of a new channel adds, are at most a filter's bytes apart)
+        load = (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT")) if words_in else \
+            (lambda ins: ins.op.startswith("LDG.E.U16") and load_offset(ins) % 64 == 0)
+        store = (lambda ins: ins.op == "STG.E") if words_out else is_op("STG.E.U16")
+        need = {"loads": (load, images * tensors * each),
+                "staging stores": (is_op("STS"), images * each),
+                "products": (is_op("HMMA"), images // 2 * k * s), "fragment loads": (is_op("LDSM"), images // 2 * k * s),
+                "stores": (store, images * (1 if words_out else 2))}
+        if not gated:
+            need["relu6"] = (RELU6[0], images)
+        dram = images * 2 * (side_in * side_in * tensors + side_out * side_out) / 32
+        models.append((need, dram, "%d planes %dx%d -> %dx%d" % (images, side_in, side_in, side_out, side_out) +
+                       (", gated" if gated else ""), "cheapest"))
+    return models
 
 
 def demangled(names):

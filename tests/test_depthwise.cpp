@@ -34,8 +34,14 @@ using namespace dsconv_test;
 // 3x3 and 5x5 filters of stride 1 or 2 without dilation, NHWC's with channels in whole 16-byte
 // vectors, NCHW's with padding kernel / 2; nhwc_matrix nhwc_register's problems of half and
 // bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+, bfloat16: sm_80+), and
-// nchw_matrix nchw_register's on them with input and output rows of an even number of elements;
-// direct everything.
+// nchw_matrix nchw_register's on them with input and output rows of an even number of elements
+// or output planes of at most 8 x 8 (at stride 2 of even input rows); direct everything.
+// Whether nchw_matrix takes `p` in its plane form: output planes of at most 8 x 8, at stride 2
+// of an even input width.
+bool nchw_plane(const dsconv::depthwise_params& p) {
+  return p.out_h() <= 8 && p.out_w() <= 8 && (p.stride_w == 1 || p.w % 2 == 0);
+}
+
 template <class T>
 bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params& p) {
   const bool register_nhwc = p.data_layout == layout::nhwc && p.multiplier == 1 && p.kernel_h == p.kernel_w &&
@@ -56,7 +62,8 @@ bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params&
              p.dilation_h == 1 && p.dilation_w == 1 && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
     case dsconv::depthwise_variant::nhwc_matrix: return register_nhwc && tensor_cores;
     case dsconv::depthwise_variant::nchw_matrix:
-      return supports<T>(dsconv::depthwise_variant::nchw_register, p) && tensor_cores && p.w % 2 == 0 && p.out_w() % 2 == 0;
+      return supports<T>(dsconv::depthwise_variant::nchw_register, p) && tensor_cores &&
+             ((p.w % 2 == 0 && p.out_w() % 2 == 0) || nchw_plane(p));
     default: return true;
   }
 }
@@ -73,9 +80,10 @@ int matrix_side(const dsconv::depthwise_params& p) {
 }
 double matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)); }
 
-// The share of nchw_matrix's warp tiles (16 x 16 outputs of a plane) that `p`'s output fills;
-// automatic prefers the kernel for 5x5 filters where it is at least half (its documented rule).
-double nchw_matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, 16); }
+// The share of nchw_matrix's warp tiles (16 x 16 outputs of a plane; in the plane form 8 x 8)
+// that `p`'s output fills; automatic prefers the kernel for 5x5 filters where it is at least half
+// (its documented rule).
+double nchw_matrix_tile_use(const dsconv::depthwise_params& p) { return matrix_tile_use(p, nchw_plane(p) ? 8 : 16); }
 
 // The variant automatic chooses for `p` where nothing was measured: the layout's tensor-core
 // kernel where its contract covers the layer and its tiles are at least half used (NCHW: of 5x5
@@ -512,6 +520,27 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel: every filter, stride and load 
         }
 }
 
+// Plans nchw_matrix for `p` on `dev` (check_plan asserts what the plan must be) and launches it
+// directly with the pre-activation tensor, both outputs checked against the reference; where the
+// device has no tensor cores for the type, the variant must refuse.
+template <class T, class CheckPlan>
+void check_nchw_matrix_launch(const dsconv::depthwise_params& p, const dsconv::platform::device_properties& dev,
+                              CheckPlan&& check_plan) {
+  INFO(describe(p) << ", device " << dev.name);
+  if (!supports<T>(dsconv::depthwise_variant::nchw_matrix, p)) {  // (no tensor cores for the type here)
+    CHECK(dsconv::can_implement<T>(dsconv::depthwise_variant::nchw_matrix, p) == status::unsupported_variant);
+    return;
+  }
+  check_with_pre_activation<T>(p, [&](const T* input, const T* weight, const T* bias, T* out, T* pre) {
+    dsconv::detail::nchw_matrix_plan plan;
+    REQUIRE(dsconv::detail::plan_nchw_matrix<T>(p, dev, input, nullptr, plan));
+    check_plan(plan);
+    return dsconv::platform::launch(dsconv::detail::nchw_matrix_kernel<T>(p, plan.plane), plan.launch({}),
+                                    dsconv::detail::make_shape(p), plan.tile, input,
+                                    dsconv::detail::register_gate{nullptr, 0.f, 0u}, weight, bias, out, pre);
+  });
+}
+
 TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel: a warp's run of tiles across images and channels, and the activation's input kept",
                    "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
   // The plan gives a warp a run of several tiles only where the grid would fill the device 8
@@ -526,23 +555,64 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel: a warp's run of tiles across i
     dsconv::depthwise_params p = make_params(5, 27, 20, 36, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
     p.data_layout = layout::nchw;
     p.act = activation::hardswish;
-    INFO(describe(p) << ", device " << dev.name);
-    if (!supports<TestType>(depthwise_variant::nchw_matrix, p)) {  // (no tensor cores for the type here)
-      CHECK(dsconv::can_implement<TestType>(depthwise_variant::nchw_matrix, p) == status::unsupported_variant);
-      continue;
-    }
-    check_with_pre_activation<TestType>(p, [&](const TestType* input, const TestType* weight, const TestType* bias,
-                                                TestType* out, TestType* pre) {
-      dsconv::detail::nchw_matrix_plan plan;
-      REQUIRE(dsconv::detail::plan_nchw_matrix<TestType>(p, dev, input, nullptr, plan));
+    check_nchw_matrix_launch<TestType>(p, dev, [](const dsconv::detail::nchw_matrix_plan& plan) {
       REQUIRE(plan.tile.tiles == 27 * 3 * 6);
       REQUIRE(plan.tile.tiles_per_warp == 5);
       REQUIRE(plan.tile.tiles % (4 * plan.tile.tiles_per_warp) == plan.tile.tiles_per_warp + 1);
-      return dsconv::platform::launch(dsconv::detail::nchw_matrix_kernel<TestType>(p), plan.launch({}),
-                                      dsconv::detail::make_shape(p), plan.tile, input,
-                                      dsconv::detail::register_gate{nullptr, 0.f, 0u}, weight, bias, out, pre);
     });
   }
+}
+
+TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, stride and plane, image groups cut by the batch, "
+                   "runs across channels, the activation's input kept",
+                   "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
+  // Output planes of at most 8 x 8 take the plane form (eight images' planes of a channel a warp
+  // tile at stride 1, four at stride 2): odd widths move 2-byte elements, even ones words; odd
+  // output widths store elements. Batches that leave the last group of a channel short (1 to 7
+  // images missing), and a one-multiprocessor device whose plan gives warps runs of several
+  // tiles that cross channels; launched directly with the pre-activation tensor, both outputs
+  // checked against the reference, and through automatic and every variant (check_depthwise).
+  using dsconv::depthwise_variant;
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  struct plane_case {
+    int n, c, h, w, k, s, granule, run;
+  };
+  // clang-format off
+  const plane_case cases[] = {
+      //  n    c   h   w  k  s granule run
+      {  17, 70,  7,  7, 5, 1,  2,  2},  // 7x7 elements; 3 groups a channel, the last of one image
+      {  17, 70,  7,  7, 3, 1,  2,  2},
+      {   3, 12,  8,  8, 5, 1,  4,  1},  // 8x8 words; 5 images missing
+      {  10,  9,  8,  6, 3, 1,  4,  1},  // 8 rows of 6
+      {   2,  5,  3,  5, 5, 1,  2,  1},  // the filter wider than the plane
+      {   5,  3,  1,  1, 3, 1,  2,  1},  // one pixel
+      {  13, 50, 14, 14, 5, 2,  4,  2},  // 14x14 -> 7x7: word loads, element stores
+      {   6,  7, 16, 16, 3, 2,  4,  1},  // 16x16 -> 8x8
+      {   5,  6, 10,  4, 5, 2,  4,  1},  // 10x4 -> 5x2
+      {   3,  4,  2,  2, 3, 2,  4,  1},  // 2x2 -> 1x1
+  };
+  // clang-format on
+  for (const plane_case& pc : cases) {
+    dsconv::depthwise_params p = make_params(pc.n, pc.c, pc.h, pc.w, pc.k, pc.k, pc.s, pc.s, pc.k / 2, pc.k / 2, 1, 1, 1);
+    p.data_layout = layout::nchw;
+    p.act = all_activations[(pc.n + pc.c) % 6];
+    REQUIRE(nchw_plane(p));
+    check_nchw_matrix_launch<TestType>(p, dev, [&](const dsconv::detail::nchw_matrix_plan& plan) {
+      REQUIRE(plan.plane);
+      const int images = pc.s == 1 ? 8 : 4;
+      REQUIRE(plan.tile.tiles == pc.c * ((pc.n + images - 1) / images));
+      REQUIRE(plan.tile.granule == pc.granule);
+      REQUIRE(plan.tile.tiles_per_warp == pc.run);
+    });
+    REQUIRE(dsconv::select_variant<TestType>(p) == rule_choice<TestType>(p));
+    check_depthwise<TestType>(p, pc.n % 2 == 1);
+  }
+  // Odd input rows at stride 2 are the plane form's to refuse (nchw_register takes them).
+  dsconv::depthwise_params odd = make_params(2, 4, 7, 7, 3, 3, 2, 2, 1, 1, 1, 1, 1);
+  odd.data_layout = layout::nchw;
+  CHECK_FALSE(nchw_plane(odd));
+  CHECK(dsconv::can_implement<TestType>(depthwise_variant::nchw_matrix, odd) == status::unsupported_variant);
 }
 
 TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down several bands", "[depthwise][shapes]", float,

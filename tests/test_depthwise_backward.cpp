@@ -39,7 +39,8 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // in whole 16-byte vectors (any padding and activation); nhwc_matrix nhwc_register's data
 // gradients of half and bfloat16 on NVIDIA tensor cores that multiply the type (half: sm_75+,
 // bfloat16: sm_80+), no weight gradient, and nchw_matrix nchw_register's data gradients on them
-// with input and output rows of an even number of elements; direct takes everything.
+// with input and output rows of an even number of elements or planes of at most 8 x 8; direct
+// takes everything.
 template <class T>
 bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
   constexpr std::size_t element_bytes = sizeof(T);
@@ -66,7 +67,8 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
       return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
     case depthwise_variant::nhwc_matrix: return p.data_layout == layout::nhwc && whole_vectors && register_data && tensor_cores;
     case depthwise_variant::nchw_matrix:
-      return supports<T>(depthwise_variant::nchw_register, ps, p) && tensor_cores && p.w % 2 == 0 && p.out_w() % 2 == 0;
+      return supports<T>(depthwise_variant::nchw_register, ps, p) && tensor_cores &&
+             ((p.w % 2 == 0 && p.out_w() % 2 == 0) || (p.h <= 8 && p.w <= 8));
     default: return true;
   }
 }
@@ -213,7 +215,9 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
     for (dsconv::depthwise_params p :
          {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1),
           make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (5x5 stride 1: the register data gradient)
-          make_params(2, 32, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (and nhwc_matrix's on tiles of 8 x 8)
+          make_params(2, 32, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (and nhwc_matrix's on tiles of 8 x 8; nchw_matrix's planes)
+          make_params(9, 3, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1),     // (nchw_matrix's planes: 7x7 elements, a batch of 8 + 1)
+          make_params(3, 5, 6, 8, 5, 5, 1, 1, 2, 2, 1, 1, 1),     // (and 6x8 words)
           make_params(3, 4, 18, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1),   // (even rows: nchw_matrix's, an odd batch)
           make_params(3, 4, 18, 20, 5, 5, 1, 1, 2, 2, 1, 1, 1),
           make_params(2, 16, 9, 11, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {  // (3x3 stride 2: the register weight gradient)

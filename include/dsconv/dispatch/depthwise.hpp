@@ -168,7 +168,7 @@ status launch_forward_register(depthwise_variant variant, const depthwise_params
         nchw_matrix_plan mp;
         if (!plan_nchw_matrix<T>(p, dev, input, gate.saved, mp))
           return invalid(status::unsupported_variant, "depthwise", "nchw_matrix: the grid exceeds the device's limits");
-        return platform::launch(nchw_matrix_kernel<T, G>(p), mp.launch(stream), s, mp.tile, input, gate, weight, bias, output,
+        return platform::launch(nchw_matrix_kernel<T, G>(p, mp.plane), mp.launch(stream), s, mp.tile, input, gate, weight, bias, output,
                                 pre_activation);
       }
     }

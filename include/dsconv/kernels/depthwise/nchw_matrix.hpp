@@ -56,6 +56,9 @@ namespace detail {
 inline constexpr unsigned nchw_matrix_block_threads = 128;
 inline constexpr int nchw_matrix_warps = static_cast<int>(nchw_matrix_block_threads) / 32;
 inline constexpr int nchw_matrix_side = 16;  // a warp tile's outputs along each side
+// Columns a fragment's 16-column window starts before the first output's input column (the
+// staged row's main columns then start 8 bytes past a 16-byte slot; ldmatrix needs aligned rows).
+inline constexpr int nchw_matrix_window_lead = 4;
 
 // A warp tile's staging, for a K x K filter of stride S: rows, the columns a window starts
 // before the outputs' first input column (staged column c sits at element c + window_lead of
@@ -66,7 +69,7 @@ template <int K, int S>
 struct nchw_matrix_geometry {
   static constexpr int P = K / 2;
   static constexpr int rows = (nchw_matrix_side - 1) * S + K;
-  static constexpr int window_lead = 4;
+  static constexpr int window_lead = nchw_matrix_window_lead;
   static constexpr int windows = S == 1 ? 2 : 3;
   static constexpr int window_step = 8 * S;                    // columns between windows
   static constexpr int bands = S;                              // B bands a filter row: windows an n-tile
@@ -101,11 +104,51 @@ struct nchw_matrix_geometry {
 inline constexpr int nchw_matrix_resident_blocks = 3;
 
 struct nchw_matrix_tile {
-  int tiles_x, tiles_y;  // warp tiles (16 x 16 outputs) along out_w and out_h
-  int tiles;             // c * n * tiles_y * tiles_x
+  int tiles_x, tiles_y;  // warp tiles (16 x 16 outputs) along out_w and out_h (the plane form: 1, 1)
+  int tiles;             // c * n * tiles_y * tiles_x (the plane form: c * image groups)
   int tiles_per_warp;    // consecutive tiles a warp takes (columns, rows, images, channels)
-  int granule;           // bytes of a main-column load: 16, 8 or 4
+  int granule;           // bytes of a main-column load: 16, 8 or 4 (the plane form: 4 or 2)
 };
+
+// A warp's run of consecutive tiles: the first, how many it takes, and how many warp 0 of its
+// block takes (the most: the block's barriers are passed that many times).
+struct nchw_matrix_run {
+  int first, count, block_count;
+};
+DSCONV_DEVICE DSCONV_FORCEINLINE nchw_matrix_run nchw_matrix_warp_run(const nchw_matrix_tile& t, int warp) {
+  const int block_first = static_cast<int>(platform::block_idx().x) * nchw_matrix_warps * t.tiles_per_warp;
+  const int first = block_first + warp * t.tiles_per_warp;
+  const int left = t.tiles - first, block_left = t.tiles - block_first;
+  return {first, left < 0 ? 0 : left < t.tiles_per_warp ? left : t.tiles_per_warp,
+          block_left < t.tiles_per_warp ? block_left : t.tiles_per_warp};
+}
+
+// B of channel c's filter row ky and band d for lane (g, q): B[2q, 2q + 1][g] and B[2q + 8,
+// 2q + 9][g], B[k][n] = w[ky][k - S n + P - window_lead + 8 S d] (zero outside the filter): the
+// Toeplitz band of 8 outputs whose input columns start window_lead before the first output's
+// (stride 1), and 16 columns on for each further band (stride 2). The filter is read rotated for
+// the data gradient.
+template <class T, int K, int S>
+DSCONV_DEVICE DSCONV_FORCEINLINE void nchw_matrix_bands(const T* weight, int c, bool rotate, int g, int q,
+                                                        unsigned (&b)[K][S][2]) {
+  constexpr int taps = K * K, P = K / 2;
+  const T* w = weight + static_cast<index_t>(c) * taps;
+  DSCONV_UNROLL
+  for (int ky = 0; ky < K; ++ky)
+    DSCONV_UNROLL
+    for (int d = 0; d < S; ++d)
+      DSCONV_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        unsigned word = 0;
+        DSCONV_UNROLL
+        for (int e = 0; e < 2; ++e) {
+          const int kx = 2 * q + 8 * r + e - S * g + P - nchw_matrix_window_lead + 8 * S * d;
+          const int tap = ky * K + kx;
+          if (kx >= 0 && kx < K) word |= element_bits(platform::load(w + (rotate ? taps - 1 - tap : tap))) << (16 * e);
+        }
+        b[ky][d][r] = word;
+      }
+}
 
 }  // namespace detail
 
@@ -123,7 +166,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
   namespace pf = platform;
   using geo = detail::nchw_matrix_geometry<K, S>;
   constexpr bool gated = G != detail::gate_kind::none;
-  constexpr int taps = K * K, warps = detail::nchw_matrix_warps, side = detail::nchw_matrix_side;
+  constexpr int warps = detail::nchw_matrix_warps, side = detail::nchw_matrix_side;
   DSCONV_SHARED_ARRAY(T, staged, [warps * geo::elements]);
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
@@ -135,11 +178,8 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
 
   // The warp's run of tiles, and the first one's place (tile column, row, first image,
   // channel; plane: image x channels + channel).
-  const int first = (static_cast<int>(pf::block_idx().x) * warps + warp) * t.tiles_per_warp;
-  const int left = t.tiles - first, count = left < 0 ? 0 : left < t.tiles_per_warp ? left : t.tiles_per_warp;
-  const int block_first = static_cast<int>(pf::block_idx().x) * warps * t.tiles_per_warp;
-  const int block_left = t.tiles - block_first;
-  const int block_count = block_left < t.tiles_per_warp ? block_left : t.tiles_per_warp;  // warp 0's, the most
+  const detail::nchw_matrix_run run = detail::nchw_matrix_warp_run(t, warp);
+  const int first = run.first, count = run.count, block_count = run.block_count;
   struct place {
     int tx, ty, n, c, plane;
     DSCONV_DEVICE DSCONV_FORCEINLINE void step(const detail::nchw_matrix_tile& t, int images, int channels) {
@@ -156,30 +196,9 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
   const int from_n = from / per_plane % image_groups * geo::images, from_c = from / per_channel;
   place next_at{from % t.tiles_x, from / t.tiles_x % t.tiles_y, from_n, from_c, from_n * s.c + from_c};
 
-  // B of filter row ky and band d: lane (g, q) holds B[2q, 2q + 1][g] and B[2q + 8, 2q + 9][g],
-  // B[k][n] = w[ky][k - S n + P - window_lead + 8 S d] (zero outside the filter), for the
-  // channel whose tiles the warp is on.
+  // The B bands of the channel whose tiles the warp is on (nchw_matrix_bands).
   unsigned b[K][geo::bands][2];
   int b_channel = -1;
-  const auto load_bands = [&](int c) {
-    const T* w = weight + static_cast<index_t>(c) * taps;
-    DSCONV_UNROLL
-    for (int ky = 0; ky < K; ++ky)
-      DSCONV_UNROLL
-      for (int d = 0; d < geo::bands; ++d)
-        DSCONV_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          unsigned word = 0;
-          DSCONV_UNROLL
-          for (int e = 0; e < 2; ++e) {
-            const int kx = 2 * q + 8 * r + e - S * g + geo::P - geo::window_lead + 8 * S * d;
-            const int tap = ky * K + kx;
-            if (kx >= 0 && kx < K) word |= detail::element_bits(pf::load(w + (s.rotate_filter ? taps - 1 - tap : tap))) << (16 * e);
-          }
-          b[ky][d][r] = word;
-        }
-    b_channel = c;
-  };
   float bias_of = 0.f;
 
   const index_t plane_in = static_cast<index_t>(s.h) * s.w, plane_out = static_cast<index_t>(s.out_h) * s.out_w;
@@ -316,7 +335,8 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
       if (!mine) continue;
 
       if (at.c != b_channel) {
-        load_bands(at.c);
+        detail::nchw_matrix_bands<T, K, S>(weight, at.c, s.rotate_filter, g, q, b);
+        b_channel = at.c;
         bias_of = bias ? to_float(pf::load(bias + at.c)) : 0.f;
       }
       float acc[IM][2][4];
