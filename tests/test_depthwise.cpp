@@ -581,8 +581,8 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, str
   // clang-format off
   const plane_case cases[] = {
       //  n    c   h   w  k  s granule run
-      {  17, 70,  7,  7, 5, 1,  2,  2},  // 7x7 elements; 3 groups a channel, the last of one image
-      {  17, 70,  7,  7, 3, 1,  2,  2},
+      {  17, 90,  7,  7, 5, 1,  2,  2},  // 7x7 elements; 3 groups a channel, the last of one image
+      {  17, 90,  7,  7, 3, 1,  2,  2},
       {   3, 12,  8,  8, 5, 1,  4,  1},  // 8x8 words; 5 images missing
       {  10,  9,  8,  6, 3, 1,  4,  1},  // 8 rows of 6
       {   2,  5,  3,  5, 5, 1,  2,  1},  // the filter wider than the plane

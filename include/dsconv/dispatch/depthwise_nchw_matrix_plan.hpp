@@ -102,7 +102,8 @@ inline bool nchw_matrix_preferred(const depthwise_params& p) { return p.kernel_h
 // The plan for `p` (which nchw_matrix_limits accepts) with the call's input tensors (null: a
 // plan for feasibility only); false where the grid would exceed the device's. Each warp takes
 // a run of consecutive tiles, long enough (up to 8) that the grid fills the device about 8
-// times over at three resident blocks: a warp loads its channel's B bands once for its run.
+// times over at the kernel's resident blocks: a warp loads its channel's B bands once for its
+// run.
 template <class T>
 bool plan_nchw_matrix(const depthwise_params& p, const platform::device_properties& dev, const void* input, const void* saved,
                       nchw_matrix_plan& plan) {
@@ -115,7 +116,8 @@ bool plan_nchw_matrix(const depthwise_params& p, const platform::device_properti
   const long long tiles = static_cast<long long>(p.c) * ((p.n + images - 1) / images) * t.tiles_x * t.tiles_y;
   if (tiles >= (1LL << 30)) return false;
   t.tiles = static_cast<int>(tiles);
-  const long long wave = 8LL * dev.multiprocessor_count * nchw_matrix_resident_blocks * nchw_matrix_warps;
+  const int resident = plan.plane ? nchw_plane_resident_blocks(p.kernel_h, p.stride_h) : nchw_matrix_resident_blocks;
+  const long long wave = 8LL * dev.multiprocessor_count * resident * nchw_matrix_warps;
   long long run = tiles / wave;
   run = run < 1 ? 1 : run > 8 ? 8 : run;
   const long long blocks = (tiles + run * nchw_matrix_warps - 1) / (run * nchw_matrix_warps);

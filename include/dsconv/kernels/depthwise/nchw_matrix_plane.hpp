@@ -42,6 +42,19 @@ inline constexpr int nchw_plane_side = 8;  // a plane's outputs along each side,
 // planes are four times as large).
 DSCONV_HOST_DEVICE constexpr int nchw_plane_images(int stride) { return stride == 1 ? 8 : 4; }
 
+// Blocks resident per multiprocessor the kernel is compiled for: four at stride 1 (128
+// registers: 16 warps' loads in flight, a third more than at three; 0 spills on sm_80 and
+// sm_90, gated too), but for 5x5 filters on Turing (whose 16-bit product is two: 4 and 12 bytes
+// spilled at four) and at stride 2 (at four, the 5x5 filter's spilled 8 bytes on sm_90) three.
+DSCONV_HOST_DEVICE constexpr int nchw_plane_resident_blocks(int k, int stride) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  constexpr bool turing = true;
+#else
+  constexpr bool turing = false;
+#endif
+  return stride == 2 || (turing && k == 5) ? 3 : 4;
+}
+
 // A warp tile's staging for a K x K filter of stride S: an image's staged rows (input rows -P
 // to 7 S + P; at stride 2 the even rows before the odd ones, as the tile form's), the row pitch
 // in elements (an odd number of 16-byte slots: the fragment loads' 8 rows in 8 banks' groups),
@@ -72,7 +85,7 @@ namespace kernels {
 // Launched as depthwise_nchw_matrix is, with the plan's tile (nchw_matrix_tile: one a group
 // of images of a channel) and gate G (its data gradient's).
 template <class T, int K, int S, detail::gate_kind G = detail::gate_kind::none>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_matrix_block_threads, detail::nchw_matrix_resident_blocks)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_matrix_block_threads, detail::nchw_plane_resident_blocks(K, S))
 void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_tile t, const T* __restrict__ input,
                                  detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias,
                                  T* __restrict__ output, T* __restrict__ pre_activation) {
