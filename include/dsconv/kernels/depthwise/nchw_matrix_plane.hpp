@@ -166,7 +166,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
         [[maybe_unused]] const T* saved = gated ? static_cast<const T*>(gate.saved) + plane_at : nullptr;
         DSCONV_UNROLL
         for (int im = 0; im < images; ++im, src = advanced(src, image_in)) {
-          if (!decltype(full)::value && im >= next_images) break;  // (nothing of a missing image is loaded or staged)
+          if (!decltype(full)::value && im >= next_images) continue;  // (nothing of a missing image is loaded or staged)
           if constexpr (gated)
             if (im > 0) saved = advanced(saved, image_in);
           DSCONV_UNROLL
@@ -192,7 +192,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
     const auto stage = [&](int count, auto full) {
       DSCONV_UNROLL
       for (int im = 0; im < images; ++im) {
-        if (!decltype(full)::value && im >= count) break;
+        if (!decltype(full)::value && im >= count) continue;
         T* const image = own + im * geo::image_elements;
         DSCONV_UNROLL
         for (int j = 0; j < each; ++j) {
@@ -263,7 +263,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
         T* pre = pre_activation ? pre_activation + tile_out : nullptr;
         DSCONV_UNROLL
         for (int im = 0; im < images; ++im, out = advanced(out, image_out)) {
-          if (!Full && im >= count) break;
+          if (!Full && im >= count) continue;
           const float* const f = acc[im / 2] + 2 * (im % 2);
           if (Full ? Pre : pre != nullptr) {
             put(pre, detail::narrow<T>(f));
