@@ -110,6 +110,16 @@ struct nchw_matrix_tile {
   int granule;           // bytes of a main-column load: 16, 8 or 4 (the plane form: 4 or 2)
 };
 
+// The warp's part of the block's staging (`elements` of T a warp, an even number), zeroed: what
+// no tile's staging writes (the tile form's columns before -2 and past the right halo, the plane
+// form's padding rows and columns) stays zero for every tile.
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE T* nchw_matrix_own_staging(T* staged, int elements, int warp, int lane) {
+  T* const own = staged + warp * elements;
+  for (int i = lane; i < elements / 2; i += 32) platform::shared_store(reinterpret_cast<unsigned*>(own) + i, 0u);
+  return own;
+}
+
 // A warp's run of consecutive tiles: the first, how many it takes, and how many warp 0 of its
 // block takes (the most: the block's barriers are passed that many times).
 struct nchw_matrix_run {
@@ -171,10 +181,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  T* const own = staged + warp * geo::elements;
-  // The columns no staging writes (before column -2, past the right halo) stay zero.
-  for (int i = lane; i < geo::elements / 2; i += 32)
-    pf::shared_store(reinterpret_cast<unsigned*>(own) + i, 0u);
+  T* const own = detail::nchw_matrix_own_staging(staged, geo::elements, warp, lane);
 
   // The warp's run of tiles, and the first one's place (tile column, row, first image,
   // channel; plane: image x channels + channel).

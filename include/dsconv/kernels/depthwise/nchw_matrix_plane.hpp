@@ -102,10 +102,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  T* const own = staged + warp * geo::elements;
-  // What no staging writes (the padding rows and columns) stays zero.
-  for (int i = lane; i < geo::elements / 2; i += 32)
-    pf::shared_store(reinterpret_cast<unsigned*>(own) + i, 0u);
+  T* const own = detail::nchw_matrix_own_staging(staged, geo::elements, warp, lane);
 
   // The warp's run of tiles (images `images` at a time, then channels) and the first one's place.
   const detail::nchw_matrix_run run = detail::nchw_matrix_warp_run(t, warp);
