@@ -414,6 +414,7 @@ def occupancy_tables(rows, plan_tool, out_dir):
 # The block size of each kernel the SASS budgets model, as its header declares it.
 BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nhwc_register_weight": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
+                 "depthwise_nhwc_register_transposed": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nhwc_matrix": ("kernels/depthwise/nhwc_matrix.hpp", "matrix_block_threads"),
                  "depthwise_nchw_matrix": ("kernels/depthwise/nchw_matrix.hpp", "nchw_matrix_block_threads"),
@@ -578,13 +579,15 @@ def main():
     # (The NCHW weight gradient stages element by element on AMD, to fit 4 waves per SIMD,
     # and for 16-bit elements of 5x5 and 7x7 filters, to fit 4 blocks without spilling:
     # kernels/depthwise/weight_reduce.hpp, weight_stages_elements.)
-    # (The register-blocked depthwise kernel's 16-bit 5x5 and stride-2 forms move 8-byte vectors:
-    # kernels/depthwise/nhwc_register.hpp, register_vector.)
+    # (The register-blocked depthwise kernel's 16-bit 5x5 and stride-2 forms, and its stride-2
+    # data gradient's 16-bit 5x5 form, move 8-byte vectors: kernels/depthwise/nhwc_register.hpp,
+    # register_vector.)
     # (The NCHW one's 5x5 filters move at most 8 bytes at a time on AMD:
     # kernels/depthwise/nchw_register.hpp, nchw_register_widest_chunk.)
     # (The NHWC weight gradient's vectors are 4 channels for 3x3 filters, 2 for 5x5: 16 bytes for
     # float 3x3 only; kernels/depthwise/nhwc_register_weight.hpp, register_weight_vector.)
     eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2),", r["kernel"]) or
+                                    re.match(r"depthwise_nhwc_register_transposed<(dsconv::)?(half|bfloat16), 5,", r["kernel"]) or
                                     re.match(r"depthwise_nhwc_register_weight<((dsconv::)?(half|bfloat16)|float, 5),", r["kernel"]) or
                                     (re.match(r"depthwise_nchw_register<[^,]*, 5,", r["kernel"]) and r["target"].startswith("gfx")))
     # (nchw_matrix's plane form moves a plane's 4-byte words or 2-byte elements: planes of at

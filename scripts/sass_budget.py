@@ -239,12 +239,32 @@ def is_op(name):
 # fp32 or packed 16-bit, on the path).
 RELU6 = (lambda ins: ins.op.startswith("FMNMX") or ins.op.startswith("HMNMX2"), 1)
 
+# The data gradient's gate (kernels/common/gradient_gate.hpp: gate_kind none 0, clamp 1, silu 2)
+# from the kernel's template argument; a silu-gated iteration must take one exponential an element
+# it gates (a path that skips the gate's loop, on its predicate, would leave the gate uncounted).
+NO_GATE, CLAMP, SILU = 0, 1, 2
 
-def register_model(t, k, s, gated=False):
+
+def gate_of(argument):
+    return int(argument) if argument else NO_GATE
+
+
+def gate_needs(need, gate, elements):
+    """Adds to `need` the silu gate's exponential for each of the `elements` the iteration gates."""
+    if gate == SILU:
+        need["silu exponentials"] = (is_op("MUFU.EX2"), elements)
+
+
+def gate_label(gate):
+    return {NO_GATE: "", CLAMP: ", gated", SILU: ", silu"}[gate]
+
+
+def register_model(t, k, s, gate=NO_GATE):
     """depthwise_nhwc_register (kernels/depthwise/nhwc_register.hpp): a strip of tw outputs x v
     channels; its k input rows of iw vectors each, tw vector stores, the k x k taps' weights as
     16-byte shared loads. Gated (the data gradient): each input vector and the saved vector at its
     place, no activation after."""
+    gated = gate != NO_GATE
     sixteen = t in ("half", "bfloat16")
     v = 4 if sixteen and (k == 5 or s == 2) else (8 if sixteen else 4)
     tw = 8 if k == 5 and s == 1 and not gated else 4
@@ -257,15 +277,17 @@ def register_model(t, k, s, gated=False):
             "weight reads": (is_op("LDS.128"), k * k * v // 4)}
     if not gated:
         need["relu6"] = RELU6
+    gate_needs(need, gate, k * iw * v)
     # a strip's outputs: tw x v elements; each output reads s^2 inputs (of each tensor) and writes one (minimum bytes)
-    return need, tw * v * size * (s * s * tensors + 1), "strip: %d outputs x %d channels" % (tw, v)
+    return need, tw * v * size * (s * s * tensors + 1), "strip: %d outputs x %d channels%s" % (tw, v, gate_label(gate))
 
 
-def nchw_register_model(t, k, s, gated=False):
+def nchw_register_model(t, k, s, gate=NO_GATE):
     """depthwise_nchw_register (kernels/depthwise/nchw_register.hpp) in its 16-byte form: one band
     of th output rows x vo outputs (16 bytes of a row) of one plane, its (th - 1) s + k input rows
     of s 16-byte loads each (the halo loads are predicated in the same stretch), th 16-byte stores.
     Gated (the data gradient): the saved tensor's rows too, no activation after."""
+    gated = gate != NO_GATE
     size = 2 if t in ("half", "bfloat16") else 4
     vo = 16 // size
     # nchw_register_rows (NVIDIA)
@@ -276,7 +298,26 @@ def nchw_register_model(t, k, s, gated=False):
     need = {"vector loads": (is_op("LDG.E.128"), rows * s * tensors), "stores": (is_op("STG.E.128"), th)}
     if not gated:
         need["relu6"] = RELU6
-    return need, th * vo * size * (s * s * tensors + 1), "band: %d rows x %d outputs" % (th, vo)
+    gate_needs(need, gate, rows * s * vo)
+    return need, th * vo * size * (s * s * tensors + 1), "band: %d rows x %d outputs%s" % (th, vo, gate_label(gate))
+
+
+def register_transposed_model(t, k, gate=NO_GATE):
+    """depthwise_nhwc_register_transposed (kernels/depthwise/nhwc_register_transposed.hpp): one
+    block of 2 x 4 grad_input elements x v channels inside the map: its (k + 1) / 2 dz rows of
+    2 + (k - 1) / 2 vectors (and the saved tensor's where gated), the k x k taps' weights as 16-byte
+    shared loads, 8 vector stores. DRAM: the block's elements, and a quarter as many of dz (of
+    each tensor), the minimum."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    v = 4 if size == 2 and k == 5 else 16 // size
+    rows, cols = (k + 1) // 2, 2 + (k - 1) // 2
+    width = "LDG.E.128" if v * size == 16 else "LDG.E.64"
+    store = "STG.E.128" if v * size == 16 else "STG.E.64"
+    tensors = 2 if gate != NO_GATE else 1
+    need = {"vector loads": (is_op(width), rows * cols * tensors), "vector stores": (is_op(store), 8),
+            "weight reads": (is_op("LDS.128"), k * k * v // 4)}
+    gate_needs(need, gate, rows * cols * v)
+    return need, 8 * v * size * (1 + tensors / 4), "block: 2 x 4 elements x %d channels%s" % (v, gate_label(gate))
 
 
 def register_weight_model(t, k, s, gated=False):
@@ -467,7 +508,7 @@ KERNELS = [
      lambda m: stream_held_model(m.group(1), int(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_nchw_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
-                                   m.group(4) not in (None, "0"))),
+                                   gate_of(m.group(4)))),
     (re.compile(r"depthwise_nhwc_register_weight<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
      lambda m: register_weight_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register_weight<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)>"),
@@ -475,17 +516,20 @@ KERNELS = [
     (re.compile(r"depthwise_nhwc_matrix<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?(?:, (\d+))?>"),
      lambda m: matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
-                            m.group(4) not in (None, "0"), int(m.group(5) or 16))),
+                            gate_of(m.group(4)), int(m.group(5) or 16))),
     (re.compile(r"depthwise_nchw_matrix<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_matrix_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
-                                 m.group(4) not in (None, "0"))),
+                                 gate_of(m.group(4)))),
     (re.compile(r"depthwise_nchw_matrix_plane<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
-     lambda m: nchw_matrix_plane_models(int(m.group(2)), int(m.group(3)), m.group(4) not in (None, "0"))),
+     lambda m: nchw_matrix_plane_models(int(m.group(2)), int(m.group(3)), gate_of(m.group(4)))),
+    (re.compile(r"depthwise_nhwc_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
-                              m.group(4) not in (None, "0"))),
+                              gate_of(m.group(4)))),
 ]
 
 
@@ -502,7 +546,7 @@ def without_parameters(demangled):
     return demangled
 
 
-def matrix_model(t, k, s, gated=False, ts=16):
+def matrix_model(t, k, s, gate=NO_GATE, ts=16):
     """depthwise_nhwc_matrix (kernels/depthwise/nhwc_matrix.hpp): one tile of ts x ts output
     pixels x 256 / ts^2 channel vectors (256 pixel vectors: 16 x 16 x 1 or 8 x 8 x 4), a block of
     4 warps: each thread's 16-byte loads of the next tile's input ((ts - 1) s + k)^2 pixel
@@ -516,18 +560,20 @@ def matrix_model(t, k, s, gated=False, ts=16):
     side, threads, rows = (ts - 1) * s + k, 128, 4
     vectors = 256 // (ts * ts)
     pairs = (k * k + 1) // 2
-    tensors = 2 if gated else 1
-    need = {"vector loads": (is_op("LDG.E.128"), tensors * -(-vectors * side * side // threads)),
+    tensors = 2 if gate != NO_GATE else 1
+    each = -(-vectors * side * side // threads)
+    need = {"vector loads": (is_op("LDG.E.128"), tensors * each),
             "products": (is_op("HMMA"), rows * pairs), "fragment loads": (is_op("LDSM"), rows * pairs),
             "stores": (lambda ins: ins.op == "STG.E", 2 * rows)}
-    if not gated:
+    gate_needs(need, gate, 8 * each)
+    if gate == NO_GATE:
         need["relu6"] = (is_op("HMNMX2"), 2 * rows)
     # (the walk is compiled once per activation, alignment and pre-activation store: the cheapest)
     return [(need, 256 * 16 * (1 + s * s * tensors) // threads,
-             "a %d x %d tile of %d channels" % (ts, ts, 8 * vectors) + (", gated" if gated else ""), "cheapest")]
+             "a %d x %d tile of %d channels" % (ts, ts, 8 * vectors) + gate_label(gate), "cheapest")]
 
 
-def nchw_matrix_model(t, k, s, gated=False):
+def nchw_matrix_model(t, k, s, gate=NO_GATE):
     """depthwise_nchw_matrix (kernels/depthwise/nchw_matrix.hpp) in its 16-byte form: one warp
     tile of 16 x 16 outputs at the same place of im planes of a channel (two images at stride 1,
     one at stride 2), inside the map: each lane's 16-byte loads of the next tile's (15 s + k) rows
@@ -541,7 +587,7 @@ def nchw_matrix_model(t, k, s, gated=False):
     im = 2 if s == 1 else 1
     rows = 15 * s + k
     halo_words = 1 + (1 if 15 * s + k - k // 2 > 16 * s else 0)
-    tensors = 2 if gated else 1
+    tensors = 2 if gate != NO_GATE else 1
     main = -(-rows * 2 * s // 32)  # 16-byte items a row: 16 s columns
     halo = -(-rows * halo_words // 32)
     need = {"vector loads": (is_op("LDG.E.128"), im * tensors * main),
@@ -549,10 +595,11 @@ def nchw_matrix_model(t, k, s, gated=False):
             "products": (is_op("HMMA"), im * k * 2 * s), "fragment loads": (is_op("LDSM"), im * k * (2 if s == 1 else 3)),
             "stores": (lambda ins: ins.op == "STG.E", 4 * im),
             "staging stores": (is_op("STS"), im * (2 * main + halo))}
-    if not gated:  # (relu6 on every output word: each image's stores, not the pre-activation's)
+    gate_needs(need, gate, im * (8 * main + 2 * halo))
+    if gate == NO_GATE:  # (relu6 on every output word: each image's stores, not the pre-activation's)
         need["relu6"] = (RELU6[0], 4 * im)
     return [(need, im * 16 * (1 + s * s * tensors),
-             "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + (", gated" if gated else ""), "cheapest")]
+             "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + gate_label(gate), "cheapest")]
 
 
 def load_offset(ins):
@@ -561,7 +608,7 @@ def load_offset(ins):
     return int(m.group(1), 16) if m else 0
 
 
-def nchw_matrix_plane_models(k, s, gated=False):
+def nchw_matrix_plane_models(k, s, gate=NO_GATE):
     """depthwise_nchw_matrix_plane (kernels/depthwise/nchw_matrix_plane.hpp): one warp tile of
     8 (stride 1) or 4 (stride 2) images' planes of a channel, two images an M tile, on the
     networks' planes: at stride 1 7x7 (2-byte items, element stores) and 8x8 (words); at stride 2
@@ -571,7 +618,7 @@ def nchw_matrix_plane_models(k, s, gated=False):
     (s) and M tile, and per image one word through relu6 stored whole or as two elements. DRAM:
     the planes' inputs and outputs (of each tensor), the minimum, over the warp's 32 lanes."""
     images = 8 if s == 1 else 4
-    tensors = 2 if gated else 1
+    tensors = 2 if gate != NO_GATE else 1
     models = []
     for side_in, words_in in ((7 * s, s == 2), (8 * s, True)):
         side_out = (side_in - 1) // s + 1
@@ -587,11 +634,12 @@ def nchw_matrix_plane_models(k, s, gated=False):
                 "staging stores": (is_op("STS"), images * each),
                 "products": (is_op("HMMA"), images // 2 * k * s), "fragment loads": (is_op("LDSM"), images // 2 * k * s),
                 "stores": (store, images * (1 if words_out else 2))}
-        if not gated:
+        gate_needs(need, gate, images * each * (2 if words_in else 1))
+        if gate == NO_GATE:
             need["relu6"] = (RELU6[0], images)
         dram = images * 2 * (side_in * side_in * tensors + side_out * side_out) / 32
         models.append((need, dram, "%d planes %dx%d -> %dx%d" % (images, side_in, side_in, side_out, side_out) +
-                       (", gated" if gated else ""), "cheapest"))
+                       gate_label(gate), "cheapest"))
     return models
 
 

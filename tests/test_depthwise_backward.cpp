@@ -9,6 +9,7 @@
 #include <cstddef>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
 #include <dsconv/dsconv.hpp>
@@ -32,8 +33,8 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // documented contract: the tiled variants take their layout with multiplier 1, the data
 // gradient only where pad <= (kernel - 1) * dilation in both dimensions (every test shape's
 // tiles fit shared memory); the register variants take the data gradient of stride 1 of their
-// layout with multiplier 1, a square 3x3 or 5x5 filter without dilation, activation none, relu
-// or relu6, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
+// layout (nhwc_register also of stride 2) with multiplier 1, a square 3x3 or 5x5 filter without
+// dilation, activation none, relu, relu6 or silu, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
 // (nchw_register) padding kernel / 2; nhwc_register takes the weight gradient of the nhwc layout
 // with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
 // in whole 16-byte vectors (any padding and activation); nhwc_matrix nhwc_register's data
@@ -50,8 +51,9 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
   const bool register_filter = p.multiplier == 1 && p.kernel_h == p.kernel_w && (p.kernel_h == 3 || p.kernel_h == 5) &&
                                p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) && p.dilation_h == 1 &&
                                p.dilation_w == 1;
-  const bool register_data = ps == pass::data && register_filter && p.stride_h == 1 && transposable &&
-                             (p.act == activation::none || p.act == activation::relu || p.act == activation::relu6);
+  const bool register_gate = p.act != activation::sigmoid && p.act != activation::hardswish;
+  const bool register_data = ps == pass::data && register_filter && p.stride_h == 1 && transposable && register_gate;
+  const bool transposed_data = ps == pass::data && register_filter && p.stride_h == 2 && transposable && register_gate;
   const bool whole_vectors = p.c % static_cast<int>(16 / element_bytes) == 0;
   const dsconv::platform::matrix_unit unit = current_device().matrix;
   const bool tensor_cores = sizeof(T) == 2 && (unit == dsconv::platform::matrix_unit::mma_sync ||
@@ -62,7 +64,7 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
     case depthwise_variant::nhwc_tiled: return tiled_layout && p.multiplier == 1 && (ps == pass::weight || transposable);
     case depthwise_variant::nhwc_register:
       return p.data_layout == layout::nhwc && whole_vectors &&
-             (register_data || (ps == pass::weight && register_filter));
+             (register_data || transposed_data || (ps == pass::weight && register_filter));
     case depthwise_variant::nchw_register:
       return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
     case depthwise_variant::nhwc_matrix: return p.data_layout == layout::nhwc && whole_vectors && register_data && tensor_cores;
@@ -97,9 +99,12 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
     ref.resize(in_count), t2.resize(in_count);
     REQUIRE(dsconv::reference::depthwise_backward_data(p, dy.data(), w.data(), ref.data(), saved.data()) == status::success);
     REQUIRE(dsconv::reference::depthwise_backward_data(plain, dz2.data(), squares(w).data(), t2.data()) == status::success);
-    // The NHWC tiles stage dz as T (16-bit types stay 16-bit there): a gated dz is rounded once,
-    // relatively and, where it is subnormal, by up to the type's rounding floor times each |w|.
-    const bool rounds = p.act != activation::none && p.data_layout == layout::nhwc && sizeof(T) == 2;
+    // The NHWC tiles stage dz as T (16-bit types stay 16-bit there), and so do the NCHW register
+    // kernels through the silu gate: a gated dz is rounded once, relatively and, where it is
+    // subnormal, by up to the type's rounding floor times each |w|. (The clamp gate's x * 1 and
+    // x * 0 are exact.)
+    const bool rounds =
+        p.act != activation::none && (p.data_layout == layout::nhwc || p.act == activation::silu) && sizeof(T) == 2;
     const int taps = p.kernel_h * p.kernel_w * p.multiplier;
     double w_max = 0;
     for (const T& v : w) w_max = std::max(w_max, std::fabs(static_cast<double>(dsconv::to_float(v))));
@@ -216,6 +221,7 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
          {make_params(2, 16, 9, 9, 3, 3, 1, 1, 1, 1, 1, 1, 1), make_params(2, 16, 10, 9, 5, 5, 2, 2, 2, 2, 1, 1, 1),
           make_params(1, 16, 7, 9, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (5x5 stride 1: the register data gradient)
           make_params(2, 32, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1),    // (and nhwc_matrix's on tiles of 8 x 8; nchw_matrix's planes)
+          make_params(1, 32, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1),    // (the same for 3x3 filters)
           make_params(9, 3, 7, 7, 3, 3, 1, 1, 1, 1, 1, 1, 1),     // (nchw_matrix's planes: 7x7 elements, a batch of 8 + 1)
           make_params(3, 5, 6, 8, 5, 5, 1, 1, 2, 2, 1, 1, 1),     // (and 6x8 words)
           make_params(3, 4, 18, 20, 3, 3, 1, 1, 1, 1, 1, 1, 1),   // (even rows: nchw_matrix's, an odd batch)
@@ -238,6 +244,26 @@ TEMPLATE_TEST_CASE("depthwise backward: tensors misaligned by one element", "[de
     check_backward<TestType>(pass::data, p, false, 1);
     check_backward<TestType>(pass::weight, p, true, 1);
   }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: the stride-2 register data gradient on every padding and map parity",
+                   "[depthwise][backward][transposed]", float, dsconv::half, dsconv::bfloat16) {
+  // nhwc_register's transposed kernel places its blocks of 2 x 4 elements of grad_input from
+  // -(pad % 2): every padding a 3x3 and a 5x5 filter admit, odd and even rows and columns,
+  // maps narrower than a block, a block's first column over the map's edge; its channels in
+  // one and in three vectors a block. Each runs through automatic and every variant.
+  const std::size_t vector = 16 / sizeof(TestType);
+  for (const int k : {3, 5})
+    for (int pad = 0; pad < k; ++pad)
+      for (const auto& hw : {std::pair<int, int>{9, 10}, std::pair<int, int>{6, 7}, std::pair<int, int>{3, 2}}) {
+        if (hw.first + 2 * pad < k || hw.second + 2 * pad < k) continue;
+        dsconv::depthwise_params p = make_params(2, static_cast<int>((pad % 2 ? 3 : 1) * vector), hw.first, hw.second, k, k,
+                                                 2, 2, pad, pad, 1, 1, 1);
+        p.data_layout = layout::nhwc;
+        p.act = pad == 1 ? activation::silu : pad == 2 ? activation::relu6 : activation::none;
+        REQUIRE(dsconv::can_implement_backward_data<TestType>(depthwise_variant::nhwc_register, p) == status::success);
+        check_backward<TestType>(pass::data, p, false);
+      }
 }
 
 TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on every depthwise layer of both networks",

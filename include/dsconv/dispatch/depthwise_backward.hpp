@@ -4,10 +4,11 @@
 // conv + bias; with a fused activation, grad_output is dL/dy and the call multiplies it by
 // act'() as it reads it (depthwise_backward_options::activation_saved). Variants: direct (any
 // shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
-// variant takes the transposed problem and the activation is none, relu or relu6 (the forward's
-// register kernels on grad_output with the rotated filter, each word gated as it arrives), and
-// nhwc_register for the weight gradient of the forward's register filters on its strips;
-// nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
+// variant takes the transposed problem and the activation is none, relu, relu6 or silu (the
+// forward's register kernels on grad_output with the rotated filter, each word gated as it
+// arrives); nhwc_register also for the data gradient of stride 2 of its filters (its transposed
+// kernel: each element sums its own taps, from dz in registers) and for the weight gradient of
+// the forward's register filters on its strips; nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
 // dilation): the data gradient of stride 1 on the forward's tiled kernels (grad_output
 // convolved with the rotated filter), of larger strides on the transposed kernels
 // (each element sums only its own taps), the weight gradient on the forward's tiles with
@@ -29,15 +30,25 @@
 namespace dsconv {
 namespace detail {
 
-// Why `variant` of the register family cannot run the data gradient of `p` (empty: it can): it
-// runs the forward kernel on grad_output with the rotated filter (the transposed problem), so
-// stride 1 only, gated inline (activations none, relu and relu6: kernels/common/gradient_gate.hpp),
-// within the forward variant's limits for the transposed problem.
+// Why `variant` of the register family cannot run the data gradient of `p` (empty: it can):
+// gated inline (activations none, relu, relu6 and silu: kernels/common/gradient_gate.hpp); at
+// stride 1 the forward kernel on grad_output with the rotated filter (the transposed problem),
+// within the forward variant's limits for it; at stride 2 nhwc_register's transposed kernel
+// (kernels/depthwise/nhwc_register_transposed.hpp), within the forward's register limits.
 template <class T>
 std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
-  if (p.stride_h != 1 || p.stride_w != 1) return " runs the data gradient of stride 1 only";
-  if (!register_gated(p.act)) return " runs the data gradient of activations none, relu and relu6 only";
+  const bool transposed_kernel = variant == depthwise_variant::nhwc_register && p.stride_h == 2 && p.stride_w == 2;
+  if ((p.stride_h != 1 || p.stride_w != 1) && !transposed_kernel)
+    return variant == depthwise_variant::nhwc_register ? " runs the data gradient of stride 1 or 2 only"
+                                                       : " runs the data gradient of stride 1 only";
+  if (!register_gated(p.act)) return " runs the data gradient of activations none, relu, relu6 and silu only";
   if (!transposable(p)) return " needs pad <= (kernel - 1) * dilation in both dimensions";
+  if (transposed_kernel) {
+    const std::string limit = register_limits(p, sizeof(T));
+    if (!limit.empty()) return " " + limit;
+    register_plan plan;
+    return plan_nhwc_register_transposed<T>(p, dev, nullptr, nullptr, nullptr, plan) ? "" : ": the grid is too large";
+  }
   return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
 }
 
@@ -175,14 +186,26 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
     rotated.rotate_filter = true;
     const detail::register_gate by = detail::make_register_gate(gate);
     const auto launch = [&](auto kind) {
-      return detail::launch_forward_register<T, decltype(kind)::value>(variant, q, rotated, dev, grad_output, by, weight,
-                                                                       static_cast<const T*>(nullptr), grad_input,
-                                                                       static_cast<T*>(nullptr), stream);
+      constexpr detail::gate_kind G = decltype(kind)::value;
+      if (p.stride_h == 2) {  // (nhwc_register's transposed kernel: the refusal admits no other)
+        detail::register_plan plan;
+        if (!detail::plan_nhwc_register_transposed<T>(p, dev, grad_output, gate.saved, grad_input, plan))
+          return detail::invalid(status::unsupported_variant, "depthwise backward data", "the grid is too large");
+        return platform::launch(detail::register_transposed_kernel<T, G>(p), plan.launch(stream), shape, plan.tile,
+                                grad_output, by, weight, grad_input);
+      }
+      return detail::launch_forward_register<T, G>(variant, q, rotated, dev, grad_output, by, weight,
+                                                   static_cast<const T*>(nullptr), grad_input, static_cast<T*>(nullptr),
+                                                   stream);
     };
     using kind = detail::gate_kind;
-    // (the refusal admits none, relu and relu6 only: clamp or no gate)
-    return detail::gate_kind_of(p.act) == kind::clamp ? launch(std::integral_constant<kind, kind::clamp>{})
-                                                      : launch(std::integral_constant<kind, kind::none>{});
+    // (the refusal admits none, relu, relu6 and silu only: no gate, clamp or silu)
+    switch (detail::gate_kind_of(p.act)) {
+      case kind::clamp: return launch(std::integral_constant<kind, kind::clamp>{});
+      case kind::silu: return launch(std::integral_constant<kind, kind::silu>{});
+      case kind::none: break;
+    }
+    return launch(std::integral_constant<kind, kind::none>{});
   }
   if (variant == depthwise_variant::nchw_tiled || variant == depthwise_variant::nhwc_tiled) {
     const bool nchw = variant == depthwise_variant::nchw_tiled;

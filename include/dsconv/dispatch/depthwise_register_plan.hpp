@@ -7,6 +7,7 @@
 
 #include "../config.hpp"
 #include "../kernels/depthwise/nhwc_register.hpp"
+#include "../kernels/depthwise/nhwc_register_transposed.hpp"
 #include "../kernels/depthwise/nhwc_register_weight.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
@@ -85,6 +86,26 @@ inline bool walk_strips(const depthwise_params& p, int group, int tw, nhwc_regis
   return true;
 }
 
+// The grid of plan.tile's strips over `groups` channel groups (register_block): one strip per
+// thread where that fills the device 8 times over at the blocks' residency; more (up to 4, each
+// block staging its weights once for them) where the grid is larger. False where the groups
+// exceed the grid's x.
+inline bool spread_register_strips(long long groups, const platform::device_properties& dev, register_plan& plan) {
+  nhwc_register_tile& t = plan.tile;
+  const long long lane_strips = (static_cast<long long>(t.strips) + t.pixel_lanes - 1) / t.pixel_lanes;
+  const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks;
+  long long per_thread = lane_strips * groups / wave;
+  per_thread = per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread;
+  // (more where the strip blocks would exceed the grid's y: inputs of thousands of images)
+  if ((lane_strips + per_thread - 1) / per_thread > dev.max_grid_y)
+    per_thread = (lane_strips + dev.max_grid_y - 1) / dev.max_grid_y;
+  t.strips_per_thread = static_cast<int>(per_thread);
+  const long long strip_blocks = (lane_strips + per_thread - 1) / per_thread;
+  if (groups > dev.max_grid_x) return false;
+  plan.grid = platform::dims{static_cast<unsigned>(groups), static_cast<unsigned>(strip_blocks), 1};
+  return true;
+}
+
 // The plan for `p` (which register_limits accepts) with the call's tensors (null: a plan for
 // feasibility only; gated: for the data gradient's kernel); false where the grid would exceed
 // the device's.
@@ -98,23 +119,37 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   nhwc_register_tile& t = plan.tile;
   if (!walk_strips(p, group, gated ? register_constant<T, register_strip_of, true>(p) : register_constant<T, register_strip_of>(p), t))
     return false;
-  const long long strips = t.strips;
-  // One strip per thread where that fills the device 8 times over at the blocks' residency;
-  // more (up to 4, each block staging its weights once for them) where the grid is larger.
-  const long long groups = vectors / group, lane_strips = (strips + t.pixel_lanes - 1) / t.pixel_lanes;
-  const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks;
-  long long per_thread = lane_strips * groups / wave;
-  per_thread = per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread;
-  // (more where the strip blocks would exceed the grid's y: inputs of thousands of images)
-  if ((lane_strips + per_thread - 1) / per_thread > dev.max_grid_y)
-    per_thread = (lane_strips + dev.max_grid_y - 1) / dev.max_grid_y;
-  t.strips_per_thread = static_cast<int>(per_thread);
   t.aligned = (!input || aligned16(input)) && (!output || aligned16(output)) && (!pre || aligned16(pre));
-  const long long strip_blocks = (lane_strips + per_thread - 1) / per_thread;
-  if (groups > dev.max_grid_x) return false;
-  plan.grid = platform::dims{static_cast<unsigned>(groups), static_cast<unsigned>(strip_blocks), 1};  // (register_block)
   plan.shared_bytes = static_cast<std::size_t>(group) * register_constant<T, register_weight_pitch_of>(p) * sizeof(float);
-  return true;
+  return spread_register_strips(vectors / group, dev, plan);
+}
+
+// The stride-2 data gradient's plan (kernels/depthwise/nhwc_register_transposed.hpp) for `p`
+// (which register_limits accepts, stride 2) with the call's tensors (null: for feasibility
+// only): the forward's channel groups and grid over blocks of 2 x transposed_columns elements of
+// grad_input; false where they exceed an int or the device's grid.
+template <class T>
+bool plan_nhwc_register_transposed(const depthwise_params& p, const platform::device_properties& dev,
+                                   const void* grad_output, const void* saved, const void* grad_input, register_plan& plan) {
+  const int v = p.kernel_h == 3 ? transposed_vector<T, 3>() : transposed_vector<T, 5>();
+  const int vectors = p.c / v;
+  int group = vectors < 8 ? vectors : 8;
+  while (vectors % group != 0) --group;
+  nhwc_register_tile& t = plan.tile;
+  t.group_vectors = group;
+  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
+  t.strip_cols = transposed_block_cols(p.w, p.pad_w);
+  const int rows = transposed_block_rows(p.h, p.pad_h);
+  const long long blocks = static_cast<long long>(p.n) * rows * t.strip_cols;
+  if (blocks >= (1LL << 31)) return false;
+  t.strips = static_cast<int>(blocks);
+  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
+  t.image_row = fast_divmod(static_cast<unsigned>(rows));
+  t.aligned = (!grad_output || aligned16(grad_output)) && (!saved || aligned16(saved)) && (!grad_input || aligned16(grad_input));
+  const int pitch = p.kernel_h == 3 ? register_weight_pitch<3, transposed_vector<T, 3>()>()
+                                    : register_weight_pitch<5, transposed_vector<T, 5>()>();
+  plan.shared_bytes = static_cast<std::size_t>(group) * pitch * sizeof(float);
+  return spread_register_strips(vectors / group, dev, plan);
 }
 
 // The weight gradient's launch on the forward's strips (kernels/depthwise/nhwc_register_weight.hpp).
@@ -193,6 +228,13 @@ auto register_kernel(const depthwise_params& p) {
   return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
     return platform::registered<kernels::depthwise_nhwc_register<T, decltype(k)::value, decltype(s)::value, G>>();
   });
+}
+
+// The stride-2 data gradient's kernel for the problem's filter (3x3 or 5x5) and gate G.
+template <class T, gate_kind G>
+auto register_transposed_kernel(const depthwise_params& p) {
+  return p.kernel_h == 3 ? platform::registered<kernels::depthwise_nhwc_register_transposed<T, 3, G>>()
+                         : platform::registered<kernels::depthwise_nhwc_register_transposed<T, 5, G>>();
 }
 
 template <class T>

@@ -99,6 +99,36 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activation_gradient(F saved, activation 
   return F(1);
 }
 
+// e^x and 1/x for the register kernels' silu gate (gradient_gate.hpp) at the GPU's approximate
+// rates: on NVIDIA ex2.approx.ftz after one multiply (MUFU.EX2; __expf adds a range test and two
+// predicated multiplies for results below 2^-126, where the gate's 1 + e^-z does not need them)
+// and rcp.approx.ftz (MUFU.RCP), each within 2 units of float's roundoff but for the multiply's
+// rounding of x log2(e); AMD's v_exp_f32 and v_rcp_f32; the library's exact functions on the host
+// platform. Where a 16-bit type stages dz the type's rounding (2^-11, 2^-8) hides them; in float
+// they stay within 1e-6 of |dz| for |z| <= 8. 1/inf is 0, 2^-inf is 0.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float approximate_exp(float x) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("ex2.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x * 1.44269504088896341f));
+  return r;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return __expf(x);
+#else
+  return expf(x);
+#endif
+}
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float approximate_reciprocal(float x) {
+#if defined(__CUDA_ARCH__)
+  float r;
+  asm("rcp.approx.ftz.f32 %0, %1;" : "=f"(r) : "f"(x));
+  return r;
+#elif defined(__HIP_DEVICE_COMPILE__)
+  return __builtin_amdgcn_rcpf(x);
+#else
+  return 1.f / x;
+#endif
+}
+
 // Which tensor activation_gradient takes: the forward's output (relu, relu6) or its input.
 constexpr bool gradient_from_output(activation a) { return a == activation::relu || a == activation::relu6; }
 

@@ -195,7 +195,8 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
         for (int j = 0; j < each; ++j) {
           if (!has[j]) continue;
           unsigned v = next[im][j];
-          if constexpr (gated) v = detail::gated_word<T, G>(v, kept[im][j], gate);  // (an element's upper half: 0 x gate)
+          if constexpr (gated)
+            v = GB == 4 ? detail::gated_word<T, G>(v, kept[im][j], gate) : detail::gated_element<T, G>(v, kept[im][j], gate);
           if constexpr (GB == 4)
             pf::shared_store(reinterpret_cast<unsigned*>(image + to[j]), v);
           else

@@ -138,15 +138,36 @@ DSCONV_DEVICE DSCONV_FORCEINLINE register_block_place register_block() {
   return {static_cast<int>(platform::block_idx().x), platform::block_idx().y};
 }
 
+// The block's weights (and biases: 0 where `bias` is null) of its gc channels from c0, as
+// floats in runs of register_weight_pitch<K, V>() a channel vector, the filter rotated where
+// `rotate` (the stride-1 data gradient's).
+template <int K, int V, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void stage_register_weights(float* staged, const T* __restrict__ weight,
+                                                             const T* __restrict__ bias, bool rotate, int c0, int gc,
+                                                             int tid, int threads) {
+  namespace pf = platform;
+  constexpr int pitch = register_weight_pitch<K, V>();
+  for (int c = tid; c < gc; c += threads) {
+    float* run = staged + (c / V) * pitch + c % V;
+DSCONV_UNROLL
+    for (int tap = 0; tap < K * K; ++tap) {
+      const int from = rotate ? K * K - 1 - tap : tap;
+      pf::shared_store(run + tap * V, to_float(pf::load(weight + static_cast<index_t>(c0 + c) * (K * K) + from)));
+    }
+    pf::shared_store(run + K * K * V, bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
+  }
+}
+
 // The strip's epilogue with activation A (a compile-time constant, so the activation's switch
-// folds away): z = acc into `pre` where given, act(z) into `out`, outputs before `count` only.
+// folds away): z = acc into `pre` where given, act(z) into `out`, outputs from `from` and
+// before `count` only.
 template <activation A, class T, int V, int TW>
 DSCONV_DEVICE DSCONV_FORCEINLINE void store_strip(float (&acc)[TW][V], T* out, T* pre, int channel_stride, int count,
-                                                 bool aligned) {
+                                                 bool aligned, int from = 0) {
   constexpr int E = elements_per_word<T>(), W = V / E;
 DSCONV_UNROLL
   for (int o = 0; o < TW; ++o) {
-    if (o >= count) continue;  // (not break: an early exit kept the accumulators out of registers on AMD)
+    if (o < from || o >= count) continue;  // (not break: an early exit kept the accumulators out of registers on AMD)
     platform::vec<unsigned, W> w;
     if (pre) {
 DSCONV_UNROLL
@@ -188,19 +209,10 @@ void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_ti
   const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
 
   // Weights and biases of the block's channels, as floats (register_weight_pitch).
-  constexpr int pitch = detail::register_weight_pitch<K, V>();
   float* staged = pf::dynamic_shared<float>();
-  for (int c = tid; c < gc; c += threads) {
-    float* run = staged + (c / V) * pitch + c % V;
-DSCONV_UNROLL
-    for (int tap = 0; tap < K * K; ++tap) {
-      const int from = s.rotate_filter ? K * K - 1 - tap : tap;
-      pf::shared_store(run + tap * V, to_float(pf::load(weight + static_cast<index_t>(c0 + c) * (K * K) + from)));
-    }
-    pf::shared_store(run + K * K * V, bias ? to_float(pf::load(bias + c0 + c)) : 0.f);
-  }
+  detail::stage_register_weights<K, V>(staged, weight, bias, s.rotate_filter, c0, gc, tid, threads);
   pf::sync_threads();
-  const float* w_s = staged + cv * pitch;  // this thread's vector's taps, then its biases
+  const float* w_s = staged + cv * detail::register_weight_pitch<K, V>();  // this thread's vector's taps, then its biases
 
   if (lane >= t.pixel_lanes) return;
   const int c = c0 + cv * V;
