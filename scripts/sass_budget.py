@@ -320,6 +320,23 @@ def register_transposed_model(t, k, gate=NO_GATE):
     return need, 8 * v * size * (1 + tensors / 4), "block: 2 x 4 elements x %d channels%s" % (v, gate_label(gate))
 
 
+def nchw_register_transposed_model(t, k, gate=NO_GATE):
+    """depthwise_nchw_register_transposed (kernels/depthwise/nchw_register_transposed.hpp) in its
+    16-byte form: one band of rb grad_input rows x 16 bytes of a plane inside the map: its
+    rb / 2 + (k - 1) / 2 dz rows of 16 / size / 2 + (k - 1) / 2 element loads (and the saved
+    tensor's where gated), the taps in registers, rb 16-byte stores. DRAM: the band's elements, and a quarter as
+    many of dz (of each tensor), the minimum."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    tw, rb = 16 // size, header_constant("kernels/depthwise/nchw_register_transposed.hpp", "nchw_transposed_rows")
+    rows, cols = rb // 2 + (k - 1) // 2, tw // 2 + (k - 1) // 2
+    element = (lambda ins: ins.op.startswith("LDG.E.U16")) if size == 2 else \
+        (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"))
+    tensors = 2 if gate != NO_GATE else 1
+    need = {"element loads": (element, rows * cols * tensors), "stores": (is_op("STG.E.128"), rb)}
+    gate_needs(need, gate, rows * cols)
+    return need, rb * tw * size * (1 + tensors / 4), "band: %d rows x %d elements%s" % (rb, tw, gate_label(gate))
+
+
 def register_weight_model(t, k, s, gated=False):
     """depthwise_nhwc_register_weight (kernels/depthwise/nhwc_register_weight.hpp): one strip of
     tw = 4 outputs x v channels (4 for 3x3 filters, 2 for 5x5) inside the map: tw dz vector
@@ -524,6 +541,9 @@ KERNELS = [
     (re.compile(r"depthwise_nchw_matrix_plane<(dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_matrix_plane_models(int(m.group(2)), int(m.group(3)), gate_of(m.group(4)))),
+    (re.compile(r"depthwise_nchw_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: nchw_register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),

@@ -33,8 +33,9 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // documented contract: the tiled variants take their layout with multiplier 1, the data
 // gradient only where pad <= (kernel - 1) * dilation in both dimensions (every test shape's
 // tiles fit shared memory); the register variants take the data gradient of stride 1 of their
-// layout (nhwc_register also of stride 2) with multiplier 1, a square 3x3 or 5x5 filter without
-// dilation, activation none, relu, relu6 or silu, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
+// layout (nhwc_register and nchw_register also of stride 2, at any such padding) with
+// multiplier 1, a square 3x3 or 5x5 filter without dilation, activation none, relu, relu6 or
+// silu, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
 // (nchw_register) padding kernel / 2; nhwc_register takes the weight gradient of the nhwc layout
 // with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
 // in whole 16-byte vectors (any padding and activation); nhwc_matrix nhwc_register's data
@@ -66,11 +67,12 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
       return p.data_layout == layout::nhwc && whole_vectors &&
              (register_data || transposed_data || (ps == pass::weight && register_filter));
     case depthwise_variant::nchw_register:
-      return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2;
+      return p.data_layout == layout::nchw &&
+             ((register_data && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2) || transposed_data);
     case depthwise_variant::nhwc_matrix: return p.data_layout == layout::nhwc && whole_vectors && register_data && tensor_cores;
     case depthwise_variant::nchw_matrix:
-      return supports<T>(depthwise_variant::nchw_register, ps, p) && tensor_cores &&
-             ((p.w % 2 == 0 && p.out_w() % 2 == 0) || (p.h <= 8 && p.w <= 8));
+      return register_data && p.data_layout == layout::nchw && p.pad_h == p.kernel_h / 2 && p.pad_w == p.kernel_w / 2 &&
+             tensor_cores && ((p.w % 2 == 0 && p.out_w() % 2 == 0) || (p.h <= 8 && p.w <= 8));
     default: return true;
   }
 }
@@ -248,20 +250,25 @@ TEMPLATE_TEST_CASE("depthwise backward: tensors misaligned by one element", "[de
 
 TEMPLATE_TEST_CASE("depthwise backward: the stride-2 register data gradient on every padding and map parity",
                    "[depthwise][backward][transposed]", float, dsconv::half, dsconv::bfloat16) {
-  // nhwc_register's transposed kernel places its blocks of 2 x 4 elements of grad_input from
-  // -(pad % 2): every padding a 3x3 and a 5x5 filter admit, odd and even rows and columns,
-  // maps narrower than a block, a block's first column over the map's edge; its channels in
-  // one and in three vectors a block. Each runs through automatic and every variant.
+  // The register variants' transposed kernels place their blocks of 2 rows of grad_input from
+  // row -(pad % 2), NHWC's columns from -(pad % 2) and NCHW's from 0 with the columns' parity a
+  // compile-time constant: every padding a 3x3 and a 5x5 filter admit, odd and even rows and
+  // columns, maps narrower than a block, a block over the map's edge, NCHW rows of whole 16-byte
+  // vectors (16 columns) and not; NHWC channels in one and in three vectors a block. Each runs
+  // through automatic and every variant.
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
   const std::size_t vector = 16 / sizeof(TestType);
   for (const int k : {3, 5})
     for (int pad = 0; pad < k; ++pad)
-      for (const auto& hw : {std::pair<int, int>{9, 10}, std::pair<int, int>{6, 7}, std::pair<int, int>{3, 2}}) {
+      for (const auto& hw : {std::pair<int, int>{9, 10}, std::pair<int, int>{6, 16}, std::pair<int, int>{3, 2}}) {
         if (hw.first + 2 * pad < k || hw.second + 2 * pad < k) continue;
         dsconv::depthwise_params p = make_params(2, static_cast<int>((pad % 2 ? 3 : 1) * vector), hw.first, hw.second, k, k,
                                                  2, 2, pad, pad, 1, 1, 1);
-        p.data_layout = layout::nhwc;
+        p.data_layout = data_layout;
         p.act = pad == 1 ? activation::silu : pad == 2 ? activation::relu6 : activation::none;
-        REQUIRE(dsconv::can_implement_backward_data<TestType>(depthwise_variant::nhwc_register, p) == status::success);
+        const depthwise_variant variant =
+            data_layout == layout::nhwc ? depthwise_variant::nhwc_register : depthwise_variant::nchw_register;
+        REQUIRE(dsconv::can_implement_backward_data<TestType>(variant, p) == status::success);
         check_backward<TestType>(pass::data, p, false);
       }
 }

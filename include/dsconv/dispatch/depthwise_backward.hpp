@@ -6,9 +6,10 @@
 // shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
 // variant takes the transposed problem and the activation is none, relu, relu6 or silu (the
 // forward's register kernels on grad_output with the rotated filter, each word gated as it
-// arrives); nhwc_register also for the data gradient of stride 2 of its filters (its transposed
-// kernel: each element sums its own taps, from dz in registers) and for the weight gradient of
-// the forward's register filters on its strips; nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
+// arrives); nhwc_register and nchw_register also for the data gradient of stride 2 of their
+// filters (their transposed kernels: each element sums its own taps, from dz in registers);
+// nhwc_register for the weight gradient of the forward's register filters on its strips;
+// nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
 // dilation): the data gradient of stride 1 on the forward's tiled kernels (grad_output
 // convolved with the rotated filter), of larger strides on the transposed kernels
 // (each element sums only its own taps), the weight gradient on the forward's tiles with
@@ -33,21 +34,28 @@ namespace detail {
 // Why `variant` of the register family cannot run the data gradient of `p` (empty: it can):
 // gated inline (activations none, relu, relu6 and silu: kernels/common/gradient_gate.hpp); at
 // stride 1 the forward kernel on grad_output with the rotated filter (the transposed problem),
-// within the forward variant's limits for it; at stride 2 nhwc_register's transposed kernel
-// (kernels/depthwise/nhwc_register_transposed.hpp), within the forward's register limits.
+// within the forward variant's limits for it; at stride 2 the layout's register transposed
+// kernel (kernels/depthwise/n*_register_transposed.hpp: nhwc_register and nchw_register), for
+// the register filters (nhwc_register: channels in whole 16-byte vectors; any padding the
+// transposed problem admits).
 template <class T>
 std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
-  const bool transposed_kernel = variant == depthwise_variant::nhwc_register && p.stride_h == 2 && p.stride_w == 2;
+  const bool register_variant = variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register;
+  const bool transposed_kernel = register_variant && p.stride_h == 2 && p.stride_w == 2;
   if ((p.stride_h != 1 || p.stride_w != 1) && !transposed_kernel)
-    return variant == depthwise_variant::nhwc_register ? " runs the data gradient of stride 1 or 2 only"
-                                                       : " runs the data gradient of stride 1 only";
+    return register_variant ? " runs the data gradient of stride 1 or 2 only" : " runs the data gradient of stride 1 only";
   if (!register_gated(p.act)) return " runs the data gradient of activations none, relu, relu6 and silu only";
   if (!transposable(p)) return " needs pad <= (kernel - 1) * dilation in both dimensions";
   if (transposed_kernel) {
-    const std::string limit = register_limits(p, sizeof(T));
-    if (!limit.empty()) return " " + limit;
+    const bool nhwc = variant == depthwise_variant::nhwc_register;
+    const char* limit = nhwc ? register_limits(p, sizeof(T))
+                             : p.data_layout != layout::nchw ? "needs the nchw layout" : register_filter_limits(p);
+    if (*limit) return std::string(" ") + limit;
     register_plan plan;
-    return plan_nhwc_register_transposed<T>(p, dev, nullptr, nullptr, nullptr, plan) ? "" : ": the grid is too large";
+    nchw_register_plan nchw_plan;
+    const bool fits = nhwc ? plan_nhwc_register_transposed<T>(p, dev, nullptr, nullptr, nullptr, plan)
+                           : plan_nchw_register_transposed<T>(p, dev, nullptr, nchw_plan);
+    return fits ? "" : ": the grid is too large";
   }
   return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
 }
@@ -187,12 +195,18 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
     const detail::register_gate by = detail::make_register_gate(gate);
     const auto launch = [&](auto kind) {
       constexpr detail::gate_kind G = decltype(kind)::value;
-      if (p.stride_h == 2) {  // (nhwc_register's transposed kernel: the refusal admits no other)
+      if (p.stride_h == 2) {  // (the register variants' transposed kernels: the refusal admits no other)
         detail::register_plan plan;
-        if (!detail::plan_nhwc_register_transposed<T>(p, dev, grad_output, gate.saved, grad_input, plan))
+        detail::nchw_register_plan nchw_plan;
+        if (variant == depthwise_variant::nhwc_register
+                ? !detail::plan_nhwc_register_transposed<T>(p, dev, grad_output, gate.saved, grad_input, plan)
+                : !detail::plan_nchw_register_transposed<T>(p, dev, grad_input, nchw_plan))
           return detail::invalid(status::unsupported_variant, "depthwise backward data", "the grid is too large");
-        return platform::launch(detail::register_transposed_kernel<T, G>(p), plan.launch(stream), shape, plan.tile,
-                                grad_output, by, weight, grad_input);
+        if (variant == depthwise_variant::nhwc_register)
+          return platform::launch(detail::register_transposed_kernel<T, G>(p), plan.launch(stream), shape, plan.tile,
+                                  grad_output, by, weight, grad_input);
+        return platform::launch(detail::nchw_register_transposed_kernel<T, G>(p), nchw_plan.launch(stream), shape,
+                                nchw_plan.tile, grad_output, by, weight, grad_input);
       }
       return detail::launch_forward_register<T, G>(variant, q, rotated, dev, grad_output, by, weight,
                                                    static_cast<const T*>(nullptr), grad_input, static_cast<T*>(nullptr),

@@ -6,6 +6,7 @@
 
 #include "../config.hpp"
 #include "../kernels/depthwise/nchw_register.hpp"
+#include "../kernels/depthwise/nchw_register_transposed.hpp"
 #include "../params.hpp"
 #include "../platform/platform.hpp"
 #include "depthwise_register_plan.hpp"
@@ -48,21 +49,11 @@ int nchw_register_chunk(const depthwise_params& p, const void* input, const void
   return chunk < element ? element : chunk;
 }
 
-// The plan for `p` (which nchw_register_limits accepts) with the call's tensors (null: a plan
-// for feasibility only, with the narrowest accesses, whose grid is the largest; gated: for the
-// data gradient's kernel); false where the grid would exceed the device's.
-template <class T>
-bool plan_nchw_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
-                        const void* output, const void* pre, nchw_register_plan& plan, bool gated = false) {
+// The threads' bands of plan.tile's strip_cols x bands a plane: one band per thread where that
+// fills the device 8 times over at two resident blocks; more (up to 4, each thread loading its
+// taps once for them) where the grid is larger. False where the grid exceeds the device's.
+inline bool spread_nchw_bands(const depthwise_params& p, const platform::device_properties& dev, nchw_register_plan& plan) {
   nchw_register_tile& t = plan.tile;
-  const int element = static_cast<int>(sizeof(T));
-  t.chunk_bytes = nchw_register_chunk<T>(p, input, output, pre);
-  const int vo = nchw_register_strip(element, p.kernel_h, t.chunk_bytes);
-  const int th = nchw_register_rows(element, p.kernel_h, p.stride_h, t.chunk_bytes, gated);
-  t.strip_cols = (p.out_w() + vo - 1) / vo;
-  t.bands = (p.out_h() + th - 1) / th;
-  // One band per thread where that fills the device 8 times over at two resident blocks; more
-  // (up to 4, each thread loading its taps once for them) where the grid is larger.
   const long long planes = static_cast<long long>(p.n) * p.c;
   const long long one_each = planes * t.bands * t.strip_cols;
   const long long wave = 8LL * dev.multiprocessor_count * nchw_register_resident_blocks * nchw_register_block_threads;
@@ -80,12 +71,50 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
   return true;
 }
 
+// The plan for `p` (which nchw_register_limits accepts) with the call's tensors (null: a plan
+// for feasibility only, with the narrowest accesses, whose grid is the largest; gated: for the
+// data gradient's kernel); false where the grid would exceed the device's.
+template <class T>
+bool plan_nchw_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
+                        const void* output, const void* pre, nchw_register_plan& plan, bool gated = false) {
+  nchw_register_tile& t = plan.tile;
+  const int element = static_cast<int>(sizeof(T));
+  t.chunk_bytes = nchw_register_chunk<T>(p, input, output, pre);
+  const int vo = nchw_register_strip(element, p.kernel_h, t.chunk_bytes);
+  const int th = nchw_register_rows(element, p.kernel_h, p.stride_h, t.chunk_bytes, gated);
+  t.strip_cols = (p.out_w() + vo - 1) / vo;
+  t.bands = (p.out_h() + th - 1) / th;
+  return spread_nchw_bands(p, dev, plan);
+}
+
+// The stride-2 data gradient's plan (kernels/depthwise/nchw_register_transposed.hpp) for `p` (a
+// register filter of stride 2, pad <= kernel - 1) with the call's grad_input (null: for
+// feasibility only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored 16 bytes at a time
+// where grad_input's rows and pointer allow, else element by element; the forward's spread.
+template <class T>
+bool plan_nchw_register_transposed(const depthwise_params& p, const platform::device_properties& dev, const void* grad_input,
+                                   nchw_register_plan& plan) {
+  nchw_register_tile& t = plan.tile;
+  const int element = static_cast<int>(sizeof(T));
+  t.chunk_bytes = grad_input && (p.w * element) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grad_input) % 16 == 0 ? 16 : element;
+  t.strip_cols = (p.w + 16 / element - 1) / (16 / element);
+  t.bands = (p.h + p.pad_h % 2 + nchw_transposed_rows - 1) / nchw_transposed_rows;
+  return spread_nchw_bands(p, dev, plan);
+}
+
 // The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1).
 template <class T, gate_kind G = gate_kind::none>
 auto nchw_register_kernel(const depthwise_params& p) {
   return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
     return platform::registered<kernels::depthwise_nchw_register<T, decltype(k)::value, decltype(s)::value, G>>();
   });
+}
+
+// The stride-2 data gradient's kernel for the problem's filter (3x3 or 5x5) and gate G.
+template <class T, gate_kind G>
+auto nchw_register_transposed_kernel(const depthwise_params& p) {
+  return p.kernel_h == 3 ? platform::registered<kernels::depthwise_nchw_register_transposed<T, 3, G>>()
+                         : platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G>>();
 }
 
 }  // namespace detail

@@ -1,0 +1,125 @@
+#pragma once
+// Depthwise NCHW data gradient of stride 2, register-blocked (the variant nchw_register's data
+// gradient at stride 2): nhwc_register_transposed.hpp's blocks along a plane's rows. A thread
+// takes RB = 4 rows x TW columns (16 bytes of a row) of one plane of grad_input, the rows placed so
+// that iy0 + P is even (from row -(P % 2)) and the columns from a multiple of TW (the stores'
+// alignment), the columns' parity against P a compile-time constant F of the launch: which
+// taps reach which of its elements, and from which of the dz values it holds, is then known at
+// compile time. Row r takes the taps ky = r + K - 1 - 2 d from dz row a - R + d (a = (iy0 + P) /
+// 2, R = (K - 1) / 2, d = 0 .. RB / 2 - 1 + R, where 0 <= ky < K); column q the taps kx of q + F's parity from dz column ox0 +
+// (q + F - kx) / 2 + R - F. So the block reads RB / 2 + R dz rows of TW / 2 + R elements (3 x 5
+// for a 16-bit 3x3 filter, 4 x 4 for float 5x5), each loaded, gated (gradient_gate.hpp) and widened
+// once and multiplied into every element it reaches: K^2 multiply-adds a 2 x 2 quad, the
+// minimum. dz's elements load one by one (a window starts at any column); the block's rows
+// leave as 16-byte stores where grad_input's rows and pointer allow (the plan's chunk_bytes:
+// 16, else one element). The thread keeps its channel's K x K taps in registers for the
+// bands_per_thread blocks it walks down the plane (nchw_register_tile, as the forward's).
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/gradient_gate.hpp"
+#include "../common/words.hpp"
+#include "nchw_register.hpp"
+
+namespace dsconv {
+namespace detail {
+
+// grad_input rows a thread's block takes: 4, two of each parity (each dz row then serves up to
+// 3 of them for a 3x3 filter, 5 for 5x5; 2 rows had left 20 bytes of loads in flight a thread
+// for 16-bit 3x3 filters).
+inline constexpr int nchw_transposed_rows = 4;
+
+}  // namespace detail
+
+namespace kernels {
+
+template <class T, int K, detail::gate_kind G = detail::gate_kind::none>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads, detail::nchw_register_resident_blocks)
+DSCONV_WAVES_PER_SIMD(detail::nchw_register_resident_blocks)
+void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_register_tile t,
+                                        const T* __restrict__ grad_output, detail::register_gate gate,
+                                        const T* __restrict__ weight, T* __restrict__ grad_input) {
+  namespace pf = platform;
+  constexpr bool Gated = G != detail::gate_kind::none;
+  constexpr int TW = 16 / static_cast<int>(sizeof(T)), RB = detail::nchw_transposed_rows, R = (K - 1) / 2;
+  constexpr int DW = TW / 2 + R, DR = RB / 2 + R;  // the dz window's columns and rows
+
+  const unsigned item = pf::block_idx().x * pf::block_dim().x + pf::thread_idx().x;
+  if (item >= static_cast<unsigned>(t.items)) return;
+  const unsigned rest = t.strip_col.div(item), plane = t.band_group.div(rest);
+  const int ix0 = static_cast<int>(item - rest * t.strip_cols) * TW;
+  const int first_band = static_cast<int>(rest - plane * t.band_groups) * t.bands_per_thread;
+  const int c = static_cast<int>(plane - t.plane_channel.div(plane) * s.c);
+
+  float w[K * K];  // the channel's taps, for every block the thread takes
+  DSCONV_UNROLL
+  for (int tap = 0; tap < K * K; ++tap) w[tap] = to_float(pf::load(weight + static_cast<index_t>(c) * (K * K) + tap));
+
+  const index_t dz_plane = static_cast<index_t>(plane) * s.out_h * s.out_w;
+  const T* const dz = grad_output + dz_plane;
+  const T* const saved = Gated ? static_cast<const T*>(gate.saved) + dz_plane : nullptr;
+  T* const plane_out = grad_input + static_cast<index_t>(plane) * s.h * s.w;
+
+  // The blocks with the columns' parity F and stores of CE elements (compile-time constants).
+  const auto blocks = [&](auto parity, auto chunk) {
+    constexpr int F = decltype(parity)::value, CE = decltype(chunk)::value;
+    const int ox0 = (ix0 + s.pad_w - F) / 2 - R + F;  // the dz window's first column
+    const bool columns_inside = ox0 >= 0 && ox0 + DW <= s.out_w;
+    for (int i = 0; i < t.bands_per_thread; ++i) {
+      const int band = first_band + i;
+      if (band >= t.bands) break;
+      const int iy0 = RB * band - s.pad_h % 2, oy0 = (iy0 + s.pad_h) / 2 - R;
+      float acc[RB][TW] = {};
+      // The window's dz rows, each multiplied into the block's rows it reaches. Inside (a
+      // compile-time fact): the window lies inside dz, its loads without tests.
+      const auto rows = [&](auto inside) {
+        DSCONV_UNROLL
+        for (int d = 0; d < DR; ++d) {
+          const int oy = oy0 + d;
+          const bool row_inside = oy >= 0 && oy < s.out_h;
+          float in[DW];
+          DSCONV_UNROLL
+          for (int j = 0; j < DW; ++j) {
+            const int ox = ox0 + j;
+            const index_t at = static_cast<index_t>(oy) * s.out_w + ox;
+            const bool present = decltype(inside)::value || (row_inside && ox >= 0 && ox < s.out_w);
+            in[j] = present ? to_float(pf::load(dz + at)) : 0.f;
+            if constexpr (Gated) in[j] = detail::gated_value<G>(in[j], present ? to_float(pf::load(saved + at)) : 0.f, gate);
+          }
+          DSCONV_UNROLL
+          for (int r = 0; r < RB; ++r) {
+            const int ky = r + K - 1 - 2 * d;
+            if (ky < 0 || ky >= K) continue;  // (the rows this dz row does not reach)
+            DSCONV_UNROLL
+            for (int kx = 0; kx < K; ++kx)
+              DSCONV_UNROLL
+              for (int q = (kx + F) % 2; q < TW; q += 2) acc[r][q] += in[(q + F - kx) / 2 + R - F] * w[ky * K + kx];
+          }
+        }
+      };
+      if (columns_inside && oy0 >= 0 && oy0 + DR <= s.out_h)
+        rows(std::true_type{});
+      else
+        rows(std::false_type{});
+      DSCONV_UNROLL
+      for (int r = 0; r < RB; ++r) {
+        const int iy = iy0 + r;
+        if (iy < 0 || iy >= s.h) continue;
+        detail::store_row<activation::none, T, TW, CE>(acc[r], plane_out + static_cast<index_t>(iy) * s.w + ix0,
+                                                      static_cast<T*>(nullptr), s.w - ix0);
+      }
+    }
+  };
+  using even = std::integral_constant<int, 0>;
+  using odd = std::integral_constant<int, 1>;
+  using vector = std::integral_constant<int, TW>;
+  using element = std::integral_constant<int, 1>;
+  if (t.chunk_bytes == 16)
+    s.pad_w % 2 ? blocks(odd{}, vector{}) : blocks(even{}, vector{});
+  else
+    s.pad_w % 2 ? blocks(odd{}, element{}) : blocks(even{}, element{});
+}
+
+}  // namespace kernels
+}  // namespace dsconv
