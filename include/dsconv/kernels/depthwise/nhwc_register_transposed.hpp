@@ -4,16 +4,16 @@
 // over the taps where both divisions are exact (transposed_taps.hpp), dz = grad_output (times
 // act'() where the layer fused an activation, gated as it arrives: gradient_gate.hpp).
 //
-// A thread takes a block of 2 rows x TW = 4 columns of grad_input for one vector of channels,
-// placed so that iy0 + P and ix0 + P are even: which taps reach which of its elements, and from
-// which of the dz values it holds, is then known at compile time, and no element tests a tap.
-// Row r of the block takes the taps ky = r + K - 1 - 2 d from dz row a - R + d (a = (iy0 + P) / 2,
-// R = (K - 1) / 2, d = 0 .. R); column 2 m + (kx % 2) takes tap kx from dz column b - R + m + R -
-// kx / 2. So the block reads R + 1 dz rows of TW / 2 + R vectors (2 x 3 for a 3x3 filter, 3 x 4
-// for 5x5), straight from global memory, each loaded, gated and widened once and multiplied
-// into every element it reaches: K^2 multiply-adds a 2 x 2 quad of elements, the minimum (the
-// shared-memory tiled kernel it replaces staged dz and read each element's taps from shared
-// memory, with an index division per element). The block's 8 elements of a vector leave as
+// A thread takes a block of 2 rows x TW = 4 columns (2 on AMD) of grad_input for one vector of
+// channels, placed so that iy0 + P and ix0 + P are even: which taps reach which of its elements,
+// and from which of the dz values it holds, is then known at compile time, and no element tests
+// a tap. Row r of the block takes the taps ky = r + K - 1 - 2 d from dz row a - R + d (a = (iy0 +
+// P) / 2, R = (K - 1) / 2, d = 0 .. R); column 2 m + (kx % 2) takes tap kx from dz column b - R +
+// m + R - kx / 2. So the block reads R + 1 dz rows of TW / 2 + R vectors (on NVIDIA 2 x 3 for a
+// 3x3 filter, 3 x 4 for 5x5), straight from global memory, each loaded, gated and widened once
+// and multiplied into every element it reaches: K^2 multiply-adds a 2 x 2 quad of elements, the
+// minimum (the shared-memory tiled kernel it replaces staged dz and read each element's taps
+// from shared memory, with an index division per element). The block's elements leave as
 // 16-byte stores (8-byte for 16-bit 5x5 filters, whose vectors are 4 channels so that the
 // window's widened rows fit the registers, as the forward's at stride 1: register_vector).
 //
@@ -34,12 +34,30 @@ namespace dsconv {
 namespace detail {
 
 // Channels per thread: a 16-byte vector, but 8 bytes of a 16-bit type for 5x5 filters (the
-// forward's register_vector at stride 1), and grad_input columns per block.
+// forward's register_vector at stride 1), and grad_input columns per block: 4, 2 on AMD (hipcc
+// spilled the 5x5 blocks of 4 on gfx906, as it did the forward's strips: register_strip).
 template <class T, int K>
 DSCONV_HOST_DEVICE constexpr int transposed_vector() {
   return register_vector<T, K, 1>();
 }
-inline constexpr int transposed_columns = 4;
+inline constexpr int transposed_columns =
+#if defined(DSCONV_PLATFORM_HIP)
+    2;
+#else
+    4;
+#endif
+
+// dz rows whose loads a thread issues together: all of them on NVIDIA, one at a time on AMD
+// (hipcc hoisted a 5x5 window's loads and spilled the gated float blocks on gfx906, as the
+// forward's register_rows_unrolled).
+template <int K>
+DSCONV_HOST_DEVICE constexpr int transposed_rows_unrolled() {
+#if defined(DSCONV_PLATFORM_HIP)
+  return 1;
+#else
+  return (K + 1) / 2;
+#endif
+}
 
 // The blocks of grad_input of height h, width w and padding (ph, pw) along each dimension:
 // rows of 2 and columns of transposed_columns from -(pad % 2).
@@ -97,7 +115,9 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
     // rows they reach. Inside (a compile-time fact): every row and column of the window lies
     // inside dz, so its loads go without checks or a branch between rows.
     const auto rows = [&](auto inside) {
-      DSCONV_UNROLL
+      // (declared here: clang takes an unroll count from the lambda's own scope only)
+      [[maybe_unused]] constexpr int row_unroll = detail::transposed_rows_unrolled<K>();  // (host: no pragma)
+      DSCONV_UNROLL_BY(row_unroll)
       for (int d = 0; d <= R; ++d) {
         const int oy = oy0 + d;
         words raw[DW];
