@@ -202,8 +202,9 @@ bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device
 }
 
 // f(K, S) (std::integral_constant each) for the problem's filter, one of the register kernels'
-// specialisations: 3x3 or 5x5, stride 1 or 2 (StrideOne: of stride 1 only, as the data gradient
-// runs them; no stride-2 form compiled).
+// specialisations: 3x3 or 5x5, stride 1 or 2 (StrideOne: of stride 1 only, as the stride-1 data
+// gradient runs them; no stride-2 form compiled: the stride-2 data gradient has kernels of its own,
+// n*_register_transposed.hpp).
 template <bool StrideOne = false, class F>
 auto register_filter_case(const depthwise_params& p, F&& f) {
   using k3 = std::integral_constant<int, 3>;
