@@ -240,8 +240,8 @@ DSCONV_HOST_DEVICE constexpr bool packed_clamp_gate() {
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned clamp_gated_word(unsigned dy, unsigned saved, unsigned upper) {
   static_assert(packed_clamp_gate<T>(), "the packed gate: half on sm_53+, bfloat16 on sm_90+");
-  unsigned open, below;
 #if defined(__CUDA_ARCH__)
+  unsigned open, below;
   if constexpr (std::is_same<T, half>::value) {
     asm("set.gt.f16x2.f16x2 %0, %1, %2;" : "=r"(open) : "r"(saved), "r"(0u));
     asm("set.ltu.f16x2.f16x2 %0, %1, %2;" : "=r"(below) : "r"(saved), "r"(upper));
