@@ -89,8 +89,9 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
 
 // The stride-2 data gradient's plan (kernels/depthwise/nchw_register_transposed.hpp) for `p` (a
 // register filter of stride 2, pad <= kernel - 1) with the call's grad_input (null: for
-// feasibility only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored 16 bytes at a time
-// where grad_input's rows and pointer allow, else element by element; the forward's spread.
+// feasibility only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored
+// 16 bytes at a time where grad_input's rows and pointer allow, else element by element; the
+// forward's spread.
 template <class T>
 bool plan_nchw_register_transposed(const depthwise_params& p, const platform::device_properties& dev, const void* grad_input,
                                    nchw_register_plan& plan) {

@@ -71,19 +71,33 @@ struct register_weight_pitch_of {
 
 inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
 
-// The strips of tw outputs that blocks of `group` channel vectors walk (the tile's lanes, strips
-// and their divisors; false where they exceed an int), shared by the forward's and the weight
-// gradient's plans.
-inline bool walk_strips(const depthwise_params& p, int group, int tw, nhwc_register_tile& t) {
+// A block's channel vectors: the most, up to 8, that divide the layer's `vectors` (whole groups:
+// no idle channel lanes).
+inline int register_channel_group(int vectors) {
+  int group = vectors < 8 ? vectors : 8;
+  while (vectors % group != 0) --group;
+  return group;
+}
+
+// The strips that blocks of `group` channel vectors walk, `cols` to a row and `rows` rows to each
+// of `images` images (the tile's lanes, strips and their divisors; false where they exceed an
+// int).
+inline bool walk_rows(int images, int rows, int cols, int group, nhwc_register_tile& t) {
   t.group_vectors = group;
   t.pixel_lanes = static_cast<int>(register_block_threads) / group;
-  t.strip_cols = (p.out_w() + tw - 1) / tw;
-  const long long strips = static_cast<long long>(p.n) * p.out_h() * t.strip_cols;
+  t.strip_cols = cols;
+  const long long strips = static_cast<long long>(images) * rows * cols;
   if (strips >= (1LL << 31)) return false;
   t.strips = static_cast<int>(strips);
-  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
-  t.image_row = fast_divmod(static_cast<unsigned>(p.out_h()));
+  t.strip_row = fast_divmod(static_cast<unsigned>(cols));
+  t.image_row = fast_divmod(static_cast<unsigned>(rows));
   return true;
+}
+
+// The strips of tw outputs of the output rows (walk_rows), shared by the forward's and the
+// weight gradient's plans.
+inline bool walk_strips(const depthwise_params& p, int group, int tw, nhwc_register_tile& t) {
+  return walk_rows(p.n, p.out_h(), (p.out_w() + tw - 1) / tw, group, t);
 }
 
 // The grid of plan.tile's strips over `groups` channel groups (register_block): one strip per
@@ -113,9 +127,7 @@ template <class T>
 bool plan_nhwc_register(const depthwise_params& p, const platform::device_properties& dev, const void* input,
                         const void* output, const void* pre, register_plan& plan, bool gated = false) {
   const int v = register_constant<T, register_vector_of>(p);
-  const int vectors = p.c / v;
-  int group = vectors < 8 ? vectors : 8;
-  while (vectors % group != 0) --group;  // whole groups: no idle channel lanes
+  const int vectors = p.c / v, group = register_channel_group(vectors);
   nhwc_register_tile& t = plan.tile;
   if (!walk_strips(p, group, gated ? register_constant<T, register_strip_of, true>(p) : register_constant<T, register_strip_of>(p), t))
     return false;
@@ -132,19 +144,9 @@ template <class T>
 bool plan_nhwc_register_transposed(const depthwise_params& p, const platform::device_properties& dev,
                                    const void* grad_output, const void* saved, const void* grad_input, register_plan& plan) {
   const int v = p.kernel_h == 3 ? transposed_vector<T, 3>() : transposed_vector<T, 5>();
-  const int vectors = p.c / v;
-  int group = vectors < 8 ? vectors : 8;
-  while (vectors % group != 0) --group;
+  const int vectors = p.c / v, group = register_channel_group(vectors);
   nhwc_register_tile& t = plan.tile;
-  t.group_vectors = group;
-  t.pixel_lanes = static_cast<int>(register_block_threads) / group;
-  t.strip_cols = transposed_block_cols(p.w, p.pad_w);
-  const int rows = transposed_block_rows(p.h, p.pad_h);
-  const long long blocks = static_cast<long long>(p.n) * rows * t.strip_cols;
-  if (blocks >= (1LL << 31)) return false;
-  t.strips = static_cast<int>(blocks);
-  t.strip_row = fast_divmod(static_cast<unsigned>(t.strip_cols));
-  t.image_row = fast_divmod(static_cast<unsigned>(rows));
+  if (!walk_rows(p.n, transposed_block_rows(p.h, p.pad_h), transposed_block_cols(p.w, p.pad_w), group, t)) return false;
   t.aligned = (!grad_output || aligned16(grad_output)) && (!saved || aligned16(saved)) && (!grad_input || aligned16(grad_input));
   const int pitch = p.kernel_h == 3 ? register_weight_pitch<3, transposed_vector<T, 3>()>()
                                     : register_weight_pitch<5, transposed_vector<T, 5>()>();
