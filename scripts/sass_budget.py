@@ -284,16 +284,20 @@ def register_model(t, k, s, gate=NO_GATE):
 
 def nchw_register_model(t, k, s, gate=NO_GATE):
     """depthwise_nchw_register (kernels/depthwise/nchw_register.hpp) in its 16-byte form: one band
-    of th output rows x vo outputs (16 bytes of a row) of one plane, its (th - 1) s + k input rows
-    of s 16-byte loads each (the halo loads are predicated in the same stretch), th 16-byte stores.
-    Gated (the data gradient): the saved tensor's rows too, no activation after."""
+    of th output rows x vo outputs (16 bytes of a row) of one plane, the input rows it reads of s
+    16-byte loads each (the halo loads are predicated in the same stretch): th s, the k - s above
+    them kept from the band before where bands keep them (nchw_register_rolls: a thread's walk
+    after its first band), else (th - 1) s + k; th 16-byte stores. Gated (the data gradient): the
+    saved tensor's rows too, no activation after."""
     gated = gate != NO_GATE
     size = 2 if t in ("half", "bfloat16") else 4
     vo = 16 // size
     # nchw_register_rows (NVIDIA)
-    th = 2 if (k, s) == (5, 2) else (1 if gated and k == 5 else 4) if size == 4 else \
-        (6 if gated else 8) if (k, s) == (3, 1) else 2
-    rows = (th - 1) * s + k
+    th = 2 if (k, s) == (5, 2) else (2 if gated and k == 5 else 4) if size == 4 else \
+        (4 if gated else 8) if (k, s) == (3, 1) else 2
+    # the band's new input rows: the k - s above them are the band before's where bands keep them
+    rolls = not (size == 2 and ((k, s) == (3, 1) and not gated or (k, s) == (5, 2)))
+    rows = th * s if rolls else (th - 1) * s + k
     tensors = 2 if gated else 1
     need = {"vector loads": (is_op("LDG.E.128"), rows * s * tensors), "stores": (is_op("STG.E.128"), th)}
     if not gated:
@@ -335,6 +339,19 @@ def nchw_register_transposed_model(t, k, gate=NO_GATE):
     need = {"element loads": (element, rows * cols * tensors), "stores": (is_op("STG.E.128"), rb)}
     gate_needs(need, gate, rows * cols)
     return need, rb * tw * size * (1 + tensors / 4), "band: %d rows x %d elements%s" % (rb, tw, gate_label(gate))
+
+
+def register_column_model(k, gate):
+    """depthwise_nhwc_register_column (kernels/depthwise/nhwc_register_column.hpp): k output rows of
+    a thread's walk (its loop, unrolled k rows at a time), tw outputs of one float channel each:
+    a new input row a row, tw + k - 1 elements and the saved tensor's at their places (4-byte
+    loads), each gated, and tw 4-byte stores."""
+    tw = 8  # column_strip (NVIDIA)
+    iw = tw + k - 1
+    need = {"loads": (is_op("LDG.E"), 2 * iw * k), "stores": (is_op("STG.E"), tw * k)}
+    gate_needs(need, gate, iw * k)
+    # k rows of tw outputs: each reads grad_output and the saved tensor and writes grad_input (4 bytes each)
+    return need, k * tw * 4 * 3, "%d rows of %d outputs%s" % (k, tw, gate_label(gate))
 
 
 def register_weight_model(t, k, s, gated=False):
@@ -547,6 +564,8 @@ KERNELS = [
     (re.compile(r"depthwise_nhwc_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),
+    (re.compile(r"depthwise_nhwc_register_column<(\d), \(dsconv::detail::gate_kind\)(\d)>"),
+     lambda m: register_column_model(int(m.group(1)), gate_of(m.group(2)))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               gate_of(m.group(4)))),

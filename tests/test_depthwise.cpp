@@ -622,32 +622,34 @@ TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down sever
   // device, launched directly, and checked against the reference.
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
-  for (const int k : {3, 5}) {
-    dsconv::depthwise_params p = make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
-    p.data_layout = layout::nchw;
-    p.act = activation::silu;
-    INFO(describe(p) << ", device " << dev.name);
-    const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
-    const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
-    const std::vector<TestType> input = random_tensor<TestType>(in_count);
-    const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
-    const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
-    std::vector<double> ref(out_count);
-    REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
-            status::success);
-    const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
-    guarded_output<TestType> out(out_count);
-    dsconv::detail::nchw_register_plan plan;
-    REQUIRE(dsconv::detail::plan_nchw_register<TestType>(p, dev, d_input.data(), out.data(), nullptr, plan));
-    REQUIRE(plan.tile.bands_per_thread > 1);
-    REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
-    REQUIRE(dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType>(p), plan.launch({}),
-                                     dsconv::detail::make_shape(p), plan.tile, d_input.data(),
-                                     dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(),
-                                     d_bias.data(), out.data(), static_cast<TestType*>(nullptr)) == status::success);
-    REQUIRE(dsconv::synchronize() == status::success);
-    check_close(out.download_checked(), ref, depthwise_bound(p, input, weight, bias.data()));
-  }
+  // Stride 1 and 2: the rows a band shares with the next (K - S) stay in registers.
+  for (const int k : {3, 5})
+    for (const int stride : {1, 2}) {
+      dsconv::depthwise_params p = make_params(64, 16, 34, 16, k, k, stride, stride, k / 2, k / 2, 1, 1, 1);
+      p.data_layout = layout::nchw;
+      p.act = activation::silu;
+      INFO(describe(p) << ", device " << dev.name);
+      const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+      const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+      const std::vector<TestType> input = random_tensor<TestType>(in_count);
+      const std::vector<TestType> weight = random_tensor<TestType>(static_cast<std::size_t>(p.c) * k * k);
+      const std::vector<TestType> bias = random_tensor<TestType>(static_cast<std::size_t>(p.c));
+      std::vector<double> ref(out_count);
+      REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias.data(), ref.data()) ==
+              status::success);
+      const device_input<TestType> d_input(input), d_weight(weight), d_bias(bias);
+      guarded_output<TestType> out(out_count);
+      dsconv::detail::nchw_register_plan plan;
+      REQUIRE(dsconv::detail::plan_nchw_register<TestType>(p, dev, d_input.data(), out.data(), nullptr, plan));
+      REQUIRE(plan.tile.bands_per_thread > 1);
+      REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
+      REQUIRE(dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType>(p), plan.launch({}),
+                                       dsconv::detail::make_shape(p), plan.tile, d_input.data(),
+                                       dsconv::detail::register_gate{nullptr, 0.f, 0u}, d_weight.data(),
+                                       d_bias.data(), out.data(), static_cast<TestType*>(nullptr)) == status::success);
+      REQUIRE(dsconv::synchronize() == status::success);
+      check_close(out.download_checked(), ref, depthwise_bound(p, input, weight, bias.data()));
+    }
 }
 
 TEST_CASE("depthwise: automatic runs the variant its architecture measured fastest, where that variant runs the call",

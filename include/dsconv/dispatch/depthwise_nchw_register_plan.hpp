@@ -50,15 +50,16 @@ int nchw_register_chunk(const depthwise_params& p, const void* input, const void
 }
 
 // The threads' bands of plan.tile's strip_cols x bands a plane: one band per thread where that
-// fills the device 8 times over at two resident blocks; more (up to 4, each thread loading its
-// taps once for them) where the grid is larger. False where the grid exceeds the device's.
+// fills the device 8 times over at two resident blocks; more (up to 8, each thread loading its
+// taps once for them, and the forward kernel reading the rows two bands share once) where the
+// grid is larger. False where the grid exceeds the device's.
 inline bool spread_nchw_bands(const depthwise_params& p, const platform::device_properties& dev, nchw_register_plan& plan) {
   nchw_register_tile& t = plan.tile;
   const long long planes = static_cast<long long>(p.n) * p.c;
   const long long one_each = planes * t.bands * t.strip_cols;
   const long long wave = 8LL * dev.multiprocessor_count * nchw_register_resident_blocks * nchw_register_block_threads;
   const long long per_thread = one_each / wave;
-  t.bands_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread);
+  t.bands_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 8 ? 8 : per_thread);
   t.band_groups = (t.bands + t.bands_per_thread - 1) / t.bands_per_thread;
   const long long items = planes * t.band_groups * t.strip_cols;
   const long long grid_x = (items + nchw_register_block_threads - 1) / nchw_register_block_threads;

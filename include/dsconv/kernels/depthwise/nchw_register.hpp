@@ -1,12 +1,13 @@
 #pragma once
 // Depthwise NCHW forward, register-blocked (the variant nchw_register). A thread computes a
 // band of TH output rows x VO consecutive outputs (16 bytes of an output row, or 8:
-// nchw_register_strip) of one (image, channel) plane, then the same columns of the next bands (bands_per_thread of them). For a band
-// it reads each of its (TH - 1) * S + K input rows once: the 16 * S bytes under its outputs and
-// the few halo elements either side (which neighbouring threads load too: L1 serves them),
-// widens them to float once, and adds each to the fp32 accumulators of every output row that
-// reads it, times the tap weights, which the thread keeps in registers (one channel per thread:
-// its K x K weights and bias are loaded once, not per output). The outputs leave with bias and
+// nchw_register_strip) of one (image, channel) plane, then the same columns of the next bands (bands_per_thread of them). A band
+// reads (TH - 1) * S + K input rows, the 16 * S bytes under its outputs and the few halo elements
+// either side (which neighbouring threads load too: L1 serves them), widened to float once and
+// added to the fp32 accumulators of every output row that reads them, times the tap weights,
+// which the thread keeps in registers (one channel per thread: its K x K weights and bias are
+// loaded once, not per output); its first K - S rows are the band before's last, kept in
+// registers (nchw_register_rolls), so that a walk reads (and gates) each input row once. The outputs leave with bias and
 // activation applied. In NCHW a plane's rows are contiguous, so the vector runs along the
 // outputs of one channel: the accumulators are TH x VO floats and the widened input row VO S +
 // K - S, which leaves registers for several rows where the NHWC kernel, whose vector runs across
@@ -36,29 +37,42 @@ inline constexpr unsigned nchw_register_block_threads = 256;
 // Registers for two resident blocks at least (128 a thread).
 inline constexpr int nchw_register_resident_blocks = 2;
 
-// Output rows a thread computes per band: each input row is widened once and serves up to K of
-// them, and the band's addressing and epilogue are shared by its rows, so instructions per output
-// fall as TH grows ((TH - 1) S + K rows for TH rows); but all of a band's loads are in registers
-// at once (they are issued together). 8 for 16-bit 3x3 filters at stride 1 on NVIDIA (the 64
-// accumulators and 10 rows of 16 bytes fit 128 registers: 3.8 instructions per DRAM byte on
-// sm_90 where 4 rows took 4.6; hipcc spilled them on gfx906: 4 there), 4 for float, 2 for the
-// other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows and 25 taps) and for 5x5
-// filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half that where memory moves
-// in chunks of 4 bytes or less, one register per element or pair (ptxas spilled the 16-bit 5x5
-// stride 2 band otherwise). Gated (the data gradient, whose saved rows are in registers too): 6
-// rows for 16-bit 3x3 filters on NVIDIA (ptxas spilled 8 for bfloat16), 1 for float 5x5 (2
-// spilled on sm_75 and gfx906; no layer of either network takes it: their 5x5 filters are silu's).
+// Output rows a thread computes per band: the band's addressing and epilogue are shared by its
+// rows, and where bands do not keep their overlap (nchw_register_rolls) each input row is widened
+// once a band and serves up to K of them, so instructions per output fall as TH grows ((TH - 1) S
+// + K rows for TH rows); but all of a band's rows are in registers at once. 8 for 16-bit 3x3
+// filters at stride 1 on NVIDIA (the 64 accumulators and 10 rows of 16 bytes fit 128 registers:
+// 3.8 instructions per DRAM byte on sm_90 where 4 rows took 4.6; hipcc spilled them on gfx906: 4
+// there), 4 for float, 2 for the other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows
+// and 25 taps) and for 5x5 filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half
+// that where memory moves in chunks of 4 bytes or less, one register per element or pair (ptxas
+// spilled the 16-bit 5x5 stride 2 band otherwise). Gated (the data gradient, whose saved rows are
+// loaded too): 4 rows for 16-bit 3x3 filters (6, before the bands kept their overlap, counted
+// 3.5 and 6.3 a byte through the clamp and silu gates, 4 with it 3.3 and 5.4; 6 spilled
+// then), 2 for float 5x5 (4.1 and 4.8 on sm_90; 1 row counted 4.8 and 5.5, with half the bytes in
+// flight).
 DSCONV_HOST_DEVICE constexpr int nchw_register_rows(int element_bytes, int k, int s, int chunk_bytes, bool gated = false) {
 #if defined(DSCONV_PLATFORM_HIP)
   const int rows_16bit_3x3 = 4;
 #else
-  const int rows_16bit_3x3 = gated ? 6 : 8;
+  const int rows_16bit_3x3 = gated ? 4 : 8;
 #endif
   const int rows = k == 5 && s == 2 ? 2
-                   : element_bytes == 4 ? (gated && k == 5 ? 1 : 4)
+                   : element_bytes == 4 ? (gated && k == 5 ? 2 : 4)
                    : k == 3 && s == 1 ? rows_16bit_3x3
                                       : 2;
   return chunk_bytes >= 8 || rows == 1 ? rows : rows / 2;
+}
+
+// Whether a thread's consecutive bands keep their overlap in registers: the K - S input rows a
+// band shares with the next, read (gated) and widened once a walk, not once a band that reads
+// them (for float 5x5 gated bands of 2 rows: 3 times; instructions per DRAM byte on sm_90 fell
+// from 8.8 and 12.1 (bands of 1 row) to 4.1 and 4.8 through the clamp and silu gates). All
+// forms but two whose bands' rows fill the registers already: 16-bit 3x3 filters at stride 1
+// ungated (8 of the band's 10 rows are new; ptxas spilled the 2 kept) and 16-bit 5x5 filters at
+// stride 2 (it spilled 1072 bytes).
+DSCONV_HOST_DEVICE constexpr bool nchw_register_rolls(int element_bytes, int k, int s, bool gated) {
+  return !(element_bytes == 2 && ((k == 3 && s == 1 && !gated) || (k == 5 && s == 2)));
 }
 
 // The widest access, and the bytes of outputs a strip row has with it: 16, but 8 for 5x5 filters
@@ -100,6 +114,7 @@ struct nchw_register_geometry {
   static constexpr int L = K / 2, R = K / 2 + 1 - S;  // halo columns left and right of the VO S under a strip
   static constexpr int IW = L + VO * S + R;           // input columns a strip reads: (VO - 1) S + K
   static constexpr int IR = (TH - 1) * S + K;         // input rows a band reads
+  static constexpr int C = nchw_register_rolls(sizeof(T), K, S, Gated) ? K - S : 0;  // of them, kept from the band before
   static constexpr int CE = CB / static_cast<int>(sizeof(T));  // elements per chunk
   // Halo granules: whole 32-bit words (aligned: the strip starts on a chunk of at least 4 bytes),
   // or single elements where chunks are; for float on NVIDIA, pairs where chunks are of 8 bytes
@@ -177,28 +192,39 @@ DSCONV_UNROLL
   }
 }
 
-// Adds a band's inputs, rows iy0 .. iy0 + IR - 1 of the plane (`plane.at`; G != none: gated by
-// `plane.saved`), times the taps to the TH x VO accumulators: each row read once and multiplied
-// into every output row that reads it. Inside: every row lies inside the map (most bands), so
-// the loads need only the column checks, which are the same for every row.
+// Input row r of a band whose first input row is iy0 (row iy0 + r of the plane `plane.at`; G !=
+// none: gated by `plane.saved`) into x, zeros for a row outside the map (Inside: the caller knows
+// it inside).
+template <class T, int K, int S, int CB, gate_kind G, bool Inside>
+DSCONV_DEVICE DSCONV_FORCEINLINE void read_band_row(const row_source<T>& plane, int iy0, int r, int h, int w, int ix,
+                                                    float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
+  // A row outside the map reads zeros and still multiplies them (no branch).
+  // (32-bit offsets within the plane, which the plan keeps below 2^31 elements: one wide
+  // multiply-add per row forms the address of the strip's first column, and every load of the
+  // row is an immediate offset from it)
+  const int iy = iy0 + r;
+  const bool row_ok = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+  const int at = (row_ok ? iy * w : 0) + ix;
+  read_input_row<T, K, S, CB, G>(row_source<T>{plane.at + at, G != gate_kind::none ? plane.saved + at : nullptr, plane.gate}, ix, w,
+                                 row_ok, x);
+}
+
+// Adds a band's input rows, times the taps, to the TH x VO accumulators: its first C rows from x
+// (the band before's, nchw_register_rolls), the others read into x as they are needed, rows iy0 + C
+// .. iy0 + IR - 1 of the plane, each multiplied into every output row that reads it. Inside: those
+// rows all lie inside the map (most bands), so the loads need only the column checks, which are
+// the same for every row.
 template <class T, int K, int S, int CB, gate_kind G, bool Inside>
 DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const row_source<T>& plane, int iy0, int h, int w, int ix,
                                                       const float (&taps)[K * K],
+                                                      float (&x)[nchw_register_geometry<T, K, S, CB, G != gate_kind::none>::IR]
+                                                                [nchw_register_geometry<T, K, S, CB, G != gate_kind::none>::IW],
                                                       float (&acc)[nchw_register_geometry<T, K, S, CB, G != gate_kind::none>::TH]
                                                                   [nchw_register_geometry<T, K, S, CB, G != gate_kind::none>::VO]) {
   using g = nchw_register_geometry<T, K, S, CB, G != gate_kind::none>;
 DSCONV_UNROLL
   for (int r = 0; r < g::IR; ++r) {
-    // A row outside the map reads zeros and still multiplies them (no branch).
-    // (32-bit offsets within the plane, which the plan keeps below 2^31 elements: one wide
-    // multiply-add per row forms the address of the strip's first column, and every load of the
-    // row is an immediate offset from it)
-    const int iy = iy0 + r;
-    const bool row_ok = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
-    float x[g::IW];
-    const int at = (row_ok ? iy * w : 0) + ix;
-    read_input_row<T, K, S, CB, G>(row_source<T>{plane.at + at, G != gate_kind::none ? plane.saved + at : nullptr, plane.gate}, ix,
-                                       w, row_ok, x);
+    if (r >= g::C) read_band_row<T, K, S, CB, G, Inside>(plane, iy0, r, h, w, ix, x[r]);
     // Input row r is filter row r - o S of output row o.
 DSCONV_UNROLL
     for (int o = 0; o < g::TH; ++o) {
@@ -207,7 +233,7 @@ DSCONV_UNROLL
 DSCONV_UNROLL
       for (int kx = 0; kx < K; ++kx)
 DSCONV_UNROLL
-        for (int e = 0; e < g::VO; ++e) acc[o][e] += x[e * S + kx] * taps[ky * K + kx];
+        for (int e = 0; e < g::VO; ++e) acc[o][e] += x[r][e * S + kx] * taps[ky * K + kx];
     }
   }
 }
@@ -280,6 +306,13 @@ DSCONV_UNROLL
     constexpr int TH = g::TH, VO = g::VO;
     const int ox0 = strip_col * VO, ix = ox0 * S;  // ix: the first column under the strip (a chunk boundary)
     const int count = s.out_w - ox0;
+    // The band's input rows; its first C are the band before's last (nchw_register_rolls), read
+    // for the walk's first band before it.
+    constexpr int C = g::C;
+    float x[g::IR][g::IW];
+DSCONV_UNROLL
+    for (int r = 0; r < C; ++r)
+      detail::read_band_row<T, K, S, CB, G, false>(source, first_band * TH * S - g::L, r, s.h, s.w, ix, x[r]);
     for (int i = 0; i < t.bands_per_thread; ++i) {
       const int band = first_band + i;
       if (band >= t.bands) break;
@@ -290,10 +323,14 @@ DSCONV_UNROLL
 DSCONV_UNROLL
         for (int e = 0; e < VO; ++e) acc[o][e] = b;
       const int iy0 = oy0 * S - g::L;
-      if (iy0 >= 0 && iy0 + g::IR <= s.h)
-        detail::accumulate_band<T, K, S, CB, G, true>(source, iy0, s.h, s.w, ix, w, acc);
+      if (iy0 + C >= 0 && iy0 + g::IR <= s.h)
+        detail::accumulate_band<T, K, S, CB, G, true>(source, iy0, s.h, s.w, ix, w, x, acc);
       else
-        detail::accumulate_band<T, K, S, CB, G, false>(source, iy0, s.h, s.w, ix, w, acc);
+        detail::accumulate_band<T, K, S, CB, G, false>(source, iy0, s.h, s.w, ix, w, x, acc);
+DSCONV_UNROLL
+      for (int j = 0; j < C; ++j)
+DSCONV_UNROLL
+        for (int e = 0; e < g::IW; ++e) x[j][e] = x[g::IR - C + j][e];
       detail::with_activation(s.act, [&](auto a) {
 DSCONV_UNROLL
         for (int o = 0; o < TH; ++o) {
