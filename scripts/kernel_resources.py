@@ -415,6 +415,7 @@ def occupancy_tables(rows, plan_tool, out_dir):
 BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nhwc_register_weight": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nhwc_register_transposed": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
+                 "depthwise_nhwc_register_column": ("kernels/depthwise/nhwc_register_column.hpp", "column_block_threads"),
                  "depthwise_nchw_register_transposed": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nhwc_matrix": ("kernels/depthwise/nhwc_matrix.hpp", "matrix_block_threads"),
@@ -594,8 +595,10 @@ def main():
     # (nchw_matrix's plane form moves a plane's 4-byte words or 2-byte elements: planes of at
     # most 16 x 16 start where their image and channel put them; nchw_matrix_plane.hpp.)
     # (The NCHW stride-2 data gradient loads grad_output element by element: its blocks' dz
-    # windows start at any column; nchw_register_transposed.hpp.)
-    plane_items = lambda r: r["kernel"].startswith(("depthwise_nchw_matrix_plane<", "depthwise_nchw_register_transposed<"))
+    # windows start at any column; nchw_register_transposed.hpp. The float NHWC data gradient
+    # through a gate takes one channel a thread: nhwc_register_column.hpp.)
+    plane_items = lambda r: r["kernel"].startswith(("depthwise_nchw_matrix_plane<", "depthwise_nchw_register_transposed<",
+                                                    "depthwise_nhwc_register_column<"))
     expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r) and not plane_items(r)) or
                              r["kernel"].startswith("pointwise_nhwc_stream") or
                              re.search(r"mma_tile<128, 128, .*, true>", r["kernel"]) or

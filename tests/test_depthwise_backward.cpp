@@ -77,6 +77,61 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
   }
 }
 
+// The data gradient of `p` (its act: the fused activation whose gradient applies) into ref, from
+// the double reference, and its bound from |dz| and the filter.
+template <class T>
+error_bound data_gradient_reference(const dsconv::depthwise_params& p, const std::vector<T>& dy, const std::vector<T>& w,
+                                    const std::vector<T>& saved, std::vector<double>& ref) {
+  dsconv::depthwise_params plain = p;
+  plain.act = activation::none;
+  const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+  std::vector<double> t2(in_count);
+  ref.resize(in_count);
+  REQUIRE(dsconv::reference::depthwise_backward_data(p, dy.data(), w.data(), ref.data(), saved.data()) == status::success);
+  REQUIRE(dsconv::reference::depthwise_backward_data(plain, squares(gradient_scale(dy, saved, p.act)).data(), squares(w).data(),
+                                                     t2.data()) == status::success);
+  // The NHWC tiles stage dz as T (16-bit types stay 16-bit there), and so do the NCHW register
+  // kernels through the silu gate: a gated dz is rounded once, relatively and, where it is
+  // subnormal, by up to the type's rounding floor times each |w|. (The clamp gate's x * 1 and
+  // x * 0 are exact.)
+  const bool rounds =
+      p.act != activation::none && (p.data_layout == layout::nhwc || p.act == activation::silu) && sizeof(T) == 2;
+  const int taps = p.kernel_h * p.kernel_w * p.multiplier;
+  double w_max = 0;
+  for (const T& v : w) w_max = std::max(w_max, std::fabs(static_cast<double>(dsconv::to_float(v))));
+  return bound_from(t2, taps, rounds ? unit_roundoff<T>() : 0, rounds ? rounding_floor<T>() * taps * w_max : 0);
+}
+
+// Runs the stride-1 data gradient of `p` (random grad_output, filter and saved tensor) as the
+// dispatch launches a register kernel for it, launch(kind, q, shape, gate, grad_output, weight,
+// grad_input) with the transposed problem q, its shape with the filter rotated, the gate of p's
+// activation and its kind (a std::integral_constant of gate_kind), and checks grad_input against
+// the reference.
+template <class T, class F>
+void check_transposed_launch(const dsconv::depthwise_params& p, F&& launch) {
+  const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
+  const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
+  const std::vector<T> w = random_tensor<T>(static_cast<std::size_t>(p.c) * p.kernel_h * p.kernel_w);
+  const std::vector<T> dy = random_tensor<T>(out_count), saved = saved_activation_tensor<T>(out_count);
+  std::vector<double> ref;
+  const error_bound bound = data_gradient_reference(p, dy, w, saved, ref);
+  const device_input<T> d_dy(dy), d_w(w), d_saved(saved);
+  guarded_output<T> grad(in_count);
+  const dsconv::depthwise_params q = dsconv::detail::transposed_problem(p);
+  dsconv::detail::depthwise_shape rotated = dsconv::detail::make_shape(q);
+  rotated.rotate_filter = true;
+  const dsconv::detail::register_gate gate = dsconv::detail::make_register_gate(
+      dsconv::detail::gate_tensor<T>{p.act == activation::none ? nullptr : d_saved.data(), p.act});
+  const auto run = [&](auto kind) { return launch(kind, q, rotated, gate, d_dy.data(), d_w.data(), grad.data()); };
+  using kind = dsconv::detail::gate_kind;
+  const kind g = dsconv::detail::gate_kind_of(p.act);
+  REQUIRE((g == kind::silu    ? run(std::integral_constant<kind, kind::silu>{})
+           : g == kind::clamp ? run(std::integral_constant<kind, kind::clamp>{})
+                              : run(std::integral_constant<kind, kind::none>{})) == status::success);
+  REQUIRE(dsconv::synchronize() == status::success);
+  check_close(grad.download_checked(), ref, bound);
+}
+
 // Runs pass `ps` of `p` (its act: the fused activation whose gradient the call applies) with
 // random data through automatic and every variant (the weight gradient with and without a
 // workspace); each result against the reference, each refusal before anything was launched
@@ -94,28 +149,16 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
   plain.act = activation::none;
 
   // The reference through the activation, and the bound from |dz| and the other operand.
-  const std::vector<float> dz2 = squares(gradient_scale(dy, saved, p.act));
   std::vector<double> ref, ref_bias(p.out_c()), t2, b2(p.out_c());
   error_bound bound, bias_bound;
   if (ps == pass::data) {
-    ref.resize(in_count), t2.resize(in_count);
-    REQUIRE(dsconv::reference::depthwise_backward_data(p, dy.data(), w.data(), ref.data(), saved.data()) == status::success);
-    REQUIRE(dsconv::reference::depthwise_backward_data(plain, dz2.data(), squares(w).data(), t2.data()) == status::success);
-    // The NHWC tiles stage dz as T (16-bit types stay 16-bit there), and so do the NCHW register
-    // kernels through the silu gate: a gated dz is rounded once, relatively and, where it is
-    // subnormal, by up to the type's rounding floor times each |w|. (The clamp gate's x * 1 and
-    // x * 0 are exact.)
-    const bool rounds =
-        p.act != activation::none && (p.data_layout == layout::nhwc || p.act == activation::silu) && sizeof(T) == 2;
-    const int taps = p.kernel_h * p.kernel_w * p.multiplier;
-    double w_max = 0;
-    for (const T& v : w) w_max = std::max(w_max, std::fabs(static_cast<double>(dsconv::to_float(v))));
-    bound = bound_from(t2, taps, rounds ? unit_roundoff<T>() : 0, rounds ? rounding_floor<T>() * taps * w_max : 0);
+    bound = data_gradient_reference(p, dy, w, saved, ref);
   } else {
     ref.resize(w_count), t2.resize(w_count);
     REQUIRE(dsconv::reference::depthwise_backward_weight(p, x.data(), dy.data(), ref.data(), ref_bias.data(), saved.data()) ==
             status::success);
-    REQUIRE(dsconv::reference::depthwise_backward_weight(plain, squares(x).data(), dz2.data(), t2.data(), b2.data()) ==
+    REQUIRE(dsconv::reference::depthwise_backward_weight(plain, squares(x).data(), squares(gradient_scale(dy, saved, p.act)).data(),
+                                                         t2.data(), b2.data()) ==
             status::success);
     const int products = static_cast<int>(out_count / p.out_c());
     bound = bound_from(t2, products, 0);
@@ -270,6 +313,73 @@ TEMPLATE_TEST_CASE("depthwise backward: the stride-2 register data gradient on e
             data_layout == layout::nhwc ? depthwise_variant::nhwc_register : depthwise_variant::nchw_register;
         REQUIRE(dsconv::can_implement_backward_data<TestType>(variant, p) == status::success);
         check_backward<TestType>(pass::data, p, false);
+      }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where threads walk down several bands",
+                   "[depthwise][backward][shapes]", float, dsconv::half) {
+  // A thread's bands keep the input rows they share with the next, gated once
+  // (nchw_register_rolls). The plan gives a thread several bands only where the grid would fill
+  // the device 8 times over, which no test-sized problem does on a real profile: planned here for
+  // a one-multiprocessor device, launched as the dispatch launches the stride-1 data gradient (the
+  // forward kernel on grad_output, the filter rotated, gated by the saved tensor), against the
+  // reference.
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5})
+    for (const activation act : {activation::silu, activation::relu6, activation::none}) {
+      dsconv::depthwise_params p = make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+      p.data_layout = layout::nchw;
+      p.act = act;
+      INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
+      check_transposed_launch<TestType>(p, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
+                                               const TestType* dy, const TestType* w, TestType* grad) {
+        dsconv::detail::nchw_register_plan plan;
+        REQUIRE(dsconv::detail::plan_nchw_register<TestType>(q, dev, dy, grad, nullptr, plan, act != activation::none));
+        REQUIRE(plan.tile.bands_per_thread > 1);
+        REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
+        return dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType, decltype(kind)::value>(q),
+                                        plan.launch({}), rotated, plan.tile, dy, gate, w, static_cast<const TestType*>(nullptr),
+                                        grad, static_cast<TestType*>(nullptr));
+      });
+    }
+}
+
+TEST_CASE("depthwise backward: the float NHWC data gradient through a gate on threads that walk down many rows",
+          "[depthwise][backward][shapes]") {
+  // nhwc_register runs the float data gradient of stride 1 through a gate on the column kernel
+  // (kernels/depthwise/nhwc_register_column.hpp): a thread's walk keeps the K - 1 rows the next
+  // output row shares in registers, on NVIDIA in a ring unrolled K rows at a time. Its plan gives
+  // a thread many rows only where the grid fills the device twice over, which no test-sized
+  // problem does on a real profile: planned here for a one-multiprocessor device (walks of 12 and
+  // 11 rows: the ring wraps, and a walk ends inside an unrolled iteration), launched as the
+  // dispatch launches it, against the reference; 7 channels (a warp's threads span pixels), 19
+  // columns (strips over both edges and a strip of 3), every padding a filter's transposed
+  // problem admits at its ends and middle.
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5})
+    for (const int pad : {0, k / 2, k - 1})
+      for (const activation act : {activation::silu, activation::relu6}) {
+        dsconv::depthwise_params p = make_params(32, 7, 23, 19, k, k, 1, 1, pad, pad, 1, 1, 1);
+        p.data_layout = layout::nhwc;
+        p.act = act;
+        INFO(describe(p) << ", device " << dev.name);
+        check_transposed_launch<float>(p, [&](auto kind, const auto& q, const auto& rotated, const auto& gate, const float* dy,
+                                              const float* w, float* grad) {
+          constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
+          if constexpr (G == dsconv::detail::gate_kind::none) {  // (the kernel is compiled for the gates only)
+            FAIL("no gate");
+            return status::unsupported_variant;
+          } else {
+            dsconv::detail::register_column_plan plan;
+            REQUIRE(dsconv::detail::plan_nhwc_register_column(q, dev, plan));
+            CHECK(plan.tile.rows_per_thread == 12);
+            CHECK(plan.tile.row_groups == 2);
+            return dsconv::platform::launch(dsconv::detail::register_column_kernel<G>(q), plan.launch({}), rotated, plan.tile,
+                                            dy, gate, w, grad);
+          }
+        });
       }
 }
 

@@ -10,6 +10,7 @@
 #include "depthwise_nchw_matrix_plan.hpp"
 #include "depthwise_nchw_register_plan.hpp"
 #include "depthwise_plan.hpp"
+#include "depthwise_register_column_plan.hpp"
 #include "depthwise_register_plan.hpp"
 #include "launch_shape.hpp"
 #include "prepare.hpp"
@@ -57,9 +58,11 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
   const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
   if (!limit.empty()) return " " + limit;
   register_plan plan;
+  register_column_plan column_plan;
   nchw_register_plan nchw_plan;
-  const bool fits = nhwc ? plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated)
-                         : plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, nchw_plan, gated);
+  const bool fits = !nhwc                     ? plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, nchw_plan, gated)
+                    : runs_column<T>(gated) ? plan_nhwc_register_column(p, dev, column_plan)
+                                              : plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated);
   return fits ? "" : ": the grid is too large";
 }
 
@@ -153,7 +156,8 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
 
 // Launches the kernel of `variant` of the register family for the forward of shape `s` (the
 // layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
-// through the gate, the filter rotated). Accesses are as wide as every tensor's alignment
+// through the gate, the filter rotated; nhwc_register's for float on the column kernel,
+// runs_column). Accesses are as wide as every tensor's alignment
 // allows, the gate's saved tensor included; nchw_matrix, whose accesses are words, runs as
 // nchw_register (the same operation) where a tensor is not aligned to 4 bytes.
 template <class T, gate_kind G>
@@ -176,10 +180,16 @@ status launch_forward_register(depthwise_variant variant, const depthwise_params
   }
   const T* least = least_aligned(input, gate.saved);
   if (variant == depthwise_variant::nhwc_register) {
-    register_plan rp;
-    if (plan_nhwc_register<T>(p, dev, least, output, pre_activation, rp, G != gate_kind::none))
-      return platform::launch(register_kernel<T, G>(p), rp.launch(stream), s, rp.tile, input, gate, weight, bias,
-                              output, pre_activation);
+    if constexpr (runs_column<T>(G != gate_kind::none)) {
+      register_column_plan cp;
+      if (plan_nhwc_register_column(p, dev, cp))
+        return platform::launch(register_column_kernel<G>(p), cp.launch(stream), s, cp.tile, input, gate, weight, output);
+    } else {
+      register_plan rp;
+      if (plan_nhwc_register<T>(p, dev, least, output, pre_activation, rp, G != gate_kind::none))
+        return platform::launch(register_kernel<T, G>(p), rp.launch(stream), s, rp.tile, input, gate, weight, bias,
+                                output, pre_activation);
+    }
   } else {
     nchw_register_plan rp;
     if (plan_nchw_register<T>(p, dev, least, output, pre_activation, rp, G != gate_kind::none))

@@ -6,15 +6,16 @@
 // shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
 // variant takes the transposed problem and the activation is none, relu, relu6 or silu (the
 // forward's register kernels on grad_output with the rotated filter, each word gated as it
-// arrives); nhwc_register and nchw_register also for the data gradient of stride 2 of their
-// filters (their transposed kernels: each element sums its own taps, from dz in registers);
-// nhwc_register for the weight gradient of the forward's register filters on its strips;
-// nchw_tiled and nhwc_tiled (multiplier 1; the data gradient also needs pad <= (kernel - 1) *
-// dilation): the data gradient of stride 1 on the forward's tiled kernels (grad_output
-// convolved with the rotated filter), of larger strides on the transposed kernels
-// (each element sums only its own taps), the weight gradient on the forward's tiles with
-// per-block sums added in a fixed order (with a workspace, over more blocks: the same bits on
-// every run either way).
+// arrives; nhwc_register's float data gradient through a gate on a kernel of its own whose
+// threads walk down rows, gating each input once: nhwc_register_column.hpp); nhwc_register and
+// nchw_register also for the data gradient of stride 2 of their filters (their transposed
+// kernels: each element sums its own taps, from dz in registers); nhwc_register for the weight
+// gradient of the forward's register filters on its strips; nchw_tiled and nhwc_tiled
+// (multiplier 1; the data gradient also needs pad <= (kernel - 1) * dilation): the data gradient
+// of stride 1 on the forward's tiled kernels (grad_output convolved with the rotated filter), of
+// larger strides on the transposed kernels (each element sums only its own taps), the weight
+// gradient on the forward's tiles with per-block sums added in a fixed order (with a workspace,
+// over more blocks: the same bits on every run either way).
 
 #include <string>
 

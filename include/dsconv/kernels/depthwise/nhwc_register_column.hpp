@@ -1,0 +1,164 @@
+#pragma once
+// The stride-1 data gradient of float NHWC layers with a fused activation (the variant
+// nhwc_register's, gate G clamp or silu): the forward on grad_output with the filter rotated, each
+// element of grad_output multiplied by the activation's derivative at the saved tensor's element
+// (kernels/common/gradient_gate.hpp). nhwc_register's strips (a row of 4 outputs x a 16-byte
+// vector a thread) read each input row once per strip that reads it, K times for the K output rows
+// under it and about twice across its strips' halos: the gate's 8 instructions an element (silu)
+// were spent 10 times over for a 5x5 filter, 11.3 instructions per DRAM byte on sm_90 through the
+// silu gate. Here a thread takes one channel and a strip of column_strip outputs along a row, and
+// walks down rows_per_thread output rows: the K - 1 input rows the next output row shares with
+// this one stay in registers, widened and gated, so each input element is loaded and gated once
+// per walk (and (TW + K - 1) / TW times across the strips of a row). One channel a thread: the
+// window of K rows of a 16-byte vector would not fit the registers (5 rows x 12 columns x 4
+// channels); threads take consecutive channels of a pixel first, so a warp's 4-byte loads cover
+// 128 contiguous bytes, then strip columns, row groups and images.
+// Requires float, multiplier 1, a square 3x3 or 5x5 filter of stride 1 without dilation (the
+// data gradient's transposed problem: any padding up to K - 1 there).
+
+#include <type_traits>
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/fast_divmod.hpp"
+#include "../common/gradient_gate.hpp"
+
+namespace dsconv {
+namespace detail {
+
+inline constexpr unsigned column_block_threads = 256;
+inline constexpr int column_resident_blocks = 2;
+// Outputs a thread computes along a row: the window of K rows x (TW + K - 1) gated floats and
+// its K x K taps in registers. 8 on NVIDIA (each input read 1.5 times for a 5x5 filter: 5.4
+// instructions per DRAM byte on sm_90 through the silu gate, 6 outputs 5.5, 4 outputs 6.1); 4
+// on AMD, where hipcc spilled 8 (332 bytes a lane for 5x5 filters on gfx906).
+inline constexpr int column_strip =
+#if defined(DSCONV_PLATFORM_HIP)
+    4;
+#else
+    8;
+#endif
+
+// Whether the walk is unrolled K rows at a time, its window a ring whose slots are compile-time
+// (NVIDIA: the K - 1 rows' copies a row had taken 48 moves of 780 instructions for 5x5, sm_90);
+// on AMD one row at a time, the window's rows copied down (hipcc hoisted the unrolled rows'
+// loads and spilled 172 bytes a lane for 5x5 filters on gfx906).
+inline constexpr bool column_ring =
+#if defined(DSCONV_PLATFORM_HIP)
+    false;
+#else
+    true;
+#endif
+
+struct nhwc_column_tile {
+  int strip_cols;       // strips per output row: ceil(out_w / column_strip)
+  int row_groups;       // groups of rows_per_thread output rows per image
+  int rows_per_thread;  // output rows a thread walks down
+  int items;            // threads with work: n * row_groups * strip_cols * c
+  fast_divmod channel{1u};    // item -> (rest, channel): by c
+  fast_divmod strip_col{1u};  // rest -> (image row group, strip column): by strip_cols
+  fast_divmod row_group{1u};  // image row group -> (image, row group): by row_groups
+};
+
+}  // namespace detail
+
+namespace kernels {
+
+// s: the transposed problem's shape (input grad_output, output grad_input, the filter rotated).
+template <int K, detail::gate_kind G>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::column_block_threads, detail::column_resident_blocks)
+DSCONV_WAVES_PER_SIMD(detail::column_resident_blocks)
+void depthwise_nhwc_register_column(detail::depthwise_shape s, detail::nhwc_column_tile t, const float* __restrict__ input,
+                                    detail::register_gate gate, const float* __restrict__ weight,
+                                    float* __restrict__ output) {
+  namespace pf = platform;
+  constexpr int TW = detail::column_strip, IW = TW + K - 1;
+  const unsigned item = pf::block_idx().x * pf::block_dim().x + pf::thread_idx().x;
+  if (item >= static_cast<unsigned>(t.items)) return;
+  const unsigned rest = t.channel.div(item), image_group = t.strip_col.div(rest), n = t.row_group.div(image_group);
+  const int c = static_cast<int>(item - rest * s.c);
+  const int ox0 = static_cast<int>(rest - image_group * t.strip_cols) * TW;
+  const int oy0 = static_cast<int>(image_group - n * t.row_groups) * t.rows_per_thread;
+
+  float w[K * K];
+DSCONV_UNROLL
+  for (int tap = 0; tap < K * K; ++tap)
+    w[tap] = pf::load(weight + static_cast<index_t>(c) * (K * K) + (s.rotate_filter ? K * K - 1 - tap : tap));
+
+  const int ix0 = ox0 - s.pad_w;
+  // (offsets within the image in 32 bits: the plan keeps an image below 2^31 elements)
+  // (32-bit offsets from the tensors' own pointers, which the plan keeps below 2^31 elements:
+  // a load's address is then the offset on the kernel parameter's uniform register)
+  const unsigned image_at = n * static_cast<unsigned>(s.h * s.w * s.c) + static_cast<unsigned>(c);
+  const float* saved = static_cast<const float*>(gate.saved);
+  // The walk, its columns all inside the map or not (a compile-time fact: no per-element test on
+  // the strips inside).
+  const auto walk = [&](auto all_inside) {
+    // Input row iy under the strip into x, gated; zeros outside the map (the padding). Every load
+    // of a row is issued before its first product needs it.
+    const auto read_row = [&](int iy, float (&x)[IW]) {
+      if (static_cast<unsigned>(iy) >= static_cast<unsigned>(s.h)) {
+DSCONV_UNROLL
+        for (int j = 0; j < IW; ++j) x[j] = 0.f;
+        return;
+      }
+      unsigned at = image_at + static_cast<unsigned>((iy * s.w + ix0) * s.c);
+      float dy[IW], kept[IW];
+DSCONV_UNROLL
+      for (int j = 0; j < IW; ++j) {
+        const bool inside = decltype(all_inside)::value || static_cast<unsigned>(ix0 + j) < static_cast<unsigned>(s.w);
+        dy[j] = inside ? pf::load(input + at) : 0.f;
+        kept[j] = inside ? pf::load(saved + at) : 0.f;
+        at += static_cast<unsigned>(s.c);
+      }
+DSCONV_UNROLL
+      for (int j = 0; j < IW; ++j) x[j] = detail::gated_value<G>(dy[j], kept[j], gate);
+    };
+
+    // The window: input row oy - pad_h + r of output row oy in x[(oy - oy0 + r) % K] (column_ring:
+    // a ring, its slots compile-time in a walk unrolled K rows at a time; else in x[r], the rows
+    // copied down after each output row), the first K - 1 read before the walk, the last at each
+    // row.
+    constexpr int U = detail::column_ring ? K : 1;  // output rows an iteration of the walk
+    float x[K][IW];
+    const int iy0 = oy0 - s.pad_h;
+DSCONV_UNROLL
+    for (int r = 0; r < K - 1; ++r) read_row(iy0 + r, x[r]);
+    const int count = s.out_w - ox0, left = s.out_h - oy0, rows = t.rows_per_thread < left ? t.rows_per_thread : left;
+    for (int i0 = 0; i0 < rows; i0 += U) {
+DSCONV_UNROLL
+      for (int u = 0; u < U; ++u) {
+        const int i = i0 + u;
+        if (i >= rows) return;
+        read_row(iy0 + i + K - 1, x[(u + K - 1) % K]);
+        float acc[TW];
+DSCONV_UNROLL
+        for (int o = 0; o < TW; ++o) acc[o] = 0.f;
+DSCONV_UNROLL
+        for (int ky = 0; ky < K; ++ky)
+DSCONV_UNROLL
+          for (int kx = 0; kx < K; ++kx)
+DSCONV_UNROLL
+            for (int o = 0; o < TW; ++o) acc[o] += x[(u + ky) % K][o + kx] * w[ky * K + kx];
+        float* out = output + ((static_cast<index_t>(n) * s.out_h + oy0 + i) * s.out_w + ox0) * s.c + c;
+DSCONV_UNROLL
+        for (int o = 0; o < TW; ++o)
+          if (decltype(all_inside)::value || o < count) pf::store(out + o * s.c, acc[o]);
+        if constexpr (U == 1) {
+DSCONV_UNROLL
+          for (int r = 0; r < K - 1; ++r)
+DSCONV_UNROLL
+            for (int j = 0; j < IW; ++j) x[r][j] = x[r + 1][j];
+        }
+      }
+    }
+  };
+  if (ix0 >= 0 && ix0 + IW <= s.w)
+    walk(std::true_type{});
+  else
+    walk(std::false_type{});
+}
+
+}  // namespace kernels
+}  // namespace dsconv
