@@ -42,6 +42,7 @@ import struct
 import subprocess
 import sys
 import tempfile
+import time
 
 import sass_budget
 
@@ -518,6 +519,7 @@ def find_plan_tool():
 
 
 def main():
+    started = time.monotonic()
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "results"))
     parser.add_argument("--plan-tool", default=None, help="the host build's bench/dsconv_plan_launches")
@@ -535,12 +537,21 @@ def main():
     # first. A kernel two operations launch (the fused block's helpers) is one row per target.
     builds = [(function, target, operation) for operation, _ in OPERATIONS for function, target in targets]
     rows, seen = [], set()
+
+    def timed(build):  # (each build's time in the log: what the step's minutes go to)
+        function, target, operation = build
+        start = time.monotonic()
+        built = function(target, operation)
+        print(f"{operation} kernels for {target}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+        return built
+
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:
-        for built in pool.map(lambda b: b[0](b[1], b[2]), builds):
+        for built in pool.map(timed, builds):
             for r in built:
                 if (r["mangled"], r["target"]) not in seen:
                     seen.add((r["mangled"], r["target"]))
                     rows.append(r)
+    print(f"every build: {time.monotonic() - started:.0f} s", file=sys.stderr, flush=True)
     if not rows:
         print("no GPU compiler found", file=sys.stderr)
         return 2
@@ -655,6 +666,7 @@ def main():
         print(f"no 128-bit global store: {r['kernel']} on {r['target']}", file=sys.stderr)
     if below_target:
         print(f"{below_target} depthwise tiled launches below the occupancy target (occupancy.csv)", file=sys.stderr)
+    print(f"done: {time.monotonic() - started:.0f} s", file=sys.stderr)
     return 1 if (spilling or no_hmma or no_mfma or stray_mfma or mismatched or dividing or narrow or narrow_stores or missing or
                  below_target) else 0
 
