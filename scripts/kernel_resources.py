@@ -195,9 +195,12 @@ def ptxas_rows(report):
 # The sm_90 cubins, kept for the SASS budgets (scripts/sass_budget.py) until the script ends.
 KEPT = tempfile.TemporaryDirectory()
 
-# The source's shards (DSCONV_RESOURCE_OPERATION), largest first (sm_90: pointwise 283 s,
-# depthwise 141 s, the block's own kernels 7 s): each target compiles each shard in a process
-# of its own, so that the cores stay busy until the last small one ends. With the entry points
+# The source's shards (DSCONV_RESOURCE_OPERATION; on 6bb1e79, sm_90: depthwise 443 s, pointwise
+# 187 s, the block's own kernels 10 s; AMD's 4-75 s): each target compiles each shard in a
+# process of its own, so that the cores stay busy until the last small one ends (the 15 builds
+# took 1081 s on 2 cores, 2028 s of compiling). (Searching the sm_90 budgets in each worker as
+# its cubin was built, the largest builds first, took longer: 1283 s, the searches' Python
+# holding the interpreter the other worker's parsing needs.) With the entry points
 # of the other operations declared extern (DSCONV_EXTERN_TEMPLATES, as the host build's kernel
 # sources do): the block's unfused path would otherwise instantiate every layer kernel again.
 OPERATIONS = (("pointwise", 2), ("depthwise", 1), ("inverted_residual", 3))
