@@ -62,13 +62,11 @@ inline bool spread_nchw_bands(const depthwise_params& p, const platform::device_
   t.bands_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 8 ? 8 : per_thread);
   t.band_groups = (t.bands + t.bands_per_thread - 1) / t.bands_per_thread;
   const long long items = planes * t.band_groups * t.strip_cols;
-  const long long grid_x = (items + nchw_register_block_threads - 1) / nchw_register_block_threads;
-  if (items >= (1LL << 31) || grid_x > dev.max_grid_x) return false;
+  if (!item_grid(items, nchw_register_block_threads, dev, plan.grid)) return false;
   t.items = static_cast<int>(items);
   t.strip_col = fast_divmod(static_cast<unsigned>(t.strip_cols));
   t.band_group = fast_divmod(static_cast<unsigned>(t.band_groups));
   t.plane_channel = fast_divmod(static_cast<unsigned>(p.c));
-  plan.grid = platform::dims{static_cast<unsigned>(grid_x), 1, 1};
   return true;
 }
 

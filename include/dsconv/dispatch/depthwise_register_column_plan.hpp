@@ -48,13 +48,11 @@ inline bool plan_nhwc_register_column(const depthwise_params& p, const platform:
   t.row_groups = static_cast<int>((out_h + rows - 1) / rows);
   t.rows_per_thread = (out_h + t.row_groups - 1) / t.row_groups;  // (the groups' rows evened out)
   const long long items = static_cast<long long>(p.n) * t.row_groups * t.strip_cols * p.c;
-  const long long grid_x = (items + column_block_threads - 1) / column_block_threads;
-  if (items >= (1LL << 31) || grid_x > dev.max_grid_x) return false;
+  if (!item_grid(items, column_block_threads, dev, plan.grid)) return false;
   t.items = static_cast<int>(items);
   t.channel = fast_divmod(static_cast<unsigned>(p.c));
   t.strip_col = fast_divmod(static_cast<unsigned>(t.strip_cols));
   t.row_group = fast_divmod(static_cast<unsigned>(t.row_groups));
-  plan.grid = platform::dims{static_cast<unsigned>(grid_x), 1, 1};
   return true;
 }
 

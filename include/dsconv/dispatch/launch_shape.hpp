@@ -32,6 +32,16 @@ inline platform::launch_config planned_launch(unsigned threads, platform::dims g
   return cfg;
 }
 
+// The 1-D grid of blocks of `threads` for `items` threads with work, one item a thread (the
+// register kernels' bands and walks): false where the items reach 2^31 (the kernels number them
+// in 32 bits) or the blocks exceed the device's grid.
+inline bool item_grid(long long items, unsigned threads, const platform::device_properties& dev, platform::dims& grid) {
+  const long long blocks = (items + threads - 1) / threads;
+  if (items >= (1LL << 31) || blocks > dev.max_grid_x) return false;
+  grid = platform::dims{static_cast<unsigned>(blocks), 1, 1};
+  return true;
+}
+
 // A 1-D grid for a grid-stride kernel over `elements`: enough blocks to fill every
 // multiprocessor several times over, never more than the work or the device allow.
 inline platform::launch_config grid_stride_launch(index_t elements, unsigned block_threads,
