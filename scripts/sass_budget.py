@@ -607,7 +607,7 @@ def matrix_model(t, k, s, gate=NO_GATE, ts=16):
     gate_needs(need, gate, 8 * each)
     if gate == NO_GATE:
         need["relu6"] = (is_op("HMNMX2"), 2 * rows)
-    # (the walk is compiled once per activation, alignment and pre-activation store: the cheapest)
+    # (the walk is compiled once per activation and pre-activation store: the cheapest)
     return [(need, 256 * 16 * (1 + s * s * tensors) // threads,
              "a %d x %d tile of %d channels" % (ts, ts, 8 * vectors) + gate_label(gate), "cheapest")]
 

@@ -384,8 +384,8 @@ TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: every filter and stride, tiles
   // multiply the type: 30 x 28 outputs in tiles of 16 x 16 (one inside the map, three cut: 82%
   // used) for 1 and 3 channel vectors; 23 x 22 outputs in tiles of 8 x 8 (four inside, five cut:
   // 88% used, where 16 x 16 tiles would use 49%) for 4 and 12 vectors (one and three blocks of
-  // four); two images, every activation, and pointers misaligned by one element
-  // (single-element accesses).
+  // four); two images, every activation, and pointers misaligned by one element (run as
+  // nhwc_register, whose accesses go element by element there).
   struct cut_case {
     int out_h, out_w, side, vectors;
   };
@@ -462,7 +462,7 @@ TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: a block's run of tiles across 
       check_with_pre_activation<TestType>(p, [&](const TestType* input, const TestType* weight, const TestType* bias,
                                                   TestType* out, TestType* pre) {
         dsconv::detail::matrix_plan plan;
-        REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, input, out, pre, plan));
+        REQUIRE(dsconv::detail::plan_nhwc_matrix<TestType>(p, dev, plan));
         REQUIRE(plan.side == run.side);
         REQUIRE(plan.tile.tiles_per_block == 3);
         REQUIRE(plan.tile.tiles % plan.tile.tiles_per_block != 0);  // the last block's run shorter

@@ -46,7 +46,7 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
     const std::string limit = matrix_limits<T>(p, dev);
     if (!limit.empty()) return " " + limit;
     matrix_plan plan;
-    return plan_nhwc_matrix<T>(p, dev, nullptr, nullptr, nullptr, plan) ? "" : ": the grid is too large";
+    return plan_nhwc_matrix<T>(p, dev, plan) ? "" : ": the grid is too large";
   }
   if (variant == depthwise_variant::nchw_matrix) {
     const std::string limit = nchw_matrix_limits<T>(p, dev);
@@ -158,17 +158,21 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
 // layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
 // through the gate, the filter rotated; nhwc_register's for float on the column kernel,
 // runs_column). Accesses are as wide as every tensor's alignment
-// allows, the gate's saved tensor included; nchw_matrix, whose accesses are words, runs as
-// nchw_register (the same operation) where a tensor is not aligned to 4 bytes.
+// allows, the gate's saved tensor included; the tensor-core kernels, whose accesses are 16-byte
+// vectors (nhwc_matrix) or words (nchw_matrix), run as their layout's register kernel (the same
+// operation) where a tensor is not aligned to that.
 template <class T, gate_kind G>
 status launch_forward_register(depthwise_variant variant, const depthwise_params& p, const depthwise_shape& s,
                                const platform::device_properties& dev, const T* input, register_gate gate, const T* weight,
                                const T* bias, T* output, T* pre_activation, stream_t stream) {
-  if (variant == depthwise_variant::nhwc_matrix)
-    return launch_matrix<T, G>(p, s, dev, input, gate, weight, bias, output, pre_activation, stream);
+  if (variant == depthwise_variant::nhwc_matrix) {
+    if (all_aligned(16, {input, gate.saved, output, pre_activation}))
+      return launch_matrix<T, G>(p, s, dev, input, gate, weight, bias, output, pre_activation, stream);
+    variant = depthwise_variant::nhwc_register;
+  }
   if (variant == depthwise_variant::nchw_matrix) {
     if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
-      if (nchw_matrix_aligned({input, gate.saved, output, pre_activation})) {
+      if (all_aligned(4, {input, gate.saved, output, pre_activation})) {
         nchw_matrix_plan mp;
         if (!plan_nchw_matrix<T>(p, dev, input, gate.saved, mp))
           return invalid(status::unsupported_variant, "depthwise", "nchw_matrix: the grid exceeds the device's limits");

@@ -71,14 +71,13 @@ inline int matrix_side(const depthwise_params& p) {
 // 1 to 4 pixels a side, a quarter of an 8 x 8 tile used at most, do not).
 inline bool matrix_preferred(const depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)) >= 0.5; }
 
-// The plan for `p` (which matrix_limits accepts) with the call's tensors (null: a plan for
-// feasibility only); false where the grid would exceed the device's. Each block takes a run of
+// The plan for `p` (which matrix_limits accepts); false where the grid would exceed the
+// device's. Each block takes a run of
 // consecutive tiles of one channel vector, long enough (up to 8 tiles) that the grid fills
 // the device about 8 times over at the kernel's residency: a block loads its B fragments once
 // for its run.
 template <class T>
-bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properties& dev, const void* input,
-                      const void* output, const void* pre, matrix_plan& plan) {
+bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properties& dev, matrix_plan& plan) {
   nhwc_matrix_tile& t = plan.tile;
   plan.side = matrix_side(p);
   const long long side = plan.side;
@@ -93,7 +92,6 @@ bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properti
   run = run < 1 ? 1 : run > 8 ? 8 : run;
   if ((tiles + run - 1) / run > dev.max_grid_y) run = (tiles + dev.max_grid_y - 1) / dev.max_grid_y;
   t.tiles_per_block = static_cast<int>(run);
-  t.aligned = (!input || aligned_16(input)) && (!output || aligned_16(output)) && (!pre || aligned_16(pre));
   if (vectors > dev.max_grid_x) return false;
   plan.grid = platform::dims{static_cast<unsigned>(vectors), static_cast<unsigned>((tiles + run - 1) / run), 1};
   return true;
@@ -113,15 +111,15 @@ auto matrix_kernel(const depthwise_params& p, int side) {
 
 // Launches nhwc_matrix (the caller checked matrix_limits) on the forward of shape `s` (the
 // layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
-// through the gate, the filter rotated), its accesses 16 bytes wide where every tensor is
-// aligned, the gate's saved tensor included.
+// through the gate, the filter rotated) on tensors aligned to 16 bytes, the gate's saved tensor
+// included (launch_forward_register runs nhwc_register elsewhere).
 template <class T, gate_kind G>
 status launch_matrix(const depthwise_params& p, const depthwise_shape& s, const platform::device_properties& dev,
                      const T* input, register_gate gate, const T* weight, const T* bias, T* output, T* pre,
                      stream_t stream) {
   if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
     matrix_plan plan;
-    if (!plan_nhwc_matrix<T>(p, dev, least_aligned(input, static_cast<const T*>(gate.saved)), output, pre, plan))
+    if (!plan_nhwc_matrix<T>(p, dev, plan))
       return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: the grid exceeds the device's limits");
     return platform::launch(matrix_kernel<T, G>(p, plan.side), plan.launch(stream), s, plan.tile, input, gate, weight, bias,
                             output, pre);

@@ -56,23 +56,11 @@ std::string nchw_matrix_limits(const depthwise_params& p, const platform::device
   return "";
 }
 
-// Whether every tensor given (null: not given) is aligned to 4 bytes, which the kernel's word
-// accesses need; where one is not, the variant runs as nchw_register (launch_nchw_matrix).
-inline bool nchw_matrix_aligned(std::initializer_list<const void*> tensors) {
-  for (const void* t : tensors)
-    if (t && reinterpret_cast<std::uintptr_t>(t) % 4 != 0) return false;
-  return true;
-}
-
 // The widest staging load, 16, 8 or 4 bytes, that divides the input rows' bytes and the
 // alignment of the input tensors given.
 inline int nchw_matrix_granule(const depthwise_params& p, std::initializer_list<const void*> inputs) {
   int granule = 16;
-  const auto divides = [&](int bytes) {
-    for (const void* t : inputs)
-      if (t && reinterpret_cast<std::uintptr_t>(t) % static_cast<std::uintptr_t>(bytes) != 0) return false;
-    return (p.w * 2) % bytes == 0;
-  };
+  const auto divides = [&](int bytes) { return all_aligned(static_cast<std::uintptr_t>(bytes), inputs) && (p.w * 2) % bytes == 0; };
   while (granule > 4 && !divides(granule)) granule /= 2;
   return granule;
 }

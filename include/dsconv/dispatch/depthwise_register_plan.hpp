@@ -69,8 +69,6 @@ struct register_weight_pitch_of {
   static constexpr int value = register_weight_pitch<K, register_vector<T, K, S>()>();
 };
 
-inline bool aligned16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
-
 // A block's channel vectors: the most, up to 8, that divide the layer's `vectors` (whole groups:
 // no idle channel lanes).
 inline int register_channel_group(int vectors) {
@@ -131,7 +129,7 @@ bool plan_nhwc_register(const depthwise_params& p, const platform::device_proper
   nhwc_register_tile& t = plan.tile;
   if (!walk_strips(p, group, gated ? register_constant<T, register_strip_of, true>(p) : register_constant<T, register_strip_of>(p), t))
     return false;
-  t.aligned = (!input || aligned16(input)) && (!output || aligned16(output)) && (!pre || aligned16(pre));
+  t.aligned = (!input || aligned_16(input)) && (!output || aligned_16(output)) && (!pre || aligned_16(pre));
   plan.shared_bytes = static_cast<std::size_t>(group) * register_constant<T, register_weight_pitch_of>(p) * sizeof(float);
   return spread_register_strips(vectors / group, dev, plan);
 }
@@ -147,7 +145,7 @@ bool plan_nhwc_register_transposed(const depthwise_params& p, const platform::de
   const int vectors = p.c / v, group = register_channel_group(vectors);
   nhwc_register_tile& t = plan.tile;
   if (!walk_rows(p.n, transposed_block_rows(p.h, p.pad_h), transposed_block_cols(p.w, p.pad_w), group, t)) return false;
-  t.aligned = (!grad_output || aligned16(grad_output)) && (!saved || aligned16(saved)) && (!grad_input || aligned16(grad_input));
+  t.aligned = (!grad_output || aligned_16(grad_output)) && (!saved || aligned_16(saved)) && (!grad_input || aligned_16(grad_input));
   const int pitch = p.kernel_h == 3 ? register_weight_pitch<3, transposed_vector<T, 3>()>()
                                     : register_weight_pitch<5, transposed_vector<T, 5>()>();
   plan.shared_bytes = static_cast<std::size_t>(group) * pitch * sizeof(float);
@@ -182,7 +180,7 @@ bool plan_nhwc_register_weight(const depthwise_params& p, const platform::device
   while (vectors % group != 0) group /= 2;
   nhwc_register_tile& t = plan.tile;
   if (!walk_strips(p, group, register_constant<T, register_weight_strip_of>(p), t)) return false;
-  t.aligned = (!input || aligned16(input)) && (!grad_output || aligned16(grad_output)) && (!saved || aligned16(saved));
+  t.aligned = (!input || aligned_16(input)) && (!grad_output || aligned_16(grad_output)) && (!saved || aligned_16(saved));
   const long long channel_groups = vectors / group, lane_strips = (t.strips + t.pixel_lanes - 1) / t.pixel_lanes;
   long long blocks = (2LL * dev.multiprocessor_count * register_resident_blocks + channel_groups - 1) / channel_groups;
   blocks = blocks < lane_strips ? blocks : lane_strips;

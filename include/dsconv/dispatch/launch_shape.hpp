@@ -2,6 +2,7 @@
 // Launch shapes shared by the launchers.
 
 #include <cstdint>
+#include <initializer_list>
 
 #include "../config.hpp"
 #include "../platform/platform.hpp"
@@ -19,6 +20,15 @@ const T* least_aligned(const T* a, const void* b) {
 
 // Whether p may be read or written by 16-byte vector accesses.
 inline bool aligned_16(const void* p) { return reinterpret_cast<std::uintptr_t>(p) % 16 == 0; }
+
+// Whether every tensor given (null: not given) is aligned to `bytes`: the tensor-core kernels'
+// accesses (nhwc_matrix's 16-byte vectors, nchw_matrix's words) need it; where one is not,
+// the layout's register kernel runs instead (launch_forward_register).
+inline bool all_aligned(std::uintptr_t bytes, std::initializer_list<const void*> tensors) {
+  for (const void* t : tensors)
+    if (t && reinterpret_cast<std::uintptr_t>(t) % bytes != 0) return false;
+  return true;
+}
 
 // The launch of a planned kernel: blocks of `threads`, the plan's grid and dynamic shared memory.
 inline platform::launch_config planned_launch(unsigned threads, platform::dims grid, std::size_t shared_bytes,

@@ -53,6 +53,18 @@ DSCONV_HOST_DEVICE constexpr gate_kind gate_kind_of(activation a) {
 }
 constexpr bool register_gated(activation a) { return a == activation::none || gate_kind_of(a) != gate_kind::none; }
 
+// with_activation for the store of a kernel that also runs a data gradient's transposed problem
+// (G != none: grad_output through the gate), whose activation is none and which keeps no
+// pre-activation (transposed_problem): a gated form compiles the store of none only, not
+// the six activations' (nhwc_matrix had compiled its whole walk six times over for nothing).
+template <gate_kind G, class F>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void with_output_activation(activation a, F&& f) {
+  if constexpr (G != gate_kind::none)
+    f(std::integral_constant<activation, activation::none>{});
+  else
+    with_activation(a, f);
+}
+
 // The clamp gate: dy * (saved > 0 and not saved >= upper), upper 6 for relu6 and NaN for relu
 // (nothing is >= NaN, so the second test always passes). The same factor as
 // activation_gradient's for every saved value (infinities and NaN included), and the same

@@ -393,10 +393,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
       };
       // (The data gradient's activation is none: its gate applied the derivative.)
       const auto store_with = [&](auto whole) {
-        if constexpr (gated)
-          store_tile(whole, std::integral_constant<activation, activation::none>{});
-        else
-          detail::with_activation(s.act, [&](auto act) { store_tile(whole, act); });
+        detail::with_output_activation<G>(s.act, [&](auto act) { store_tile(whole, act); });
       };
       if (oy0 + side <= s.out_h && ox0 + side <= s.out_w)
         store_with(std::true_type{});

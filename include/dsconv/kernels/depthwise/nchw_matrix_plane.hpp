@@ -278,10 +278,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
       };
       // (The data gradient's activation is none: its gate applied the derivative.)
       const auto store_full = [&](auto pre_form) {
-        if constexpr (gated)
-          store_tile(std::true_type{}, pre_form, std::integral_constant<activation, activation::none>{});
-        else
-          detail::with_activation(s.act, [&](auto act) { store_tile(std::true_type{}, pre_form, act); });
+        detail::with_output_activation<G>(s.act, [&](auto act) { store_tile(std::true_type{}, pre_form, act); });
       };
       if (count != images)
         store_tile(std::false_type{}, std::false_type{}, std::integral_constant<activation, activation::none>{});

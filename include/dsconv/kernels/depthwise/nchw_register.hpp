@@ -331,7 +331,7 @@ DSCONV_UNROLL
       for (int j = 0; j < C; ++j)
 DSCONV_UNROLL
         for (int e = 0; e < g::IW; ++e) x[j][e] = x[g::IR - C + j][e];
-      detail::with_activation(s.act, [&](auto a) {
+      detail::with_output_activation<G>(s.act, [&](auto a) {
 DSCONV_UNROLL
         for (int o = 0; o < TH; ++o) {
           const int oy = oy0 + o;

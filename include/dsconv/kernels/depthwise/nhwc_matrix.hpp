@@ -27,14 +27,15 @@
 // The filter's B fragments sit in registers for the block's run; the bias starts the
 // accumulators. Lane (g, q) ends with outputs (pixel g and g + 8 of a product, channels 2q and
 // 2q + 1): a word each, so a warp's stores of a product are 16 pixels x 16 bytes, whole lines.
-// The walk is compiled once per activation, alignment and pre-activation store, and tiles
-// inside the map take their loads and stores without tests: branches and 64-bit index
-// arithmetic had taken most of the instructions.
+// The walk is compiled once per activation and pre-activation store, and tiles inside the map
+// take their loads and stores without tests: branches and 64-bit index arithmetic had taken
+// most of the instructions.
 // A non-finite input reaches, through B's zeros, every channel of its vector at the outputs
 // whose window holds it (NaN where the reference has a finite value in the other channels).
 // Requires multiplier 1, channels in whole 16-byte vectors (TS = 8: in whole blocks of four),
-// a specialised filter (register_filter), 16-bit elements and an image of fewer than 2^31
-// elements (dispatch/depthwise_matrix_plan.hpp).
+// a specialised filter (register_filter), 16-bit elements, an image of fewer than 2^31
+// elements (dispatch/depthwise_matrix_plan.hpp) and tensors aligned to 16 bytes (elsewhere the
+// dispatch runs nhwc_register: a walk for unaligned accesses had doubled the kernel's code).
 
 #include <type_traits>
 
@@ -94,7 +95,6 @@ struct nhwc_matrix_tile {
   int tiles_x, tiles_y;   // tiles (TS x TS outputs) along out_w and out_h
   int tiles;              // n * tiles_y * tiles_x
   int tiles_per_block;    // consecutive tiles a block takes (row-major: columns, rows, images)
-  bool aligned;           // input and outputs aligned to 16 bytes
 };
 
 }  // namespace detail
@@ -183,12 +183,12 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
   const int out_row = s.out_w * s.c;
   // (an image's elements: offsets inside one are 32-bit, the planner keeps them under 2^31)
   const index_t image_in = static_cast<index_t>(s.h) * s.w * s.c, image_out = static_cast<index_t>(s.out_h) * out_row;
-  // The walk with the activation, the alignment and whether it keeps the activation's input
-  // (`keep`: pre_activation given) compile-time constants, one switch for the walk (with the
-  // alignment tested at each access, nvcc issued both forms' loads and stores and selected).
-  const auto walk = [&](auto act, auto aligned, auto keep) {
+  // The walk with the activation and whether it keeps the activation's input (`keep`:
+  // pre_activation given) compile-time constants, one switch for the walk (a switch a tile,
+  // before its stores, added 20 instructions to its 156-326).
+  const auto walk = [&](auto act, auto keep) {
     constexpr activation A = decltype(act)::value;
-    constexpr bool vectors = decltype(aligned)::value;
+    constexpr bool vectors = true;  // (16-byte accesses: the dispatch checked the alignment)
     // Tile `at`'s input into `next` (zeros outside the map): without tests where the whole
     // tile lies inside the map.
     const auto fetch = [&](const place& at) {
@@ -287,17 +287,14 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
         store_rows(std::false_type{});
     }
   };
-  detail::with_activation(s.act, [&](auto act) {
-    const auto with_pre = [&](auto aligned) {
-      if (pre_activation)
-        walk(act, aligned, std::true_type{});
-      else
-        walk(act, aligned, std::false_type{});
-    };
-    if (t.aligned)
-      with_pre(std::true_type{});
+  // (A gated form, the data gradient's, has no activation and keeps nothing: its walk is
+  // compiled once, where every activation's had made it 40-66 thousand PTX lines and a quarter
+  // of the depthwise kernels' compile time.)
+  detail::with_output_activation<G>(s.act, [&](auto act) {
+    if (G == detail::gate_kind::none && pre_activation)
+      walk(act, std::integral_constant<bool, G == detail::gate_kind::none>{});
     else
-      with_pre(std::false_type{});
+      walk(act, std::false_type{});
   });
 }
 

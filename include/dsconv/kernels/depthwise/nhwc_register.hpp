@@ -305,7 +305,7 @@ DSCONV_UNROLL
     T* out = output + first_out;
     T* pre = pre_activation ? pre_activation + first_out : nullptr;
     const int count = s.out_w - ox0;
-    detail::with_activation(s.act, [&](auto a) {
+    detail::with_output_activation<G>(s.act, [&](auto a) {
       detail::store_strip<decltype(a)::value>(acc, out, pre, s.c, count, t.aligned);
     });
   }
