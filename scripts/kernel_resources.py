@@ -195,10 +195,11 @@ def ptxas_rows(report):
 # The sm_90 cubins, kept for the SASS budgets (scripts/sass_budget.py) until the script ends.
 KEPT = tempfile.TemporaryDirectory()
 
-# The source's shards (DSCONV_RESOURCE_OPERATION; on 6bb1e79, sm_90: depthwise 443 s, pointwise
-# 187 s, the block's own kernels 10 s; AMD's 4-75 s): each target compiles each shard in a
+# The source's shards (DSCONV_RESOURCE_OPERATION; on 9dafbb4, sm_90: pointwise 222 s, depthwise
+# 192 s, the block's own kernels 10 s; AMD's 3-69 s): each target compiles each shard in a
 # process of its own, so that the cores stay busy until the last small one ends (the 15 builds
-# took 1081 s on 2 cores, 2028 s of compiling). (Searching the sm_90 budgets in each worker as
+# took 708 s on 2 cores, 1412 s of compiling; 1081 and 2028 on 6bb1e79, before nhwc_matrix
+# stopped compiling its walk 24 times over). (Searching the sm_90 budgets in each worker as
 # its cubin was built, the largest builds first, took longer: 1283 s, the searches' Python
 # holding the interpreter the other worker's parsing needs.) With the entry points
 # of the other operations declared extern (DSCONV_EXTERN_TEMPLATES, as the host build's kernel

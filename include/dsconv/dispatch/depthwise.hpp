@@ -57,13 +57,19 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
   const bool nhwc = variant == depthwise_variant::nhwc_register;
   const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
   if (!limit.empty()) return " " + limit;
-  register_plan plan;
-  register_column_plan column_plan;
-  nchw_register_plan nchw_plan;
-  const bool fits = !nhwc                     ? plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, nchw_plan, gated)
-                    : runs_column<T>(gated) ? plan_nhwc_register_column(p, dev, column_plan)
-                                              : plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated);
-  return fits ? "" : ": the grid is too large";
+  const auto fits = [&] {  // (the plan of the kernel that would run)
+    if (!nhwc) {
+      nchw_register_plan plan;
+      return plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated);
+    }
+    if (runs_column<T>(gated)) {
+      register_column_plan plan;
+      return plan_nhwc_register_column(p, dev, plan);
+    }
+    register_plan plan;
+    return plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated);
+  };
+  return fits() ? "" : ": the grid is too large";
 }
 
 }  // namespace detail

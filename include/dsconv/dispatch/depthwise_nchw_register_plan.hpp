@@ -38,13 +38,10 @@ inline const char* nchw_register_limits(const depthwise_params& p) {
 // taken as aligned to an element only).
 template <class T>
 int nchw_register_chunk(const depthwise_params& p, const void* input, const void* output, const void* pre) {
-  const auto divides = [](int bytes, const void* ptr) {
-    return ptr && reinterpret_cast<std::uintptr_t>(ptr) % static_cast<std::uintptr_t>(bytes) == 0;
-  };
   const int element = static_cast<int>(sizeof(T));
   int chunk = nchw_register_widest_chunk(p.kernel_h);
-  while (chunk > element && ((p.w * element) % chunk != 0 || (p.out_w() * element) % chunk != 0 ||
-                             !divides(chunk, input) || !divides(chunk, output) || (pre && !divides(chunk, pre))))
+  while (chunk > element && ((p.w * element) % chunk != 0 || (p.out_w() * element) % chunk != 0 || !input || !output ||
+                             !all_aligned(static_cast<std::uintptr_t>(chunk), {input, output, pre})))
     chunk /= 2;
   return chunk < element ? element : chunk;
 }

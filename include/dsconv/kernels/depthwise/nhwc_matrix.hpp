@@ -62,11 +62,21 @@ inline constexpr int matrix_products = 4;  // a warp's products a tap pair (16 o
 // four for 3x3 filters at stride 1 (124-128), three for 3x3 at stride 2 (168; at 128 it
 // spilled) and 5x5 at stride 1 (156-166), two for 5x5 at stride 2 (241: its 13 tap pairs' B
 // fragments and ten staged vectors a thread) and for the gated 5x5 on 8 x 8 tiles (five staged
-// vectors a thread of each tensor: 168 spilled). Bytes in flight a multiprocessor: 24 KiB at
-// stride 1 (gated: 36-48), 40-54 at stride 2.
+// vectors a thread of each tensor: 168 spilled), and on Turing for half 3x3 at stride 2 on 8 x 8
+// tiles (whose 16-bit product is two: 8 bytes spilled at three). Bytes in flight a
+// multiprocessor: 24 KiB at stride 1 (gated: 36-48), 40-54 at stride 2.
 template <int K, int S, gate_kind G, int TS>
 DSCONV_HOST_DEVICE constexpr int matrix_resident_blocks() {
-  return K == 3 && S == 1 ? 4 : K == 5 && S == 1 && G != gate_kind::none && TS == 8 ? 2 : K == 3 || S == 1 ? 3 : 2;
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  constexpr bool turing = true;
+#else
+  constexpr bool turing = false;
+#endif
+  return K == 3 && S == 1                                                          ? 4
+         : K == 5 && S == 1 && G != gate_kind::none && TS == 8                     ? 2
+         : turing && K == 3 && S == 2 && TS == 8                                   ? 2
+         : K == 3 || S == 1                                                        ? 3
+                                                                                   : 2;
 }
 
 // Input pixels a tile of TS x TS outputs stages along each side.
