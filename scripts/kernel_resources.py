@@ -447,17 +447,23 @@ def resident_threads(registers, block):
     return min(2048, warps // (block // 32) * block)
 
 
-def sass_budget_lines(rows):
-    """The two budgets of the memory-bound kernels modelled by scripts/sass_budget.py, from the
-    sm_90 cubins (reported; not a failure: 16-bit 5x5 depthwise filters need 6.25 fp32
-    multiply-adds per DRAM byte alone)."""
+def start_sass_budgets(pool):
+    """The searches of scripts/sass_budget.py on the sm_90 cubins, a process each (pool), so that
+    they run beside each other and beside the occupancy tables (one after the other, after them,
+    they had taken most of the step's last two minutes): futures of sass_budget.budgets."""
     cubins = [os.path.join(KEPT.name, f"kernels_sm_90_{operation}.cubin") for operation, _ in OPERATIONS]
     cubins = [c for c in cubins if os.path.exists(c)]
-    if not cubins:
-        return ""
-    sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-    if not sass_budget.find_nvdisasm():
+    if cubins and not sass_budget.find_nvdisasm():
         print("no nvdisasm (pip install nvidia-cuda-nvdisasm): SASS budgets skipped", file=sys.stderr)
+        return []
+    return [pool.submit(sass_budget.budgets, cubin) for cubin in cubins]
+
+
+def sass_budget_lines(rows, searches):
+    """The two budgets of the memory-bound kernels modelled by scripts/sass_budget.py, from the
+    sm_90 cubins' searches (start_sass_budgets; reported, not a failure: 16-bit 5x5 depthwise
+    filters need 6.25 fp32 multiply-adds per DRAM byte alone)."""
+    if not searches:
         return ""
     registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
     lines = ["", "## Instruction and in-flight budgets (sm_90 SASS)", "",
@@ -469,7 +475,7 @@ def sass_budget_lines(rows):
              "| kernel | iteration | instructions | instr / DRAM byte | bytes in flight / thread | resident threads / SM | "
              "bytes in flight / SM |", "|---|---|---|---|---|---|---|"]
     layered = []
-    budgets = {(name, what): b for cubin in cubins for name, what, b in sass_budget.budgets(cubin)}
+    budgets = {(name, what): b for search in searches for name, what, b in search.result()}
     for (name, what), b in sorted(budgets.items(), key=lambda item: item[0]):
         threads = resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
         if isinstance(b, dict):
@@ -640,6 +646,8 @@ def main():
     print("\n".join(lines))
     print(summary)
     os.makedirs(args.out, exist_ok=True)
+    budget_pool = concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
+    searches = start_sass_budgets(budget_pool)
     plan_tool = args.plan_tool or find_plan_tool()
     missing, below_target = False, 0
     if plan_tool:
@@ -657,7 +665,8 @@ def main():
     else:
         print("no dsconv_plan_launches (build the host project first, or pass --plan-tool): occupancy skipped",
               file=sys.stderr)
-    budget_lines = sass_budget_lines(rows)
+    budget_lines = sass_budget_lines(rows, searches)
+    budget_pool.shutdown()
     text += budget_lines
     print(budget_lines)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:

@@ -327,12 +327,14 @@ def register_transposed_model(t, k, gate=NO_GATE):
 def nchw_register_transposed_model(t, k, gate=NO_GATE):
     """depthwise_nchw_register_transposed (kernels/depthwise/nchw_register_transposed.hpp) in its
     16-byte form: one band of rb grad_input rows x 16 bytes of a plane inside the map: its
-    rb / 2 + (k - 1) / 2 dz rows of 16 / size / 2 + (k - 1) / 2 element loads (and the saved
-    tensor's where gated), the taps in registers, rb 16-byte stores. DRAM: the band's elements, and a quarter as
-    many of dz (of each tensor), the minimum."""
+    rb / 2 + (k - 1) / 2 dz rows (rb / 2 where bands keep the (k - 1) / 2 they share,
+    nchw_transposed_rolls: a walk's steady state) of 16 / size / 2 + (k - 1) / 2 element loads
+    (and the saved tensor's where gated), the taps in registers, rb 16-byte stores. DRAM: the
+    band's elements, and a quarter as many of dz (of each tensor), the minimum."""
     size = 2 if t in ("half", "bfloat16") else 4
     tw, rb = 16 // size, header_constant("kernels/depthwise/nchw_register_transposed.hpp", "nchw_transposed_rows")
-    rows, cols = rb // 2 + (k - 1) // 2, tw // 2 + (k - 1) // 2
+    rolls = size == 2 and k == 5 and gate != NO_GATE
+    rows, cols = rb // 2 + (0 if rolls else (k - 1) // 2), tw // 2 + (k - 1) // 2
     element = (lambda ins: ins.op.startswith("LDG.E.U16")) if size == 2 else \
         (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"))
     tensors = 2 if gate != NO_GATE else 1

@@ -102,11 +102,11 @@ error_bound data_gradient_reference(const dsconv::depthwise_params& p, const std
   return bound_from(t2, taps, rounds ? unit_roundoff<T>() : 0, rounds ? rounding_floor<T>() * taps * w_max : 0);
 }
 
-// Runs the stride-1 data gradient of `p` (random grad_output, filter and saved tensor) as the
-// dispatch launches a register kernel for it, launch(kind, q, shape, gate, grad_output, weight,
-// grad_input) with the transposed problem q, its shape with the filter rotated, the gate of p's
-// activation and its kind (a std::integral_constant of gate_kind), and checks grad_input against
-// the reference.
+// Runs the data gradient of `p` (random grad_output, filter and saved tensor) as the dispatch
+// launches a register kernel for it, launch(kind, q, shape, gate, grad_output, weight,
+// grad_input) with the transposed problem q and its shape with the filter rotated (what the
+// stride-1 kernels run; stride 2 runs p), the gate of p's activation and its kind (a
+// std::integral_constant of gate_kind), and checks grad_input against the reference.
 template <class T, class F>
 void check_transposed_launch(const dsconv::depthwise_params& p, F&& launch) {
   const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
@@ -341,6 +341,36 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
         return dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType, decltype(kind)::value>(q),
                                         plan.launch({}), rotated, plan.tile, dy, gate, w, static_cast<const TestType*>(nullptr),
                                         grad, static_cast<TestType*>(nullptr));
+      });
+    }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: the NCHW data gradient of stride 2 where threads walk down several blocks",
+                   "[depthwise][backward][shapes]", float, dsconv::half) {
+  // A thread of nchw_register_transposed walks down consecutive blocks of 4 grad_input rows of a
+  // plane; 16-bit 5x5 blocks through a gate keep the dz rows they share with the next
+  // (nchw_transposed_rolls), the walk's first block loading them before it. The plan gives a
+  // thread several blocks only where the grid would fill the device 8 times over: planned here
+  // for a one-multiprocessor device (walks of 5 or 8 blocks down the 11 of a 41-row map, the
+  // last walk cut short by the map's end), launched as the dispatch launches it, against the
+  // reference; 3x3 (padding 1: odd) and 5x5 (padding 2: even), every gate.
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5})
+    for (const activation act : {activation::silu, activation::relu6, activation::none}) {
+      dsconv::depthwise_params p = make_params(32, 16, 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
+      p.data_layout = layout::nchw;
+      p.act = act;
+      INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
+      check_transposed_launch<TestType>(p, [&](auto kind, const auto&, const auto&, const auto& gate, const TestType* dy,
+                                               const TestType* w, TestType* grad) {
+        dsconv::detail::nchw_register_plan plan;
+        REQUIRE(dsconv::detail::plan_nchw_register_transposed<TestType>(p, dev, grad, plan));
+        REQUIRE(plan.tile.bands == 11);
+        REQUIRE(plan.tile.bands_per_thread > 1);
+        REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last block past the map's
+        return dsconv::platform::launch(dsconv::detail::nchw_register_transposed_kernel<TestType, decltype(kind)::value>(p),
+                                        plan.launch({}), dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
       });
     }
 }

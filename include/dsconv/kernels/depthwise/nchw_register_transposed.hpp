@@ -13,7 +13,9 @@
 // minimum. dz's elements load one by one (a window starts at any column); the block's rows
 // leave as 16-byte stores where grad_input's rows and pointer allow (the plan's chunk_bytes:
 // 16, else one element). The thread keeps its channel's K x K taps in registers for the
-// bands_per_thread blocks it walks down the plane (nchw_register_tile, as the forward's).
+// bands_per_thread blocks it walks down the plane (nchw_register_tile, as the forward's), and,
+// for 16-bit 5x5 filters through a gate (nchw_transposed_rolls), the R dz rows each block
+// shares with the next: after the walk's first, a block loads and gates RB / 2 dz rows.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -30,6 +32,16 @@ namespace detail {
 // for 16-bit 3x3 filters).
 inline constexpr int nchw_transposed_rows = 4;
 
+// Whether a thread's consecutive blocks keep the (K - 1) / 2 dz rows they share (kernel below):
+// for 16-bit 5x5 filters through a gate, where each dz row's loads, gate and widening had run
+// twice (sm_90: silu 6.2 instructions per DRAM byte, 4.6 kept; bytes in flight a thread 84 and
+// 48). Elsewhere a block loads all its rows: the kept rows leave a block half the loads in
+// flight (16-bit 5x5 ungated 24 bytes a thread, 12 KiB a multiprocessor, for 4.3 -> 4.0
+// instructions a byte; float 5x5 silu 128 -> 64 bytes for 3.6 -> 2.7, under 4 either way).
+DSCONV_HOST_DEVICE constexpr bool nchw_transposed_rolls(int element_bytes, int k, bool gated) {
+  return element_bytes == 2 && k == 5 && gated;
+}
+
 }  // namespace detail
 
 namespace kernels {
@@ -44,6 +56,8 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
   constexpr bool Gated = G != detail::gate_kind::none;
   constexpr int TW = 16 / static_cast<int>(sizeof(T)), RB = detail::nchw_transposed_rows, R = (K - 1) / 2;
   constexpr int DW = TW / 2 + R, DR = RB / 2 + R;  // the dz window's columns and rows
+  constexpr int KR = detail::nchw_transposed_rolls(sizeof(T), K, Gated) ? R : 0;  // the dz rows a block keeps
+  static_assert(RB / 2 >= KR, "a block's kept rows are read before the next block's are kept");
 
   const unsigned item = pf::block_idx().x * pf::block_dim().x + pf::thread_idx().x;
   if (item >= static_cast<unsigned>(t.items)) return;
@@ -66,26 +80,46 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
     constexpr int F = decltype(parity)::value, CE = decltype(chunk)::value;
     const int ox0 = (ix0 + s.pad_w - F) / 2 - R + F;  // the dz window's first column
     const bool columns_inside = ox0 >= 0 && ox0 + DW <= s.out_w;
+    // dz row oy of the window's columns into `in`, gated and widened (zeros outside dz); inside:
+    // the row and the columns lie inside dz (no tests).
+    const auto load_row = [&](int oy, float* in, auto inside) {
+      const bool row_inside = oy >= 0 && oy < s.out_h;
+      DSCONV_UNROLL
+      for (int j = 0; j < DW; ++j) {
+        const int ox = ox0 + j;
+        const index_t at = static_cast<index_t>(oy) * s.out_w + ox;
+        const bool present = decltype(inside)::value || (row_inside && ox >= 0 && ox < s.out_w);
+        in[j] = present ? to_float(pf::load(dz + at)) : 0.f;
+        if constexpr (Gated) in[j] = detail::gated_value<G>(in[j], present ? to_float(pf::load(saved + at)) : 0.f, gate);
+      }
+    };
+    // The KR dz rows a block shares with the next (RB / 2 rows below it), where blocks keep
+    // them (nchw_transposed_rolls): the walk's first block's loaded here, each later block's
+    // kept from the one before, so that a walk loads, gates and widens each dz row once (a block
+    // that keeps none loads all RB / 2 + R: for 5x5 filters each row twice).
+    [[maybe_unused]] float kept[KR > 0 ? KR : 1][DW];
+    {
+      [[maybe_unused]] const int oy0 = (RB * first_band - s.pad_h % 2 + s.pad_h) / 2 - R;
+      DSCONV_UNROLL
+      for (int d = 0; d < KR; ++d) load_row(oy0 + d, kept[d], std::false_type{});
+    }
     for (int i = 0; i < t.bands_per_thread; ++i) {
       const int band = first_band + i;
       if (band >= t.bands) break;
       const int iy0 = RB * band - s.pad_h % 2, oy0 = (iy0 + s.pad_h) / 2 - R;
       float acc[RB][TW] = {};
-      // The window's dz rows, each multiplied into the block's rows it reaches. Inside (a
-      // compile-time fact): the window lies inside dz, its loads without tests.
+      // The window's dz rows, each multiplied into the block's rows it reaches: the first KR the
+      // block before's (kept), the others loaded, the last KR kept for the next block. Inside (a
+      // compile-time fact): the rows loaded lie inside dz, their loads without tests.
       const auto rows = [&](auto inside) {
         DSCONV_UNROLL
         for (int d = 0; d < DR; ++d) {
-          const int oy = oy0 + d;
-          const bool row_inside = oy >= 0 && oy < s.out_h;
           float in[DW];
-          DSCONV_UNROLL
-          for (int j = 0; j < DW; ++j) {
-            const int ox = ox0 + j;
-            const index_t at = static_cast<index_t>(oy) * s.out_w + ox;
-            const bool present = decltype(inside)::value || (row_inside && ox >= 0 && ox < s.out_w);
-            in[j] = present ? to_float(pf::load(dz + at)) : 0.f;
-            if constexpr (Gated) in[j] = detail::gated_value<G>(in[j], present ? to_float(pf::load(saved + at)) : 0.f, gate);
+          if (d < KR) {
+            DSCONV_UNROLL
+            for (int j = 0; j < DW; ++j) in[j] = kept[d][j];
+          } else {
+            load_row(oy0 + d, in, inside);
           }
           DSCONV_UNROLL
           for (int r = 0; r < RB; ++r) {
@@ -96,9 +130,13 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
               DSCONV_UNROLL
               for (int q = (kx + F) % 2; q < TW; q += 2) acc[r][q] += in[(q + F - kx) / 2 + R - F] * w[ky * K + kx];
           }
+          if (d >= DR - KR) {  // (after the rows d < KR read theirs: DR - KR >= RB / 2 >= KR)
+            DSCONV_UNROLL
+            for (int j = 0; j < DW; ++j) kept[d - (DR - KR)][j] = in[j];
+          }
         }
       };
-      if (columns_inside && oy0 >= 0 && oy0 + DR <= s.out_h)
+      if (columns_inside && oy0 + KR >= 0 && oy0 + DR <= s.out_h)
         rows(std::true_type{});
       else
         rows(std::false_type{});
