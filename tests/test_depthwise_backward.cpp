@@ -316,63 +316,44 @@ TEMPLATE_TEST_CASE("depthwise backward: the stride-2 register data gradient on e
       }
 }
 
-TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where threads walk down several bands",
+TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where threads walk down several bands or blocks",
                    "[depthwise][backward][shapes]", float, dsconv::half) {
-  // A thread's bands keep the input rows they share with the next, gated once
-  // (nchw_register_rolls). The plan gives a thread several bands only where the grid would fill
-  // the device 8 times over, which no test-sized problem does on a real profile: planned here for
-  // a one-multiprocessor device, launched as the dispatch launches the stride-1 data gradient (the
-  // forward kernel on grad_output, the filter rotated, gated by the saved tensor), against the
-  // reference.
+  // Stride 1: a thread's bands (the forward kernel on grad_output, the filter rotated, gated by
+  // the saved tensor) keep the input rows they share with the next, gated once
+  // (nchw_register_rolls). Stride 2: a thread of nchw_register_transposed walks down consecutive
+  // blocks of 4 grad_input rows; 16-bit 5x5 blocks through a gate keep the dz rows they share
+  // with the next (nchw_transposed_rolls), the walk's first block loading them before it. The
+  // plans give a thread several bands or blocks only where the grid would fill the device 8 times
+  // over, which no test-sized problem does on a real profile: planned here for a
+  // one-multiprocessor device (stride 2: walks of 5 or 8 blocks down the 11 of a 41-row map),
+  // each walk set's last cut short by the map's end, launched as the dispatch launches them,
+  // against the reference; 3x3 (padding 1) and 5x5 (padding 2), every gate.
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
-  for (const int k : {3, 5})
-    for (const activation act : {activation::silu, activation::relu6, activation::none}) {
-      dsconv::depthwise_params p = make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
-      p.data_layout = layout::nchw;
-      p.act = act;
-      INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
-      check_transposed_launch<TestType>(p, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
-                                               const TestType* dy, const TestType* w, TestType* grad) {
-        dsconv::detail::nchw_register_plan plan;
-        REQUIRE(dsconv::detail::plan_nchw_register<TestType>(q, dev, dy, grad, nullptr, plan, act != activation::none));
-        REQUIRE(plan.tile.bands_per_thread > 1);
-        REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
-        return dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType, decltype(kind)::value>(q),
-                                        plan.launch({}), rotated, plan.tile, dy, gate, w, static_cast<const TestType*>(nullptr),
-                                        grad, static_cast<TestType*>(nullptr));
-      });
-    }
-}
-
-TEMPLATE_TEST_CASE("depthwise backward: the NCHW data gradient of stride 2 where threads walk down several blocks",
-                   "[depthwise][backward][shapes]", float, dsconv::half) {
-  // A thread of nchw_register_transposed walks down consecutive blocks of 4 grad_input rows of a
-  // plane; 16-bit 5x5 blocks through a gate keep the dz rows they share with the next
-  // (nchw_transposed_rolls), the walk's first block loading them before it. The plan gives a
-  // thread several blocks only where the grid would fill the device 8 times over: planned here
-  // for a one-multiprocessor device (walks of 5 or 8 blocks down the 11 of a 41-row map, the
-  // last walk cut short by the map's end), launched as the dispatch launches it, against the
-  // reference; 3x3 (padding 1: odd) and 5x5 (padding 2: even), every gate.
-  dsconv::platform::device_properties dev = current_device();
-  dev.multiprocessor_count = 1;
-  for (const int k : {3, 5})
-    for (const activation act : {activation::silu, activation::relu6, activation::none}) {
-      dsconv::depthwise_params p = make_params(32, 16, 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
-      p.data_layout = layout::nchw;
-      p.act = act;
-      INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
-      check_transposed_launch<TestType>(p, [&](auto kind, const auto&, const auto&, const auto& gate, const TestType* dy,
-                                               const TestType* w, TestType* grad) {
-        dsconv::detail::nchw_register_plan plan;
-        REQUIRE(dsconv::detail::plan_nchw_register_transposed<TestType>(p, dev, grad, plan));
-        REQUIRE(plan.tile.bands == 11);
-        REQUIRE(plan.tile.bands_per_thread > 1);
-        REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last block past the map's
-        return dsconv::platform::launch(dsconv::detail::nchw_register_transposed_kernel<TestType, decltype(kind)::value>(p),
-                                        plan.launch({}), dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
-      });
-    }
+  for (const int s : {1, 2})
+    for (const int k : {3, 5})
+      for (const activation act : {activation::silu, activation::relu6, activation::none}) {
+        dsconv::depthwise_params p = s == 1 ? make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1)
+                                            : make_params(32, 16, 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
+        p.data_layout = layout::nchw;
+        p.act = act;
+        INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
+        check_transposed_launch<TestType>(p, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
+                                                 const TestType* dy, const TestType* w, TestType* grad) {
+          constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
+          dsconv::detail::nchw_register_plan plan;
+          REQUIRE((s == 1 ? dsconv::detail::plan_nchw_register<TestType>(q, dev, dy, grad, nullptr, plan, act != activation::none)
+                          : dsconv::detail::plan_nchw_register_transposed<TestType>(p, dev, grad, plan)));
+          REQUIRE(plan.tile.bands_per_thread > 1);
+          REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
+          if (s == 2)
+            return dsconv::platform::launch(dsconv::detail::nchw_register_transposed_kernel<TestType, G>(p), plan.launch({}),
+                                            dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
+          return dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType, G>(q), plan.launch({}), rotated,
+                                          plan.tile, dy, gate, w, static_cast<const TestType*>(nullptr), grad,
+                                          static_cast<TestType*>(nullptr));
+        });
+      }
 }
 
 TEST_CASE("depthwise backward: the float NHWC data gradient through a gate on threads that walk down many rows",
