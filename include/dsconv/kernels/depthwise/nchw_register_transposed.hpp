@@ -80,6 +80,9 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
     constexpr int F = decltype(parity)::value, CE = decltype(chunk)::value;
     const int ox0 = (ix0 + s.pad_w - F) / 2 - R + F;  // the dz window's first column
     const bool columns_inside = ox0 >= 0 && ox0 + DW <= s.out_w;
+    // A block's first grad_input row (from row -(P % 2)) and its dz window's first row.
+    const auto first_row = [&](int band) { return RB * band - s.pad_h % 2; };
+    const auto window_row = [&](int band) { return (first_row(band) + s.pad_h) / 2 - R; };
     // dz row oy of the window's columns into `in`, gated and widened (zeros outside dz); inside:
     // the row and the columns lie inside dz (no tests).
     const auto load_row = [&](int oy, float* in, auto inside) {
@@ -98,15 +101,12 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
     // kept from the one before, so that a walk loads, gates and widens each dz row once (a block
     // that keeps none loads all RB / 2 + R: for 5x5 filters each row twice).
     [[maybe_unused]] float kept[KR > 0 ? KR : 1][DW];
-    {
-      [[maybe_unused]] const int oy0 = (RB * first_band - s.pad_h % 2 + s.pad_h) / 2 - R;
-      DSCONV_UNROLL
-      for (int d = 0; d < KR; ++d) load_row(oy0 + d, kept[d], std::false_type{});
-    }
+    DSCONV_UNROLL
+    for (int d = 0; d < KR; ++d) load_row(window_row(first_band) + d, kept[d], std::false_type{});
     for (int i = 0; i < t.bands_per_thread; ++i) {
       const int band = first_band + i;
       if (band >= t.bands) break;
-      const int iy0 = RB * band - s.pad_h % 2, oy0 = (iy0 + s.pad_h) / 2 - R;
+      const int iy0 = first_row(band), oy0 = window_row(band);
       float acc[RB][TW] = {};
       // The window's dz rows, each multiplied into the block's rows it reaches: the first KR the
       // block before's (kept), the others loaded, the last KR kept for the next block. Inside (a
