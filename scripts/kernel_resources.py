@@ -359,21 +359,20 @@ def occupancy_tables(rows, plan_tool, out_dir):
     listing = subprocess.run([plan_tool], capture_output=True, text=True)
     if listing.returncode != 0:
         sys.exit(f"{plan_tool} failed:\n{listing.stderr}")
-    # (the registry's names omit default template arguments: Vectors = true and ElementForm =
-    # void of the tiles; they name an enumerator where c++filt casts its value: gate_kind::clamp
-    # for (detail::gate_kind)1)
-    key = lambda name: enumerators_as_values(name).replace(" ", "").replace(",void>", ">").replace(",true>", ">")
-    by_build = {(key(r["kernel"]), TARGETS[r["target"]]["profile"]): r for r in rows if r["target"] in TARGETS}
+    by_build = {(launch_key(r["kernel"]), TARGETS[r["target"]]["profile"]): r for r in rows if r["target"] in TARGETS}
     summary, unknown = collections.OrderedDict(), set()
+    launched = collections.Counter()  # launches on sm_90's profile per kernel (launch_key)
     with open(os.path.join(out_dir, "occupancy.csv"), "w") as out:
         out.write("device,layer,pass,type,layout,batch,kernel,block_threads,dynamic_shared_bytes,grid_blocks,"
                   "resident_blocks,limited_by,occupancy,grid_blocks_per_multiprocessor,meets_target\n")
         for launch in csv.DictReader(io.StringIO(listing.stdout)):
             name = launch["kernel"].replace("kernels::", "")
-            row = by_build.get((key(name), launch["device"]))
+            row = by_build.get((launch_key(name), launch["device"]))
             if row is None:
                 unknown.add(name)
                 continue
+            if launch["device"] == "sm90":
+                launched[launch_key(name)] += 1
             blocks, limit, warps = resident_blocks(row, launch)
             max_warps = int(launch["max_threads_per_multiprocessor"]) // int(launch["warp_size"])
             occupancy = blocks * warps / max_warps
@@ -413,7 +412,15 @@ def occupancy_tables(rows, plan_tool, out_dir):
             f"{below} depthwise tiled forward launches below 50 % occupancy and 4 resident blocks (where the grid has "
             f"them); {below_backward} backward ones; {below_fused} fused block launches below it (reported, not yet a failure); "
             f"{len(unknown)} launched kernels missing from the resource table")
-    return lines, note, bool(unknown), below + below_backward
+    return lines, note, bool(unknown), below + below_backward, launched
+
+
+def launch_key(name):
+    """A kernel's name as the planner's listing and c++filt both give it: enumerators as values
+    (the registry names an enumerator where c++filt casts its value: gate_kind::clamp for
+    (detail::gate_kind)1), without the namespace dsconv, spaces and the default template
+    arguments (the registry's names omit Vectors = true and ElementForm = void of the tiles)."""
+    return enumerators_as_values(name.replace("dsconv::", "")).replace(" ", "").replace(",void>", ">").replace(",true>", ">")
 
 
 # The block size of each kernel the SASS budgets model, as its header declares it.
@@ -421,6 +428,7 @@ BLOCK_THREADS = {"depthwise_nhwc_register": ("kernels/depthwise/nhwc_register.hp
                  "depthwise_nhwc_register_weight": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nhwc_register_transposed": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nhwc_register_column": ("kernels/depthwise/nhwc_register_column.hpp", "column_block_threads"),
+                 "depthwise_small_map": ("kernels/depthwise/nhwc_register.hpp", "register_block_threads"),
                  "depthwise_nchw_register_transposed": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nchw_register": ("kernels/depthwise/nchw_register.hpp", "nchw_register_block_threads"),
                  "depthwise_nhwc_matrix": ("kernels/depthwise/nhwc_matrix.hpp", "matrix_block_threads"),
@@ -459,10 +467,12 @@ def start_sass_budgets(pool):
     return [pool.submit(sass_budget.budgets, cubin) for cubin in cubins]
 
 
-def sass_budget_lines(rows, searches):
+def sass_budget_lines(rows, searches, launched=None):
     """The two budgets of the memory-bound kernels modelled by scripts/sass_budget.py, from the
     sm_90 cubins' searches (start_sass_budgets; reported, not a failure: 16-bit 5x5 depthwise
-    filters need 6.25 fp32 multiply-adds per DRAM byte alone)."""
+    filters need 6.25 fp32 multiply-adds per DRAM byte alone), with each kernel's launches on the
+    networks' layers as the planner makes them for sm_90 (`launched`, occupancy_tables: 16-byte
+    aligned tensors; a kernel no layer launches there runs for other tensors, maps or targets)."""
     if not searches:
         return ""
     registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
@@ -473,7 +483,9 @@ def sass_budget_lines(rows, searches):
              "has issued and not yet used; per multiprocessor, times the threads its registers let reside "
              "(NVIDIA's CUB aims at 48 KiB on an H200)." % (sass_budget.ISSUE_LIMIT, sass_budget.TARGET), "",
              "| kernel | iteration | instructions | instr / DRAM byte | bytes in flight / thread | resident threads / SM | "
-             "bytes in flight / SM |", "|---|---|---|---|---|---|---|"]
+             "bytes in flight / SM | sm_90 layer launches |", "|---|---|---|---|---|---|---|---|"]
+    launches = (lambda name: str(launched[launch_key(name)])) if launched is not None else (lambda name: "-")
+    over = []  # (kernel, iteration, per byte) above the aim among those the layers launch
     layered = []
     budgets = {(name, what): b for search in searches for name, what, b in search.result()}
     for (name, what), b in sorted(budgets.items(), key=lambda item: item[0]):
@@ -482,9 +494,15 @@ def sass_budget_lines(rows, searches):
             layered.append((name, what, b, threads))
             continue
         if b is None:
-            lines.append(f"| {name} | {what} | no path | | | | |")
+            lines.append(f"| {name} | {what} | no path | | | | | {launches(name)} |")
             continue
-        lines.append(f"| {name} | {what} | {b[0]} | {b[1]:.2f} | {b[2]} | {threads} | {b[2] * threads // 1024} KiB |")
+        lines.append(f"| {name} | {what} | {b[0]} | {b[1]:.2f} | {b[2]} | {threads} | {b[2] * threads // 1024} KiB | "
+                     f"{launches(name)} |")
+        if launched is not None and launched[launch_key(name)] and b[1] > sass_budget.TARGET:
+            over.append(f"{name} ({what}: {b[1]:.2f})")
+    if launched is not None:
+        lines += ["", f"{len(over)} of the iterations above the aim are of kernels the sm_90 plan launches on the "
+                  "networks' layers" + (": " + "; ".join(over) if over else "") + "."]
     if layered:
         lines += ["", "pointwise_nhwc_stream and its held form per layer (c_in -> c_out, where the plan gives the layer "
                   "that kernel): a warp's 32-pixel tile's instructions, instructions per DRAM byte of the layer (every "
@@ -620,7 +638,13 @@ def main():
     # through a gate takes one channel a thread: nhwc_register_column.hpp.)
     plane_items = lambda r: r["kernel"].startswith(("depthwise_nchw_matrix_plane<", "depthwise_nchw_register_transposed<",
                                                     "depthwise_nhwc_register_column<"))
+    # (The small-map kernel's forms of 2 channels a thread, stride 2 onto 2 x 2 maps, move 4- or
+    # 8-byte vectors in NHWC and elements in NCHW; its others 16-byte ones in either layout or in
+    # NCHW's runs: kernels/depthwise/small_map.hpp.)
+    small_map_16 = lambda r: (re.match(r"depthwise_small_map<", r["kernel"]) and
+                              not re.match(r"depthwise_small_map<[^,]*, \d, 2, 2,", r["kernel"]))
     expects_128 = lambda r: ((r["kernel"].startswith("depthwise_n") and not eight_byte_vectors(r) and not plane_items(r)) or
+                             small_map_16(r) or
                              r["kernel"].startswith("pointwise_nhwc_stream") or
                              re.search(r"mma_tile<128, 128, .*, true>", r["kernel"]) or
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", r["kernel"]))
@@ -649,9 +673,9 @@ def main():
     budget_pool = concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
     searches = start_sass_budgets(budget_pool)
     plan_tool = args.plan_tool or find_plan_tool()
-    missing, below_target = False, 0
+    missing, below_target, launched = False, 0, None
     if plan_tool:
-        occupancy, note, missing, below_target = occupancy_tables(rows, plan_tool, args.out)
+        occupancy, note, missing, below_target, launched = occupancy_tables(rows, plan_tool, args.out)
         text += ("\n## Occupancy as launched\n\nPer kernel and target, over its launches for every layer of both "
                  "networks (batch 1, 8, 32, 128; every type and layout; forward and both backward passes) and "
                  "every block's forward (unfused and fused) as the "
@@ -665,7 +689,7 @@ def main():
     else:
         print("no dsconv_plan_launches (build the host project first, or pass --plan-tool): occupancy skipped",
               file=sys.stderr)
-    budget_lines = sass_budget_lines(rows, searches)
+    budget_lines = sass_budget_lines(rows, searches, launched)
     budget_pool.shutdown()
     text += budget_lines
     print(budget_lines)

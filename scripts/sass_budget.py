@@ -282,6 +282,48 @@ def register_model(t, k, s, gate=NO_GATE):
     return need, tw * v * size * (s * s * tensors + 1), "strip: %d outputs x %d channels%s" % (tw, v, gate_label(gate))
 
 
+def small_map_vector(size, s, o):
+    """kernels/depthwise/small_map.hpp small_map_vector: channels a thread takes."""
+    v = 16 // size
+    while v > 1 and (s * o * s * o + o * o) * v > 64:
+        v //= 2
+    return v
+
+
+def small_map_models(t, k, s, o, gate=NO_GATE):
+    """depthwise_small_map (kernels/depthwise/small_map.hpp): one image's map of o x o outputs for
+    a thread's v channels, from its whole input of b x b pixels (b = s o), each loaded (and
+    gated: the data gradient's saved tensor too) once; the taps' weights as shared loads, of each
+    tap any output uses (v floats a tap); relu6 through the forward's stores. NHWC: a vector
+    access a pixel (v elements); NCHW (whose planes lie one after another): 16-byte accesses,
+    the v planes' runs. DRAM: the inputs and the outputs, the minimum."""
+    size = 2 if t in ("half", "bfloat16") else 4
+    v, b = small_map_vector(size, s, o), s * o
+    tensors = 2 if gate != NO_GATE else 1
+    width = {16: "LDG.E.128", 8: "LDG.E.64", 4: None}[v * size]
+    # (nvcc stores float pairs, 8 bytes a pixel, as two words: any store of the path's)
+    store = {16: "STG.E.128", 8: "STG.E", 4: None}[v * size]
+    word_load = lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT")
+    pad = k // 2
+    taps = sum(1 for ky in range(k) for kx in range(k)
+               if any(0 <= oy * s - pad + ky < b and 0 <= ox * s - pad + kx < b for oy in range(o) for ox in range(o)))
+    reads = -(-taps * v // 4)  # (v floats a tap; ptxas joins two taps' pairs into one 16-byte load)
+    dram = v * size * (o * o + b * b * tensors)
+    label = "%s%d x %d map x %d channels%s" % ("stride 2 onto a " if s == 2 else "a ", o, o, v, gate_label(gate))
+    nhwc = {"vector loads": (is_op(width) if width else word_load, b * b * tensors),
+            "vector stores": (is_op(store) if store else (lambda ins: ins.op == "STG.E"), o * o),
+            "weight reads": (is_op("LDS"), reads)}
+    # NCHW: the 16-byte pieces of the v planes' inputs and outputs
+    nchw = {"vector loads": (is_op("LDG.E.128"), v * b * b * size // 16 * tensors),
+            "vector stores": (is_op("STG.E.128"), v * o * o * size // 16), "weight reads": (is_op("LDS"), reads)}
+    models = [(nhwc, dram, "NHWC: " + label, "cheapest"), (nchw, dram, "NCHW: " + label, "cheapest")]
+    for need, _, _, _ in models:
+        if gate == NO_GATE:
+            need["relu6"] = RELU6
+        gate_needs(need, gate, b * b * v)
+    return models
+
+
 def nchw_register_model(t, k, s, gate=NO_GATE):
     """depthwise_nchw_register (kernels/depthwise/nchw_register.hpp) in its 16-byte form: one band
     of th output rows x vo outputs (16 bytes of a row) of one plane, the input rows it reads of s
@@ -568,6 +610,10 @@ KERNELS = [
      lambda m: register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),
     (re.compile(r"depthwise_nhwc_register_column<(\d), \(dsconv::detail::gate_kind\)(\d)>"),
      lambda m: register_column_model(int(m.group(1)), gate_of(m.group(2)))),
+    (re.compile(r"depthwise_small_map<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d), (\d)"
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
+     lambda m: small_map_models(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), int(m.group(4)),
+                                gate_of(m.group(5)))),
     (re.compile(r"depthwise_nhwc_register<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d)(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)),
                               gate_of(m.group(4)))),

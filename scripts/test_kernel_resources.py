@@ -202,5 +202,47 @@ class SassBudget(unittest.TestCase):
         need = sass_budget.stream_held_model("half", 4, 2)(64, 1024)
         self.assertEqual((need["16-byte loads"][1], need["stores"][1], need["relu"][1]), (8, 32, 128))
 
+    def test_small_map_models_read_each_input_once_and_only_the_used_taps(self):
+        # 16-bit 5x5 on 2x2 maps: 8 channels a thread, the 9 taps within one of the centre.
+        nhwc, nchw = sass_budget.small_map_models("half", 5, 1, 2, sass_budget.SILU)
+        need, dram, what, _ = nhwc
+        self.assertEqual(need["vector loads"][1], 2 * 4)     # 4 pixels of dz and of the saved tensor
+        self.assertEqual(need["weight reads"][1], 9 * 8 // 4)
+        self.assertEqual(need["silu exponentials"][1], 4 * 8)
+        self.assertEqual(dram, 8 * 2 * (4 + 2 * 4))
+        self.assertEqual(nchw[0]["vector loads"][1], 2 * 4)  # 8 planes of 4 elements, 64 bytes, each tensor
+        # Stride 2 onto 1x1 from 2x2 inputs: the output's 4 taps of a 3x3 filter, 2 of a 5x5's side.
+        need, dram, _, _ = sass_budget.small_map_models("float", 3, 2, 1)[0]
+        self.assertEqual((need["vector loads"][1], need["weight reads"][1], dram), (4, 4, 4 * 4 * (1 + 4)))
+        self.assertEqual(sass_budget.small_map_vector(2, 1, 4), 2)  # 4x4 maps: (16 + 16) x 2 floats
+
+
+class BudgetTable(unittest.TestCase):
+    class Search:
+        def __init__(self, rows):
+            self.rows = rows
+
+        def result(self):
+            return self.rows
+
+    def test_kernels_the_layers_launch_are_the_ones_held_to_the_aim(self):
+        ops = {"LDG": 0, "FFMA": 0, "HADD2": 0, "F2FP": 0, "PRMT": 0}
+        launched_name = "depthwise_small_map<dsconv::half, 5, 1, 4, (dsconv::detail::gate_kind)2>"
+        idle_name = "depthwise_nhwc_register<dsconv::half, 5, 1, (dsconv::detail::gate_kind)2>"
+        searches = [self.Search([(launched_name, "a map", (500, 5.0, 64, ops)), (idle_name, "a strip", (900, 9.0, 64, ops))])]
+        rows = [{"kernel": launched_name.replace("dsconv::", ""), "target": "sm_90", "registers": "128"}]
+        # (the planner's listing names the enumerator where c++filt casts its value)
+        launched = kernel_resources.collections.Counter(
+            {kernel_resources.launch_key("depthwise_small_map<half, 5, 1, 4, detail::gate_kind::silu>"): 3})
+        text = kernel_resources.sass_budget_lines(rows, searches, launched)
+        self.assertIn("| 512 | 32 KiB | 3 |", text)   # (128 registers: two blocks of 256 threads)
+        self.assertIn("| 9.00 | 64 | 1024 | 64 KiB | 0 |", text)
+        self.assertIn("1 of the iterations above the aim", text)
+        self.assertIn("depthwise_small_map", text.split("above the aim")[1])
+        self.assertNotIn("nhwc_register", text.split("above the aim")[1])
+        # Without the planner's launches, no count and no such line.
+        self.assertNotIn("above the aim", kernel_resources.sass_budget_lines(rows, searches))
+
+
 if __name__ == "__main__":
     unittest.main()

@@ -377,6 +377,35 @@ TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it s
       }
 }
 
+TEMPLATE_TEST_CASE("depthwise small-map kernel: every filter, stride and side, both layouts, channel groups, misaligned tensors",
+                   "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  // The register variants' kernel for maps of 1, 2 and 4 outputs a side: 3x3 and 5x5 filters at
+  // stride 1 onto each side, and at stride 2 from inputs of 2 and 4 pixels a side onto 1 and 2 (and
+  // of 1 and 3, which the register kernels take), in
+  // both layouts, with 1, 3 and 5 of its channel vectors (NHWC: of 16 bytes, as nhwc_register
+  // takes them; NCHW: of the kernel's own width, down to 2 channels), with and without bias,
+  // and with every tensor misaligned by one element (element accesses). Each runs through
+  // automatic and every variant. The networks' layers (which the sanitizer build leaves out)
+  // reach only some of these.
+  for (const layout data_layout : {layout::nhwc, layout::nchw})
+    for (const int k : {3, 5})
+      for (const auto& stride_side : {std::pair<int, int>{1, 1}, std::pair<int, int>{1, 2}, std::pair<int, int>{1, 4},
+                                      std::pair<int, int>{2, 1}, std::pair<int, int>{2, 2}, std::pair<int, int>{2, 3},
+                                      std::pair<int, int>{2, 4}})
+        for (const int vectors : {1, 3, 5}) {
+          const int s = stride_side.first, h = stride_side.second, out_side = s == 1 ? h : (h + 1) / 2;
+          const int vector = data_layout == layout::nhwc ? static_cast<int>(16 / sizeof(TestType))
+                                                         : dsconv::detail::small_map_vector(sizeof(TestType), s, out_side);
+          dsconv::depthwise_params p = make_params(3, vectors * vector, h, h, k, k, s, s, k / 2, k / 2, 1, 1, 1);
+          p.data_layout = data_layout;
+          p.act = all_activations[(k + s + h + vectors) % 6];
+          // (stride 2: even inputs only; the register kernels take the others)
+          REQUIRE(dsconv::detail::small_map_side<TestType>(p) == (s == 1 || h % 2 == 0 ? out_side : 0));
+          for (const std::size_t misalign : {std::size_t{0}, std::size_t{1}})
+            if (!misalign || vectors == 3) check_depthwise<TestType>(p, vectors != 5, misalign);
+        }
+}
+
 TEMPLATE_TEST_CASE("depthwise NHWC matrix kernel: every filter and stride, tiles cut by the map's edge, misaligned tensors",
                    "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
   // Each specialisation (3x3 and 5x5, stride 1 and 2) and tile side on outputs whose tiles the

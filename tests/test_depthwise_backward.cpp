@@ -316,6 +316,27 @@ TEMPLATE_TEST_CASE("depthwise backward: the stride-2 register data gradient on e
       }
 }
 
+TEMPLATE_TEST_CASE("depthwise backward: the stride-1 data gradient of maps of 1, 2 and 4 pixels a side, every gate",
+                   "[depthwise][backward][shapes]", float, dsconv::half, dsconv::bfloat16) {
+  // The small-map kernel's gated forms (the register variants' data gradient of stride 1 there):
+  // 3x3 and 5x5 filters on each side, no activation, relu6 (the clamp gate) and silu, both
+  // layouts, one and three NHWC vectors of 16 bytes (NCHW: planes of the kernel's width), and
+  // tensors misaligned by one element. Each runs through automatic and every variant.
+  const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  for (const int k : {3, 5})
+    for (const int h : {1, 2, 4})
+      for (const activation act : {activation::none, activation::relu6, activation::silu}) {
+        const int vectors = h == 2 ? 3 : 1;
+        const int vector = data_layout == layout::nhwc ? static_cast<int>(16 / sizeof(TestType))
+                                                       : dsconv::detail::small_map_vector(sizeof(TestType), 1, h);
+        dsconv::depthwise_params p = make_params(2, vectors * vector, h, h, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+        p.data_layout = data_layout;
+        p.act = act;
+        REQUIRE(dsconv::detail::small_map_side<TestType>(p) == h);
+        check_backward<TestType>(pass::data, p, false, act == activation::silu && h == 2 ? 1 : 0);
+      }
+}
+
 TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where threads walk down several bands or blocks",
                    "[depthwise][backward][shapes]", float, dsconv::half) {
   // Stride 1: a thread's bands (the forward kernel on grad_output, the filter rotated, gated by

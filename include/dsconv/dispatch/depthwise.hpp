@@ -12,6 +12,7 @@
 #include "depthwise_plan.hpp"
 #include "depthwise_register_column_plan.hpp"
 #include "depthwise_register_plan.hpp"
+#include "depthwise_small_map_plan.hpp"
 #include "launch_shape.hpp"
 #include "prepare.hpp"
 #include "tuning/variant_choice.hpp"
@@ -58,6 +59,10 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
   const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
   if (!limit.empty()) return " " + limit;
   const auto fits = [&] {  // (the plan of the kernel that would run)
+    if (small_map_side<T>(p) != 0) {
+      register_plan plan;
+      return plan_small_map<T>(p, dev, nullptr, nullptr, nullptr, nullptr, plan);
+    }
     if (!nhwc) {
       nchw_register_plan plan;
       return plan_nchw_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated);
@@ -163,7 +168,8 @@ status launch_forward_tiled(const depthwise_params& p, const depthwise_shape& s,
 // Launches the kernel of `variant` of the register family for the forward of shape `s` (the
 // layer's, or, G != none, the transposed problem `p` of a stride-1 data gradient: grad_output
 // through the gate, the filter rotated; nhwc_register's for float on the column kernel,
-// runs_column). Accesses are as wide as every tensor's alignment
+// runs_column; the small-map kernel on maps of 1, 2 or 4 outputs a side, small_map_side).
+// Accesses are as wide as every tensor's alignment
 // allows, the gate's saved tensor included; the tensor-core kernels, whose accesses are 16-byte
 // vectors (nhwc_matrix) or words (nchw_matrix), run as their layout's register kernel (the same
 // operation) where a tensor is not aligned to that.
@@ -187,6 +193,13 @@ status launch_forward_register(depthwise_variant variant, const depthwise_params
       }
     }
     variant = depthwise_variant::nchw_register;
+  }
+  if (small_map_side<T>(p) != 0) {  // (maps of 1, 2 or 4 outputs a side, either layout)
+    register_plan sp;
+    if (plan_small_map<T>(p, dev, input, gate.saved, output, pre_activation, sp))
+      return platform::launch(small_map_kernel<T, G>(p), sp.launch(stream, "depthwise_small_map"), s, sp.tile, input, gate,
+                              weight, bias, output, pre_activation);
+    return invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");
   }
   const T* least = least_aligned(input, gate.saved);
   if (variant == depthwise_variant::nhwc_register) {

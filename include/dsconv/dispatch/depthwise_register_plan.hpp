@@ -21,8 +21,9 @@ struct register_plan {
   platform::dims grid;
   std::size_t shared_bytes = 0;
 
-  platform::launch_config launch(stream_t stream) const {
-    return planned_launch(register_block_threads, grid, shared_bytes, "depthwise_nhwc_register", stream);
+  // (its walk also launches the small-map kernel: depthwise_small_map_plan.hpp)
+  platform::launch_config launch(stream_t stream, const char* name = "depthwise_nhwc_register") const {
+    return planned_launch(register_block_threads, grid, shared_bytes, name, stream);
   }
 };
 

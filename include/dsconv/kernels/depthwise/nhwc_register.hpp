@@ -105,9 +105,12 @@ DSCONV_HOST_DEVICE constexpr bool register_filter(int k, int s) { return (k == 3
 // compile time from its run's start (no address arithmetic per tap: a layout interleaving the
 // group's runs per tap took an integer multiply-add per tap, about 30 instructions a 5x5
 // strip, sm_90 SASS).
+DSCONV_HOST_DEVICE constexpr int register_weight_pitch(int k, int v) {
+  return ((k * k + 1) * v / 4) % 2 ? (k * k + 1) * v : (k * k + 1) * v + 4;
+}
 template <int K, int V>
 DSCONV_HOST_DEVICE constexpr int register_weight_pitch() {
-  return ((K * K + 1) * V / 4) % 2 ? (K * K + 1) * V : (K * K + 1) * V + 4;
+  return register_weight_pitch(K, V);
 }
 
 struct nhwc_register_tile {
@@ -158,6 +161,33 @@ DSCONV_UNROLL
   }
 }
 
+// A thread's place in its block (register_block): its channel vector's first channel, its
+// lane among the block's threads of that vector, its vector's staged taps and bias (the block's
+// weights of its channels staged, stage_register_weights, and the block synchronised), and the
+// block's strip block.
+struct register_thread {
+  int channel;
+  int lane;
+  const float* taps;
+  unsigned strip_block;
+};
+template <int K, int V, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE register_thread stage_block_weights(const nhwc_register_tile& t, const T* __restrict__ weight,
+                                                                     const T* __restrict__ bias, bool rotate) {
+  namespace pf = platform;
+  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
+  const int gc = t.group_vectors * V;  // the block's channels
+  const register_block_place place = register_block();
+  const int c0 = place.channel_group * gc;
+  // (the thread's channel vector and lane, divided before the staging loop so that no compiler
+  // places the division inside it)
+  const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
+  float* staged = pf::dynamic_shared<float>();
+  stage_register_weights<K, V>(staged, weight, bias, rotate, c0, gc, tid, threads);
+  pf::sync_threads();
+  return {c0 + cv * V, lane, staged + cv * register_weight_pitch<K, V>(), place.strip_block};
+}
+
 // The strip's epilogue with activation A (a compile-time constant, so the activation's switch
 // folds away): z = acc into `pre` where given, act(z) into `out`, outputs from `from` and
 // before `count` only.
@@ -199,25 +229,15 @@ void depthwise_nhwc_register(detail::depthwise_shape s, detail::nhwc_register_ti
   constexpr int E = detail::elements_per_word<T>(), W = V / E;  // a vector's elements per word, its words
   constexpr int IW = (TW - 1) * S + K;                             // input columns a strip reads
   using words = pf::vec<unsigned, W>;
-  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
-  const int gc = t.group_vectors * V;  // the block's channels
-  const detail::register_block_place place = detail::register_block();
-  const int c0 = place.channel_group * gc;
-
-  // (this thread's channel vector and pixel lane, divided before the staging loop so that no
-  // compiler places the division inside it)
-  const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
-
-  // Weights and biases of the block's channels, as floats (register_weight_pitch).
-  float* staged = pf::dynamic_shared<float>();
-  detail::stage_register_weights<K, V>(staged, weight, bias, s.rotate_filter, c0, gc, tid, threads);
-  pf::sync_threads();
-  const float* w_s = staged + cv * detail::register_weight_pitch<K, V>();  // this thread's vector's taps, then its biases
+  // (its channel vector's weights and biases staged as floats: register_weight_pitch)
+  const detail::register_thread me = detail::stage_block_weights<K, V>(t, weight, bias, s.rotate_filter);
+  const float* w_s = me.taps;  // this thread's vector's taps, then its biases
+  const int lane = me.lane;
 
   if (lane >= t.pixel_lanes) return;
-  const int c = c0 + cv * V;
+  const int c = me.channel;
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c, out_pitch = static_cast<index_t>(s.out_w) * s.c;
-  const unsigned first = place.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
+  const unsigned first = me.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
   for (int i = 0; i < t.strips_per_thread; ++i) {
     const unsigned strip = first + static_cast<unsigned>(i * t.pixel_lanes);
     if (strip >= static_cast<unsigned>(t.strips)) break;

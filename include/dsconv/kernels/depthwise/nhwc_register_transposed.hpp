@@ -82,22 +82,16 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
   constexpr int E = detail::elements_per_word<T>(), W = V / E;  // a vector's elements per word, its words
   constexpr int R = (K - 1) / 2, DW = TW / 2 + R;                  // dz rows before the block's; its dz columns
   using words = pf::vec<unsigned, W>;
-  const int tid = static_cast<int>(pf::thread_idx().x), threads = static_cast<int>(pf::block_dim().x);
-  const int gc = t.group_vectors * V;
-  const detail::register_block_place place = detail::register_block();
-  const int c0 = place.channel_group * gc;
-  const int cv = tid % t.group_vectors, lane = tid / t.group_vectors;
-
-  float* staged = pf::dynamic_shared<float>();
-  detail::stage_register_weights<K, V>(staged, weight, static_cast<const T*>(nullptr), false, c0, gc, tid, threads);
-  pf::sync_threads();
-  const float* w_s = staged + cv * detail::register_weight_pitch<K, V>();
+  const detail::register_thread me =
+      detail::stage_block_weights<K, V>(t, weight, static_cast<const T*>(nullptr), /*rotate=*/false);
+  const float* w_s = me.taps;
+  const int lane = me.lane;
 
   if (lane >= t.pixel_lanes) return;
-  const int c = c0 + cv * V;
+  const int c = me.channel;
   const int block_rows = detail::transposed_block_rows(s.h, s.pad_h);
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c, dz_pitch = static_cast<index_t>(s.out_w) * s.c;
-  const unsigned first = place.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
+  const unsigned first = me.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
   for (int i = 0; i < t.strips_per_thread; ++i) {
     const unsigned block = first + static_cast<unsigned>(i * t.pixel_lanes);
     if (block >= static_cast<unsigned>(t.strips)) break;

@@ -1,0 +1,261 @@
+#pragma once
+// Depthwise forward (and the stride-1 data gradient's transposed problem) of maps of 1, 2 or 4
+// outputs a side, both layouts (the register variants' kernel there): a thread takes a vector
+// of channels of one image and computes its whole map, every output from only the taps that
+// land inside the map. The 32x32 networks' last stages (EfficientNet-B0's 5x5 filters on 4, 2
+// and 1 pixel maps, MobileNetV2's 3x3 ones) had run on the register kernels, whose strips (8 or
+// 4 outputs along a row, 8 or 16 bytes of a plane's row) and padding rows multiply zeros: a 5x5
+// filter on a 2x2 map used 4 of each output's 25 taps and 2 of a strip's 8 outputs (16-bit: 11.7
+// instructions per DRAM byte on full strips, sm_90 SASS, scripts/sass_budget.py, so some 47
+// there, estimated, where an H200 issues about 8). Here each input is loaded, gated (the data
+// gradient) and widened once, and the multiply-adds are the map's own (4 an output for 5x5 on
+// 2x2): 1.1 to 3.3 instructions per DRAM byte, 4.1 to 5.0 for 16-bit 5x5 filters on 4x4 maps
+// (2 channels a thread).
+//
+// The box is the map's whole input, B x B pixels (B = O at stride 1, 2 O at stride 2: even
+// sides only), so that no access needs a test. A block takes a group of channel vectors whose
+// weights and biases it stages in shared memory as floats (the register kernel's runs,
+// stage_register_weights), and its threads take the images, as nhwc_register's take strips.
+// NHWC: a pixel's vector of V channels is one access; NCHW: the thread's V planes lie one after
+// another, read and written 16 bytes at a time where the tensors are aligned, else element by
+// element.
+// Requires multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 with padding kernel / 2,
+// square maps (small_map_side), channels a multiple of the vector.
+
+#include <type_traits>
+
+#include "../../config.hpp"
+#include "../../platform/platform.hpp"
+#include "../../problem.hpp"
+#include "../common/activation.hpp"
+#include "../common/gradient_gate.hpp"
+#include "../common/words.hpp"
+#include "nhwc_register.hpp"
+
+namespace dsconv {
+namespace detail {
+
+// The input box's side: the input of a map of O outputs a side at stride S (small_map_side).
+template <int S, int O>
+DSCONV_HOST_DEVICE constexpr int small_map_box() {
+  return S * O;
+}
+
+// Channels a thread takes, for elements of `element_bytes` at stride s onto maps of o outputs a
+// side: the widest power of two up to a 16-byte vector whose box and accumulators (B^2 + O^2
+// floats a channel) take at most 64 of the thread's registers (16-bit 2x2 maps: 8; 4x4 maps: 2).
+DSCONV_HOST_DEVICE constexpr int small_map_vector(int element_bytes, int s, int o) {
+  int v = 16 / element_bytes;
+  while (v > 1 && (s * o * s * o + o * o) * v > 64) v /= 2;
+  return v;
+}
+
+// Whether output (oy, ox)'s tap (ky, kx) reads a pixel of the box (else padding or past the map).
+template <int K, int S, int B>
+DSCONV_HOST_DEVICE constexpr bool small_map_reads(int oy, int ox, int ky, int kx) {
+  const int iy = oy * S - K / 2 + ky, ix = ox * S - K / 2 + kx;
+  return iy >= 0 && iy < B && ix >= 0 && ix < B;
+}
+
+// Whether any output of the map uses tap (ky, kx) (its weights are read only then).
+template <int K, int S, int O>
+DSCONV_HOST_DEVICE constexpr bool small_map_tap_used(int ky, int kx) {
+  for (int oy = 0; oy < O; ++oy)
+    for (int ox = 0; ox < O; ++ox)
+      if (small_map_reads<K, S, small_map_box<S, O>()>(oy, ox, ky, kx)) return true;
+  return false;
+}
+
+// The n elements of T at p (a whole number of words), G != none: gated by the saved tensor's at
+// the same place, as floats at f: 16 bytes at a time where `aligned` (p and saved aligned to 16
+// bytes, or to the run's bytes where it is shorter), else element by element (load_words).
+template <int n, gate_kind G, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void load_gated_run(const T* p, const T* saved, const register_gate& gate, bool aligned,
+                                                     float* f) {
+  constexpr int E = elements_per_word<T>(), W = n / E, piece = W < 4 ? W : 4;
+  static_assert(n % E == 0 && W % piece == 0, "a run of whole words, whole 16-byte pieces");
+DSCONV_UNROLL
+  for (int k = 0; k < W; k += piece) {
+    platform::vec<unsigned, piece> v = load_words<piece>(p + k * E, aligned);
+    if constexpr (G != gate_kind::none) v = gated_words<T, G, piece>(v, load_words<piece>(saved + k * E, aligned), gate);
+    widen_words<T>(v, f + k * E);
+  }
+}
+
+// The W words w[0 .. W) to p[0 .. W E), as load_gated_run reads them.
+template <int W, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_word_run(T* p, const unsigned* w, bool aligned) {
+  constexpr int E = elements_per_word<T>(), piece = W < 4 ? W : 4;
+  static_assert(W % piece == 0, "whole 16-byte pieces");
+DSCONV_UNROLL
+  for (int k = 0; k < W; k += piece) {
+    platform::vec<unsigned, piece> v;
+DSCONV_UNROLL
+    for (int j = 0; j < piece; ++j) v[j] = w[k + j];
+    store_words<piece>(p + k * E, v, aligned);
+  }
+}
+
+}  // namespace detail
+
+namespace kernels {
+
+// G != none: the data gradient of stride 1 (input: grad_output, the filter rotated), each input
+// gated by the activation's derivative from the saved tensor at its place as it arrives
+// (kernels/common/gradient_gate.hpp). t: nhwc_register's walk with one strip an image.
+template <class T, int K, int S, int O, detail::gate_kind G = detail::gate_kind::none>
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
+DSCONV_WAVES_PER_SIMD(detail::register_resident_blocks)
+void depthwise_small_map(detail::depthwise_shape s, detail::nhwc_register_tile t, const T* __restrict__ input,
+                         detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias,
+                         T* __restrict__ output, T* __restrict__ pre_activation) {
+  namespace pf = platform;
+  constexpr bool Gated = G != detail::gate_kind::none;
+  constexpr int V = detail::small_map_vector(sizeof(T), S, O), B = detail::small_map_box<S, O>();
+  constexpr int E = detail::elements_per_word<T>();
+  const detail::register_thread me = detail::stage_block_weights<K, V>(t, weight, bias, s.rotate_filter);
+  const float* w_s = me.taps;
+  const int lane = me.lane;
+
+  if (lane >= t.pixel_lanes) return;
+  const bool nchw = s.data_layout == layout::nchw;
+  const int c = me.channel;
+  const index_t pixel_pitch = s.c;  // (NHWC: from a pixel to the next, elements)
+  const unsigned first = me.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
+  for (int i = 0; i < t.strips_per_thread; ++i) {
+    const unsigned image = first + static_cast<unsigned>(i * t.pixel_lanes);
+    if (image >= static_cast<unsigned>(t.strips)) break;
+    const index_t image_at = static_cast<index_t>(image) * s.c * (B * B) + static_cast<index_t>(c) * (nchw ? B * B : 1);
+    const T* in = input + image_at;
+    const T* saved = Gated ? static_cast<const T*>(gate.saved) + image_at : nullptr;
+
+    // The box, gated and widened: box[y][x][e]. The accesses' width is a compile-time fact of
+    // each copy (aligned: vectors), not a test at every access.
+    float box[B][B][V];
+    const auto load_box = [&](auto aligned) {
+      constexpr bool vectors = decltype(aligned)::value;
+      if (nchw && vectors) {
+        // the V planes' B x B elements, one after another: whole 16-byte vectors (V B^2
+        // elements are a multiple of 16 bytes: small_map_vector)
+        constexpr int n = V * B * B;
+        float f[n];
+        detail::load_gated_run<n, G>(in, saved, gate, true, f);
+DSCONV_UNROLL
+        for (int e = 0; e < V; ++e)
+DSCONV_UNROLL
+          for (int p = 0; p < B * B; ++p) box[p / B][p % B][e] = f[e * B * B + p];
+      } else if (!nchw) {
+DSCONV_UNROLL
+        for (int y = 0; y < B; ++y)
+DSCONV_UNROLL
+          for (int x = 0; x < B; ++x) {
+            const index_t at = (y * B + x) * pixel_pitch;
+            detail::load_gated_run<V, G>(in + at, Gated ? saved + at : nullptr, gate, vectors, box[y][x]);
+          }
+      } else {
+DSCONV_UNROLL
+        for (int e = 0; e < V; ++e)
+DSCONV_UNROLL
+          for (int y = 0; y < B; ++y)
+DSCONV_UNROLL
+            for (int x = 0; x < B; ++x) {
+              const int at = y * B + x + e * B * B;
+              unsigned raw = detail::element_bits(pf::load(in + at));
+              if constexpr (Gated) {
+                const unsigned kept = detail::element_bits(pf::load(saved + at));
+                if constexpr (sizeof(T) == 2)
+                  raw = detail::gated_element<T, G>(raw, kept, gate);
+                else
+                  raw = detail::gated_word<T, G>(raw, kept, gate);
+              }
+              float f[E];
+              detail::widen<T>(raw, f);
+              box[y][x][e] = f[0];
+            }
+      }
+    };
+    if (t.aligned)
+      load_box(std::true_type{});
+    else
+      load_box(std::false_type{});
+
+    // The map's outputs, from the taps that land in the box only.
+    float acc[O][O][V];
+DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) {
+      const float b = pf::shared_load(w_s + K * K * V + e);
+DSCONV_UNROLL
+      for (int o = 0; o < O * O; ++o) acc[o / O][o % O][e] = b;
+    }
+DSCONV_UNROLL
+    for (int ky = 0; ky < K; ++ky)
+DSCONV_UNROLL
+      for (int kx = 0; kx < K; ++kx) {
+        if (!detail::small_map_tap_used<K, S, O>(ky, kx)) continue;
+        float w[V];
+DSCONV_UNROLL
+        for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
+DSCONV_UNROLL
+        for (int oy = 0; oy < O; ++oy)
+DSCONV_UNROLL
+          for (int ox = 0; ox < O; ++ox) {
+            if (!detail::small_map_reads<K, S, B>(oy, ox, ky, kx)) continue;
+            const int iy = oy * S - K / 2 + ky, ix = ox * S - K / 2 + kx;
+DSCONV_UNROLL
+            for (int e = 0; e < V; ++e) acc[oy][ox][e] += box[iy][ix][e] * w[e];
+          }
+      }
+
+    // The outputs as words in the order of the thread's runs in memory (NHWC: pixel after pixel,
+    // a vector each; NCHW: plane after plane), through the activation (A, a compile-time case:
+    // only the packing is compiled once per activation, not the stores) or not (z, kept where
+    // asked: never by a gated form, whose problem keeps nothing). Element i of the run order is
+    // acc[o][e] at compile-time indices, so no move precedes the packing.
+    constexpr int n = V * O * O, W = n / E;
+    const auto pack = [&](auto a, unsigned* w) {
+      constexpr activation A = decltype(a)::value;
+      const auto words = [&](auto planes) {
+DSCONV_UNROLL
+        for (int k = 0; k < W; ++k) {
+          float f[E];
+DSCONV_UNROLL
+          for (int j = 0; j < E; ++j) {
+            const int i = k * E + j, o = decltype(planes)::value ? i % (O * O) : i / V;
+            f[j] = acc[o / O][o % O][decltype(planes)::value ? i / (O * O) : i % V];
+          }
+          w[k] = detail::activated_word<A, T>(f);
+        }
+      };
+      if (nchw)
+        words(std::true_type{});
+      else
+        words(std::false_type{});
+    };
+    const index_t out_at = static_cast<index_t>(image) * s.c * (O * O) + static_cast<index_t>(c) * (nchw ? O * O : 1);
+    const auto store = [&](T* to, const unsigned* w) {
+      const auto runs = [&](auto aligned) {
+        if (nchw) {
+          detail::store_word_run<W>(to, w, decltype(aligned)::value);
+        } else {
+DSCONV_UNROLL
+          for (int o = 0; o < O * O; ++o)
+            detail::store_word_run<V / E>(to + o * pixel_pitch, w + o * (V / E), decltype(aligned)::value);
+        }
+      };
+      if (t.aligned)
+        runs(std::true_type{});
+      else
+        runs(std::false_type{});
+    };
+    unsigned w[W]{};  // (every activation's case packs all of it; g++ cannot tell)
+    if (!Gated && pre_activation) {
+      pack(std::integral_constant<activation, activation::none>{}, w);
+      store(pre_activation + out_at, w);
+    }
+    detail::with_output_activation<G>(s.act, [&](auto a) { pack(a, w); });
+    store(output + out_at, w);
+  }
+}
+
+}  // namespace kernels
+}  // namespace dsconv
