@@ -9,7 +9,7 @@
 // instructions per DRAM byte on full strips, sm_90 SASS, scripts/sass_budget.py, so some 47
 // there, estimated, where an H200 issues about 8). Here each input is loaded, gated (the data
 // gradient) and widened once, and the multiply-adds are the map's own (4 an output for 5x5 on
-// 2x2): 1.1 to 3.3 instructions per DRAM byte, 4.1 to 5.0 for 16-bit 5x5 filters on 4x4 maps
+// 2x2): 1.0 to 3.9 instructions per DRAM byte, 4.1 to 5.0 for 16-bit 5x5 filters on 4x4 maps
 // (2 channels a thread).
 //
 // The box is the map's whole input, B x B pixels (B = O at stride 1, 2 O at stride 2: even
