@@ -337,6 +337,29 @@ TEMPLATE_TEST_CASE("depthwise backward: the stride-1 data gradient of maps of 1,
       }
 }
 
+TEMPLATE_TEST_CASE("depthwise backward: the NHWC tensor-core data gradient on 8 x 8 tiles with a tail of 16 x 16 tiles",
+                   "[depthwise][backward][shapes]", dsconv::half, dsconv::bfloat16) {
+  // nhwc_matrix's tiles of 8 x 8 outputs take four channel vectors a block; the channels past
+  // the last whole block go on tiles of 16 x 16 in a second launch: 48 channels on 7x7 maps
+  // (32 and 16), 3x3 and 5x5 filters, every gate, and the 144 channels of the 32x32 networks'
+  // 8x8 maps (128 and 16).
+  for (const int k : {3, 5})
+    for (const activation act : {activation::none, activation::relu6, activation::silu}) {
+      dsconv::depthwise_params p = make_params(2, 48, 7, 7, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
+      p.data_layout = layout::nhwc;
+      p.act = act;
+      REQUIRE(dsconv::detail::matrix_side(p) == 8);
+      REQUIRE(dsconv::detail::matrix_preferred(p));
+      check_backward<TestType>(pass::data, p, false);
+    }
+  dsconv::depthwise_params p = make_params(1, 144, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1);
+  p.data_layout = layout::nhwc;
+  p.act = activation::silu;
+  REQUIRE(dsconv::detail::matrix_side(p) == 8);
+  REQUIRE(dsconv::detail::matrix_preferred(p));
+  check_backward<TestType>(pass::data, p, false);
+}
+
 TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where threads walk down several bands or blocks",
                    "[depthwise][backward][shapes]", float, dsconv::half) {
   // Stride 1: a thread's bands (the forward kernel on grad_output, the filter rotated, gated by

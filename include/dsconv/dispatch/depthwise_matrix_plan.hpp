@@ -22,9 +22,16 @@ struct matrix_plan {
   nhwc_matrix_tile tile{};
   int side = 16;  // the tiles' outputs along each side (matrix_side): the kernel's TS
   platform::dims grid;
+  // With side 8, the channels past the last whole block of four vectors, on tiles of side 16 (a
+  // second launch: its blocks' one vector each; grid.x 0 where there are none).
+  nhwc_matrix_tile tail_tile{};
+  platform::dims tail_grid{0, 0, 0};
 
   platform::launch_config launch(stream_t stream) const {
     return planned_launch(matrix_block_threads, grid, 0, "depthwise_nhwc_matrix", stream);
+  }
+  platform::launch_config launch_tail(stream_t stream) const {
+    return planned_launch(matrix_block_threads, tail_grid, 0, "depthwise_nhwc_matrix", stream);
   }
 };
 
@@ -57,34 +64,49 @@ inline double matrix_tile_use(const depthwise_params& p, int side) {
   return static_cast<double>(p.out_h()) * p.out_w() / static_cast<double>(ty * tx * side * side);
 }
 
-// The tiles' side for `p`: 8 where those tiles are the better used and the channels fill
-// whole blocks of four vectors (matrix_tile_vectors), else 16.
-inline int matrix_side(const depthwise_params& p) {
-  return p.c % (8 * matrix_tile_vectors(8)) == 0 && matrix_tile_use(p, 8) > matrix_tile_use(p, 16) ? 8 : 16;
+// The channels that tiles of side 8 take: those in whole blocks of four vectors
+// (matrix_tile_vectors); the others go on tiles of side 16 (matrix_plan's tail).
+inline int matrix_side8_channels(const depthwise_params& p) {
+  const int block = 8 * matrix_tile_vectors(8);
+  return p.c / block * block;
 }
 
+// The share of the outputs the layer's tiles make that lie inside the map, with side 8 the
+// tail's tiles of side 16 counted too (144 channels on 8x8 maps: 128 on tiles used whole, 16 on
+// tiles used a quarter: 0.92).
+inline double matrix_use(const depthwise_params& p, int side) {
+  if (side == 16) return matrix_tile_use(p, 16);
+  const int main = matrix_side8_channels(p);
+  return (main * matrix_tile_use(p, 8) + (p.c - main) * matrix_tile_use(p, 16)) / p.c;
+}
+
+// The tiles' side for `p`: 8 where those tiles (and the tail's) are the better used, else 16.
+inline int matrix_side(const depthwise_params& p) { return matrix_use(p, 8) > matrix_use(p, 16) ? 8 : 16; }
+
 // The rule where nothing was measured: nhwc_matrix over nhwc_register where at least half of
-// its tiles' outputs lie inside the map. Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
+// its tiles' outputs lie inside the map (matrix_use). Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
 // through relu6) it issues 2.4, 1.6, 3.6 and 2.0 instructions per DRAM byte on full tiles of
 // 3x3 and 5x5 filters at stride 1 and 2 (8 x 8 tiles: 2.7, 1.6, 3.9, 2.0), where the register
 // kernel issues 5.1, 3.0, 11.7 and 6.5 on strips that waste at most an eighth: half-empty tiles still leave it ahead (maps of
 // 1 to 4 pixels a side, a quarter of an 8 x 8 tile used at most, do not).
-inline bool matrix_preferred(const depthwise_params& p) { return matrix_tile_use(p, matrix_side(p)) >= 0.5; }
+inline bool matrix_preferred(const depthwise_params& p) { return matrix_use(p, matrix_side(p)) >= 0.5; }
 
 // The plan for `p` (which matrix_limits accepts); false where the grid would exceed the
 // device's. Each block takes a run of
 // consecutive tiles of one channel vector, long enough (up to 8 tiles) that the grid fills
 // the device about 8 times over at the kernel's residency: a block loads its B fragments once
 // for its run.
-template <class T>
-bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properties& dev, matrix_plan& plan) {
-  nhwc_matrix_tile& t = plan.tile;
-  plan.side = matrix_side(p);
-  const long long side = plan.side;
-  t.tiles_x = static_cast<int>((p.out_w() + side - 1) / side);
-  t.tiles_y = static_cast<int>((p.out_h() + side - 1) / side);
+// The grid of tiles of `side` over `channels` channels from `first`: each block takes a run
+// of consecutive tiles of one channel group, long enough (up to 8 tiles) that the grid fills the
+// device about 8 times over at the kernel's residency (a block loads its B fragments once for
+// its run); false where it would exceed the device's.
+inline bool plan_matrix_tiles(const depthwise_params& p, const platform::device_properties& dev, int side, int first,
+                              int channels, nhwc_matrix_tile& t, platform::dims& grid) {
+  t.first_channel = first;
+  t.tiles_x = (p.out_w() + side - 1) / side;
+  t.tiles_y = (p.out_h() + side - 1) / side;
   const long long tiles = static_cast<long long>(p.n) * t.tiles_x * t.tiles_y;
-  const long long vectors = p.c / (8 * matrix_tile_vectors(plan.side));  // the blocks' channel groups
+  const long long vectors = channels / (8 * matrix_tile_vectors(side));  // the blocks' channel groups
   if (tiles >= (1LL << 31)) return false;
   t.tiles = static_cast<int>(tiles);
   const long long wave = 8LL * dev.multiprocessor_count * 2;  // (two blocks resident, the fewest)
@@ -93,8 +115,20 @@ bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properti
   if ((tiles + run - 1) / run > dev.max_grid_y) run = (tiles + dev.max_grid_y - 1) / dev.max_grid_y;
   t.tiles_per_block = static_cast<int>(run);
   if (vectors > dev.max_grid_x) return false;
-  plan.grid = platform::dims{static_cast<unsigned>(vectors), static_cast<unsigned>((tiles + run - 1) / run), 1};
+  grid = platform::dims{static_cast<unsigned>(vectors), static_cast<unsigned>((tiles + run - 1) / run), 1};
   return true;
+}
+
+// The plan for `p` (which matrix_limits accepts): its tiles' side, and with side 8 the tail's
+// tiles of side 16 for the channels past the last whole block; false where a grid would exceed
+// the device's.
+template <class T>
+bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properties& dev, matrix_plan& plan) {
+  plan.side = matrix_side(p);
+  const int main = plan.side == 8 ? matrix_side8_channels(p) : p.c;
+  plan.tail_grid = platform::dims{0, 0, 0};
+  return plan_matrix_tiles(p, dev, plan.side, 0, main, plan.tile, plan.grid) &&
+         (main == p.c || plan_matrix_tiles(p, dev, 16, main, p.c - main, plan.tail_tile, plan.tail_grid));
 }
 
 // The kernel specialisation for the problem's filter and the tiles' side (G != none: the data
@@ -121,8 +155,14 @@ status launch_matrix(const depthwise_params& p, const depthwise_shape& s, const 
     matrix_plan plan;
     if (!plan_nhwc_matrix<T>(p, dev, plan))
       return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: the grid exceeds the device's limits");
-    return platform::launch(matrix_kernel<T, G>(p, plan.side), plan.launch(stream), s, plan.tile, input, gate, weight, bias,
+    status st = status::success;
+    if (plan.grid.x != 0)  // (side 8 on fewer than 32 channels: the tail takes them all)
+      st = platform::launch(matrix_kernel<T, G>(p, plan.side), plan.launch(stream), s, plan.tile, input, gate, weight, bias,
                             output, pre);
+    if (st == status::success && plan.tail_grid.x != 0)
+      st = platform::launch(matrix_kernel<T, G>(p, 16), plan.launch_tail(stream), s, plan.tail_tile, input, gate, weight,
+                            bias, output, pre);
+    return st;
   } else {
     (void)p, (void)s, (void)dev, (void)input, (void)gate, (void)weight, (void)bias, (void)output, (void)pre, (void)stream;
     return invalid(status::unsupported_variant, "depthwise", "nhwc_matrix: no kernel for this type in this build");

@@ -105,6 +105,7 @@ struct nhwc_matrix_tile {
   int tiles_x, tiles_y;   // tiles (TS x TS outputs) along out_w and out_h
   int tiles;              // n * tiles_y * tiles_x
   int tiles_per_block;    // consecutive tiles a block takes (row-major: columns, rows, images)
+  int first_channel;      // the launch's first block's first channel (its channel groups from there)
 };
 
 }  // namespace detail
@@ -134,7 +135,7 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  const int c0 = static_cast<int>(pf::block_idx().x) * VB * 8;
+  const int c0 = t.first_channel + static_cast<int>(pf::block_idx().x) * VB * 8;
   // The warp's channel vector: the block's one (TS = 16), or its own of the four (TS = 8).
   const int own = VB == 1 ? 0 : warp, cw = c0 + own * 8;
 
