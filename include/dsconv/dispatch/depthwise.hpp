@@ -59,9 +59,9 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
   const std::string limit = nhwc ? register_limits(p, sizeof(T)) : nchw_register_limits(p);
   if (!limit.empty()) return " " + limit;
   const auto fits = [&] {  // (the plan of the kernel that would run)
-    if (small_map_side<T>(p) != 0) {
+    if (const int side = small_map_side<T>(p)) {
       register_plan plan;
-      return plan_small_map<T>(p, dev, nullptr, nullptr, nullptr, nullptr, plan);
+      return plan_small_map<T>(p, side, dev, nullptr, nullptr, nullptr, nullptr, plan);
     }
     if (!nhwc) {
       nchw_register_plan plan;
@@ -194,11 +194,11 @@ status launch_forward_register(depthwise_variant variant, const depthwise_params
     }
     variant = depthwise_variant::nchw_register;
   }
-  if (small_map_side<T>(p) != 0) {  // (maps of 1, 2 or 4 outputs a side, either layout)
+  if (const int side = small_map_side<T>(p)) {  // (maps of 1, 2 or 4 outputs a side, either layout)
     register_plan sp;
-    if (plan_small_map<T>(p, dev, input, gate.saved, output, pre_activation, sp))
-      return platform::launch(small_map_kernel<T, G>(p), sp.launch(stream, "depthwise_small_map"), s, sp.tile, input, gate,
-                              weight, bias, output, pre_activation);
+    if (plan_small_map<T>(p, side, dev, input, gate.saved, output, pre_activation, sp))
+      return platform::launch(small_map_kernel<T, G>(p, side), sp.launch(stream, "depthwise_small_map"), s, sp.tile, input,
+                              gate, weight, bias, output, pre_activation);
     return invalid(status::unsupported_variant, "depthwise", "no launch plan for the chosen variant");
   }
   const T* least = least_aligned(input, gate.saved);

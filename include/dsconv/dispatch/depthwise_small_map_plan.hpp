@@ -30,14 +30,14 @@ int small_map_side(const depthwise_params& p) {
   return o;
 }
 
-// The plan for `p` (small_map_side nonzero) with the call's tensors (null: for feasibility only;
+// The plan for `p` and its `side` (small_map_side, nonzero) with the call's tensors (null: for feasibility only;
 // `saved`: the data gradient's gate); false where the grid would exceed the device's. Accesses
 // are vectors (NHWC: a pixel's channels; NCHW: runs of 16 bytes) where every tensor is aligned
 // to 16 bytes, else elements.
 template <class T>
-bool plan_small_map(const depthwise_params& p, const platform::device_properties& dev, const void* input,
+bool plan_small_map(const depthwise_params& p, int side, const platform::device_properties& dev, const void* input,
                     const void* saved, const void* output, const void* pre, register_plan& plan) {
-  const int v = small_map_vector(static_cast<int>(sizeof(T)), p.stride_h, small_map_side<T>(p));
+  const int v = small_map_vector(static_cast<int>(sizeof(T)), p.stride_h, side);
   const int vectors = p.c / v, group = register_channel_group(vectors);
   nhwc_register_tile& t = plan.tile;
   if (!walk_rows(p.n, 1, 1, group, t)) return false;  // (one strip an image)
@@ -46,11 +46,10 @@ bool plan_small_map(const depthwise_params& p, const platform::device_properties
   return spread_register_strips(vectors / group, dev, plan);
 }
 
-// The kernel specialisation for the problem's filter, stride and side (G != none: the data
-// gradient's, stride 1).
+// The kernel specialisation for the problem's filter, stride and `side` (small_map_side; G !=
+// none: the data gradient's, stride 1).
 template <class T, gate_kind G>
-auto small_map_kernel(const depthwise_params& p) {
-  const int side = small_map_side<T>(p);
+auto small_map_kernel(const depthwise_params& p, int side) {
   return register_filter_case<G != gate_kind::none>(p, [side](auto k, auto s) {
     constexpr int K = decltype(k)::value, S = decltype(s)::value;
     if constexpr (S == 2) {
