@@ -42,7 +42,10 @@ dsconv::status plan(const dsconv_bench::layer& l, dsconv_bench::layer_pass pass,
   if (l.depthwise()) {
     const dsconv::depthwise_params p = l.depthwise_params(batch, lay);
     dsconv::depthwise_backward_options options;
-    options.activation_saved = as(b.residual);  // (what the forward saved: read where the layer fuses an activation)
+    // (what the forward saved, read where the layer fuses an activation: the output of relu and
+    // relu6, act'(z) of the others, as the PyTorch package saves them)
+    (dsconv::detail::gradient_from_output(p.act) ? options.activation_saved : options.activation_derivative) =
+        as(b.residual);
     switch (pass) {
       case layer_pass::backward_data:
         return dsconv::depthwise_backward_data(p, options, as(b.output), as(b.weight), as(b.input));
@@ -56,7 +59,8 @@ dsconv::status plan(const dsconv_bench::layer& l, dsconv_bench::layer_pass pass,
   }
   const dsconv::pointwise_params p = l.pointwise_params(batch, lay);
   dsconv::pointwise_backward_options backward;
-  backward.activation_saved = as(b.residual);
+  (dsconv::detail::gradient_from_output(p.act) ? backward.activation_saved : backward.activation_derivative) =
+      as(b.residual);
   switch (pass) {
     case layer_pass::backward_data:
       backward.workspace_bytes = dsconv::pointwise_backward_data_workspace_size<T>(p);

@@ -239,10 +239,12 @@ def is_op(name):
 # fp32 or packed 16-bit, on the path).
 RELU6 = (lambda ins: ins.op.startswith("FMNMX") or ins.op.startswith("HMNMX2"), 1)
 
-# The data gradient's gate (kernels/common/gradient_gate.hpp: gate_kind none 0, clamp 1, silu 2)
-# from the kernel's template argument; a silu-gated iteration must take one exponential an element
-# it gates (a path that skips the gate's loop, on its predicate, would leave the gate uncounted).
-NO_GATE, CLAMP, SILU = 0, 1, 2
+# The data gradient's gate (kernels/common/gradient_gate.hpp: gate_kind none 0, clamp 1, scale 2)
+# from the kernel's template argument; a scale-gated iteration must take one product for each
+# two elements it gates at least (16-bit pairs packed, HMUL2 or ptxas's HFMA2 with a zero
+# addend; float FMUL one each): a path that
+# skips the gate's loop, on its predicate, would leave the gate uncounted.
+NO_GATE, CLAMP, SCALE = 0, 1, 2
 
 
 def gate_of(argument):
@@ -250,13 +252,13 @@ def gate_of(argument):
 
 
 def gate_needs(need, gate, elements):
-    """Adds to `need` the silu gate's exponential for each of the `elements` the iteration gates."""
-    if gate == SILU:
-        need["silu exponentials"] = (is_op("MUFU.EX2"), elements)
+    """Adds to `need` the scale gate's products for the `elements` the iteration gates."""
+    if gate == SCALE:
+        need["scale products"] = (lambda ins: ins.op.split(".")[0] in ("HMUL2", "HFMA2", "FMUL"), elements // 2)
 
 
 def gate_label(gate):
-    return {NO_GATE: "", CLAMP: ", gated", SILU: ", silu"}[gate]
+    return {NO_GATE: "", CLAMP: ", gated", SCALE: ", scale"}[gate]
 
 
 def register_model(t, k, s, gate=NO_GATE):

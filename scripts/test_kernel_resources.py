@@ -204,11 +204,11 @@ class SassBudget(unittest.TestCase):
 
     def test_small_map_models_read_each_input_once_and_only_the_used_taps(self):
         # 16-bit 5x5 on 2x2 maps: 8 channels a thread, the 9 taps within one of the centre.
-        nhwc, nchw = sass_budget.small_map_models("half", 5, 1, 2, sass_budget.SILU)
+        nhwc, nchw = sass_budget.small_map_models("half", 5, 1, 2, sass_budget.SCALE)
         need, dram, what, _ = nhwc
         self.assertEqual(need["vector loads"][1], 2 * 4)     # 4 pixels of dz and of the saved tensor
         self.assertEqual(need["weight reads"][1], 9 * 8 // 4)
-        self.assertEqual(need["silu exponentials"][1], 4 * 8)
+        self.assertEqual(need["scale products"][1], 4 * 8 // 2)  # (16-bit pairs packed)
         self.assertEqual(dram, 8 * 2 * (4 + 2 * 4))
         self.assertEqual(nchw[0]["vector loads"][1], 2 * 4)  # 8 planes of 4 elements, 64 bytes, each tensor
         # Stride 2 onto 1x1 from 2x2 inputs: the output's 4 taps of a 3x3 filter, 2 of a 5x5's side.
@@ -233,7 +233,7 @@ class BudgetTable(unittest.TestCase):
         rows = [{"kernel": launched_name.replace("dsconv::", ""), "target": "sm_90", "registers": "128"}]
         # (the planner's listing names the enumerator where c++filt casts its value)
         launched = kernel_resources.collections.Counter(
-            {kernel_resources.launch_key("depthwise_small_map<half, 5, 1, 4, detail::gate_kind::silu>"): 3})
+            {kernel_resources.launch_key("depthwise_small_map<half, 5, 1, 4, detail::gate_kind::scale>"): 3})
         text = kernel_resources.sass_budget_lines(rows, searches, launched)
         self.assertIn("| 512 | 32 KiB | 3 |", text)   # (128 registers: two blocks of 256 threads)
         self.assertIn("| 9.00 | 64 | 1024 | 64 KiB | 0 |", text)

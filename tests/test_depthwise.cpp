@@ -104,8 +104,9 @@ dsconv::depthwise_variant rule_choice(const dsconv::depthwise_params& p) {
   return nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled;
 }
 
-// Runs `p` with random data through automatic and each variant and checks each result; a
-// variant outside its contract must refuse before launching or writing anything.
+// Runs `p` with random data through automatic and each variant and checks each result (and
+// the tensor it saves for the backward, saved_form); a variant outside its contract must
+// refuse before launching or writing anything.
 template <class T>
 void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::size_t misalign = 0) {
   INFO(type_name<T>() << ", " << describe(p) << (with_bias ? ", bias" : ", no bias") << ", misaligned by " << misalign
@@ -118,27 +119,41 @@ void check_depthwise(const dsconv::depthwise_params& p, bool with_bias, std::siz
   const std::vector<T> bias = random_tensor<T>(out_c);
   const T* bias_or_null = with_bias ? bias.data() : nullptr;
 
-  std::vector<double> ref(out_count);
+  dsconv::depthwise_params linear = p;
+  linear.act = activation::none;
+  std::vector<double> ref(out_count), ref_z(out_count);
   REQUIRE(dsconv::reference::depthwise_forward(p, input.data(), weight.data(), bias_or_null, ref.data()) ==
+          status::success);
+  REQUIRE(dsconv::reference::depthwise_forward(linear, input.data(), weight.data(), bias_or_null, ref_z.data()) ==
           status::success);
   const error_bound bound = depthwise_bound(p, input, weight, bias_or_null);
 
   const device_input<T> d_input(input, misalign), d_weight(weight, misalign), d_bias(bias, misalign);
+  int place = saved_form_turn();
   for (const dsconv::depthwise_variant variant : variants_with_automatic(dsconv::all_depthwise_variants)) {
-    INFO("variant " << dsconv::to_string(variant));
-    guarded_output<T> out(out_count, misalign);
+    const saved_form form = static_cast<saved_form>(place++ % 3);
+    INFO("variant " << dsconv::to_string(variant) << ", saving "
+                    << (form == saved_form::nothing ? "nothing" : form == saved_form::derivative ? "act'(z)" : "z"));
+    guarded_output<T> out(out_count, misalign), saved(out_count, misalign);
     const bool expected = supports<T>(variant, p);
     CHECK(dsconv::can_implement<T>(variant, p) == (expected ? status::success : status::unsupported_variant));
+    dsconv::depthwise_options options{variant};
+    if (form == saved_form::pre_activation) options.pre_activation = saved.data();
+    if (form == saved_form::derivative) options.activation_derivative = saved.data();
     const unsigned long long launches = launches_so_far();
-    const status s = dsconv::depthwise_forward(p, dsconv::depthwise_options{variant}, d_input.data(), d_weight.data(),
+    const status s = dsconv::depthwise_forward(p, options, d_input.data(), d_weight.data(),
                                                with_bias ? d_bias.data() : nullptr, out.data());
     if (!expected) {
       check_refused_cleanly(s, launches, out);
+      CHECK(saved.untouched());
       continue;
     }
     REQUIRE(s == status::success);
     REQUIRE(dsconv::synchronize() == status::success);
     check_close(out.download_checked(), ref, bound);
+    if (form == saved_form::pre_activation) check_close(saved.download_checked(), ref_z, bound);
+    if (form == saved_form::derivative) check_derivative(saved.download_checked(), ref_z, bound, p.act);
+    if (form == saved_form::nothing) CHECK(saved.untouched());
   }
 }
 

@@ -29,13 +29,27 @@ using namespace dsconv_test;
 enum class pass { data, weight };
 const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "backward weight"; }
 
+// A fused activation's gradient as a backward call is given it: the activation and whether the
+// saved tensor is act'(z) (activation_derivative) or what the forward saved (activation_saved).
+struct gate_case {
+  activation act;
+  bool derivative;
+};
+// The register kernels' three gates: none, clamp (relu6's, from its output) and scale (silu's
+// from its derivative).
+const gate_case register_gates[] = {{activation::none, false}, {activation::relu6, false}, {activation::silu, true}};
+// The activation a backward call's gate applies to the saved tensor (the library's own rule).
+activation gate_activation(activation act, bool derivative) {
+  return derivative && act != activation::none ? dsconv::detail::saved_derivative : act;
+}
+
 // Whether `variant` must run the pass of `p` with elements of `element_bytes`, by the variants'
 // documented contract: the tiled variants take their layout with multiplier 1, the data
 // gradient only where pad <= (kernel - 1) * dilation in both dimensions (every test shape's
 // tiles fit shared memory); the register variants take the data gradient of stride 1 of their
 // layout (nhwc_register and nchw_register also of stride 2, at any such padding) with
-// multiplier 1, a square 3x3 or 5x5 filter without dilation, activation none, relu, relu6 or
-// silu, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
+// multiplier 1, a square 3x3 or 5x5 filter without dilation, activation none, relu or relu6
+// from the saved output or any activation from its derivative, pad <= kernel - 1, and (nhwc_register) channels in whole 16-byte vectors or
 // (nchw_register) padding kernel / 2; nhwc_register takes the weight gradient of the nhwc layout
 // with multiplier 1, a square 3x3 or 5x5 filter of stride 1 or 2 without dilation and channels
 // in whole 16-byte vectors (any padding and activation); nhwc_matrix nhwc_register's data
@@ -44,7 +58,7 @@ const char* name_of(pass ps) { return ps == pass::data ? "backward data" : "back
 // with input and output rows of an even number of elements or planes of at most 8 x 8; direct
 // takes everything.
 template <class T>
-bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p) {
+bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params& p, bool derivative) {
   constexpr std::size_t element_bytes = sizeof(T);
   const bool tiled_layout = (variant == depthwise_variant::nchw_tiled && p.data_layout == layout::nchw) ||
                             (variant == depthwise_variant::nhwc_tiled && p.data_layout == layout::nhwc);
@@ -52,7 +66,8 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
   const bool register_filter = p.multiplier == 1 && p.kernel_h == p.kernel_w && (p.kernel_h == 3 || p.kernel_h == 5) &&
                                p.stride_h == p.stride_w && (p.stride_h == 1 || p.stride_h == 2) && p.dilation_h == 1 &&
                                p.dilation_w == 1;
-  const bool register_gate = p.act != activation::sigmoid && p.act != activation::hardswish;
+  const bool register_gate =
+      derivative || p.act == activation::none || p.act == activation::relu || p.act == activation::relu6;
   const bool register_data = ps == pass::data && register_filter && p.stride_h == 1 && transposable && register_gate;
   const bool transposed_data = ps == pass::data && register_filter && p.stride_h == 2 && transposable && register_gate;
   const bool whole_vectors = p.c % static_cast<int>(16 / element_bytes) == 0;
@@ -77,69 +92,75 @@ bool supports(depthwise_variant variant, pass ps, const dsconv::depthwise_params
   }
 }
 
-// The data gradient of `p` (its act: the fused activation whose gradient applies) into ref, from
-// the double reference, and its bound from |dz| and the filter.
+// The data gradient of `p` (its act: the fused activation whose gradient applies, from `saved`
+// as act'(z) where `derivative`) into ref, from the double reference, and its bound from |dz|
+// and the filter.
 template <class T>
 error_bound data_gradient_reference(const dsconv::depthwise_params& p, const std::vector<T>& dy, const std::vector<T>& w,
-                                    const std::vector<T>& saved, std::vector<double>& ref) {
+                                    const std::vector<T>& saved, bool derivative, std::vector<double>& ref) {
   dsconv::depthwise_params plain = p;
   plain.act = activation::none;
   const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
   std::vector<double> t2(in_count);
   ref.resize(in_count);
-  REQUIRE(dsconv::reference::depthwise_backward_data(p, dy.data(), w.data(), ref.data(), saved.data()) == status::success);
-  REQUIRE(dsconv::reference::depthwise_backward_data(plain, squares(gradient_scale(dy, saved, p.act)).data(), squares(w).data(),
-                                                     t2.data()) == status::success);
-  // The NHWC tiles stage dz as T (16-bit types stay 16-bit there), and so do the NCHW register
-  // kernels through the silu gate: a gated dz is rounded once, relatively and, where it is
+  REQUIRE(dsconv::reference::depthwise_backward_data(p, dy.data(), w.data(), ref.data(), saved.data(), derivative) ==
+          status::success);
+  REQUIRE(dsconv::reference::depthwise_backward_data(plain,
+                                                     squares(gradient_scale(dy, saved, gate_activation(p.act, derivative))).data(),
+                                                     squares(w).data(), t2.data()) == status::success);
+  // The NHWC tiles stage dz as T (16-bit types stay 16-bit there), and so do the register
+  // kernels through the scale gate: a gated dz is rounded once, relatively and, where it is
   // subnormal, by up to the type's rounding floor times each |w|. (The clamp gate's x * 1 and
   // x * 0 are exact.)
-  const bool rounds =
-      p.act != activation::none && (p.data_layout == layout::nhwc || p.act == activation::silu) && sizeof(T) == 2;
+  const bool rounds = p.act != activation::none &&
+                      (p.data_layout == layout::nhwc || p.act == activation::silu || derivative) && sizeof(T) == 2;
   const int taps = p.kernel_h * p.kernel_w * p.multiplier;
   double w_max = 0;
   for (const T& v : w) w_max = std::max(w_max, std::fabs(static_cast<double>(dsconv::to_float(v))));
   return bound_from(t2, taps, rounds ? unit_roundoff<T>() : 0, rounds ? rounding_floor<T>() * taps * w_max : 0);
 }
 
-// Runs the data gradient of `p` (random grad_output, filter and saved tensor) as the dispatch
-// launches a register kernel for it, launch(kind, q, shape, gate, grad_output, weight,
-// grad_input) with the transposed problem q and its shape with the filter rotated (what the
-// stride-1 kernels run; stride 2 runs p), the gate of p's activation and its kind (a
-// std::integral_constant of gate_kind), and checks grad_input against the reference.
+// Runs the data gradient of `p` (random grad_output, filter and saved tensor, act'(z) where
+// `derivative`) as the dispatch launches a register kernel for it, launch(kind, q, shape, gate,
+// grad_output, weight, grad_input) with the transposed problem q and its shape with the filter
+// rotated (what the stride-1 kernels run; stride 2 runs p), the gate of p's activation and its
+// kind (a std::integral_constant of gate_kind), and checks grad_input against the reference.
 template <class T, class F>
-void check_transposed_launch(const dsconv::depthwise_params& p, F&& launch) {
+void check_transposed_launch(const dsconv::depthwise_params& p, bool derivative, F&& launch) {
   const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
   const std::size_t out_count = static_cast<std::size_t>(p.n) * p.c * p.out_h() * p.out_w();
   const std::vector<T> w = random_tensor<T>(static_cast<std::size_t>(p.c) * p.kernel_h * p.kernel_w);
   const std::vector<T> dy = random_tensor<T>(out_count), saved = saved_activation_tensor<T>(out_count);
   std::vector<double> ref;
-  const error_bound bound = data_gradient_reference(p, dy, w, saved, ref);
+  const error_bound bound = data_gradient_reference(p, dy, w, saved, derivative, ref);
   const device_input<T> d_dy(dy), d_w(w), d_saved(saved);
   guarded_output<T> grad(in_count);
   const dsconv::depthwise_params q = dsconv::detail::transposed_problem(p);
   dsconv::detail::depthwise_shape rotated = dsconv::detail::make_shape(q);
   rotated.rotate_filter = true;
+  const activation gated = gate_activation(p.act, derivative);
   const dsconv::detail::register_gate gate = dsconv::detail::make_register_gate(
-      dsconv::detail::gate_tensor<T>{p.act == activation::none ? nullptr : d_saved.data(), p.act});
+      dsconv::detail::gate_tensor<T>{p.act == activation::none ? nullptr : d_saved.data(), gated});
   const auto run = [&](auto kind) { return launch(kind, q, rotated, gate, d_dy.data(), d_w.data(), grad.data()); };
   using kind = dsconv::detail::gate_kind;
-  const kind g = dsconv::detail::gate_kind_of(p.act);
-  REQUIRE((g == kind::silu    ? run(std::integral_constant<kind, kind::silu>{})
+  const kind g = dsconv::detail::gate_kind_of(gated);
+  REQUIRE((g == kind::scale   ? run(std::integral_constant<kind, kind::scale>{})
            : g == kind::clamp ? run(std::integral_constant<kind, kind::clamp>{})
                               : run(std::integral_constant<kind, kind::none>{})) == status::success);
   REQUIRE(dsconv::synchronize() == status::success);
   check_close(grad.download_checked(), ref, bound);
 }
 
-// Runs pass `ps` of `p` (its act: the fused activation whose gradient the call applies) with
-// random data through automatic and every variant (the weight gradient with and without a
-// workspace); each result against the reference, each refusal before anything was launched
-// or written.
+// Runs pass `ps` of `p` (its act: the fused activation whose gradient the call applies, given
+// the saved tensor as act'(z) where `derivative`) with random data through automatic and every
+// variant (the weight gradient with and without a workspace); each result against the
+// reference, each refusal before anything was launched or written.
 template <class T>
-void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, std::size_t misalign = 0) {
+void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, std::size_t misalign = 0,
+                    bool derivative = false) {
   INFO(type_name<T>() << ", " << name_of(ps) << ", " << describe(p) << (with_bias ? ", bias" : ", no bias")
-                      << ", misaligned by " << misalign << ", device " << current_device().name);
+                      << ", misaligned by " << misalign << (derivative ? ", from act'(z)" : "") << ", device "
+                      << current_device().name);
   const std::size_t in_count = static_cast<std::size_t>(p.n) * p.c * p.h * p.w;
   const std::size_t out_count = static_cast<std::size_t>(p.n) * p.out_c() * p.out_h() * p.out_w();
   const std::size_t w_count = static_cast<std::size_t>(p.out_c()) * p.kernel_h * p.kernel_w;
@@ -152,14 +173,14 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
   std::vector<double> ref, ref_bias(p.out_c()), t2, b2(p.out_c());
   error_bound bound, bias_bound;
   if (ps == pass::data) {
-    bound = data_gradient_reference(p, dy, w, saved, ref);
+    bound = data_gradient_reference(p, dy, w, saved, derivative, ref);
   } else {
     ref.resize(w_count), t2.resize(w_count);
-    REQUIRE(dsconv::reference::depthwise_backward_weight(p, x.data(), dy.data(), ref.data(), ref_bias.data(), saved.data()) ==
-            status::success);
-    REQUIRE(dsconv::reference::depthwise_backward_weight(plain, squares(x).data(), squares(gradient_scale(dy, saved, p.act)).data(),
-                                                         t2.data(), b2.data()) ==
-            status::success);
+    REQUIRE(dsconv::reference::depthwise_backward_weight(p, x.data(), dy.data(), ref.data(), ref_bias.data(), saved.data(),
+                                                         derivative) == status::success);
+    REQUIRE(dsconv::reference::depthwise_backward_weight(
+                plain, squares(x).data(), squares(gradient_scale(dy, saved, gate_activation(p.act, derivative))).data(),
+                t2.data(), b2.data()) == status::success);
     const int products = static_cast<int>(out_count / p.out_c());
     bound = bound_from(t2, products, 0);
     bias_bound = bound_from(b2, products, 0);
@@ -174,13 +195,13 @@ void check_backward(pass ps, const dsconv::depthwise_params& p, bool with_bias, 
       guarded_output<float> workspace(workspace_bytes / sizeof(float));
       if (with_workspace && workspace_bytes == 0) continue;
       INFO("variant " << dsconv::to_string(variant) << (with_workspace ? ", with workspace" : ""));
-      const bool expected = supports<T>(variant, ps, p);
-      const status can = ps == pass::data ? dsconv::can_implement_backward_data<T>(variant, p)
-                                          : dsconv::can_implement_backward_weight<T>(variant, p);
-      CHECK(can == (expected ? status::success : status::unsupported_variant));
+      const bool expected = supports<T>(variant, ps, p, derivative);
       dsconv::depthwise_backward_options options;
       options.variant = variant;
-      options.activation_saved = d_saved.data();
+      (derivative ? options.activation_derivative : options.activation_saved) = d_saved.data();
+      const status can = ps == pass::data ? dsconv::can_implement_backward_data<T>(variant, p, options)
+                                          : dsconv::can_implement_backward_weight<T>(variant, p, options);
+      CHECK(can == (expected ? status::success : status::unsupported_variant));
       if (with_workspace) options.workspace = workspace.data(), options.workspace_bytes = workspace_bytes;
       guarded_output<T> grad(ps == pass::data ? in_count : w_count, misalign), bias(p.out_c(), misalign);
       const unsigned long long launches = launches_so_far();
@@ -276,6 +297,10 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
       p.act = act;
       check_backward<TestType>(pass::data, p, false);
       check_backward<TestType>(pass::weight, p, act != activation::relu);
+      if (act == activation::silu) {  // (from its derivative: any activation's gate is the same multiply)
+        check_backward<TestType>(pass::data, p, false, 0, true);
+        check_backward<TestType>(pass::weight, p, true, 0, true);
+      }
     }
 }
 
@@ -308,32 +333,37 @@ TEMPLATE_TEST_CASE("depthwise backward: the stride-2 register data gradient on e
         dsconv::depthwise_params p = make_params(2, static_cast<int>((pad % 2 ? 3 : 1) * vector), hw.first, hw.second, k, k,
                                                  2, 2, pad, pad, 1, 1, 1);
         p.data_layout = data_layout;
-        p.act = pad == 1 ? activation::silu : pad == 2 ? activation::relu6 : activation::none;
+        const gate_case gate = register_gates[pad % 3];
+        p.act = gate.act;
         const depthwise_variant variant =
             data_layout == layout::nhwc ? depthwise_variant::nhwc_register : depthwise_variant::nchw_register;
-        REQUIRE(dsconv::can_implement_backward_data<TestType>(variant, p) == status::success);
-        check_backward<TestType>(pass::data, p, false);
+        dsconv::depthwise_backward_options options;
+        // (any pointer: can_implement asks which tensor the call would be given, not its data)
+        (gate.derivative ? options.activation_derivative : options.activation_saved) = &p;
+        REQUIRE(dsconv::can_implement_backward_data<TestType>(variant, p, options) == status::success);
+        check_backward<TestType>(pass::data, p, false, 0, gate.derivative);
       }
 }
 
 TEMPLATE_TEST_CASE("depthwise backward: the stride-1 data gradient of maps of 1, 2 and 4 pixels a side, every gate",
                    "[depthwise][backward][shapes]", float, dsconv::half, dsconv::bfloat16) {
   // The small-map kernel's gated forms (the register variants' data gradient of stride 1 there):
-  // 3x3 and 5x5 filters on each side, no activation, relu6 (the clamp gate) and silu, both
+  // 3x3 and 5x5 filters on each side, no activation, relu6 (the clamp gate) and silu from its
+  // derivative (the scale gate), both
   // layouts, one and three NHWC vectors of 16 bytes (NCHW: planes of the kernel's width), and
   // tensors misaligned by one element. Each runs through automatic and every variant.
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
   for (const int k : {3, 5})
     for (const int h : {1, 2, 4})
-      for (const activation act : {activation::none, activation::relu6, activation::silu}) {
+      for (const gate_case gate : register_gates) {
         const int vectors = h == 2 ? 3 : 1;
         const int vector = data_layout == layout::nhwc ? static_cast<int>(16 / sizeof(TestType))
                                                        : dsconv::detail::small_map_vector(sizeof(TestType), 1, h);
         dsconv::depthwise_params p = make_params(2, vectors * vector, h, h, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
         p.data_layout = data_layout;
-        p.act = act;
+        p.act = gate.act;
         REQUIRE(dsconv::detail::small_map_side<TestType>(p) == h);
-        check_backward<TestType>(pass::data, p, false, act == activation::silu && h == 2 ? 1 : 0);
+        check_backward<TestType>(pass::data, p, false, gate.derivative && h == 2 ? 1 : 0, gate.derivative);
       }
 }
 
@@ -344,20 +374,20 @@ TEMPLATE_TEST_CASE("depthwise backward: the NHWC tensor-core data gradient on 8 
   // (32 and 16), 3x3 and 5x5 filters, every gate, and the 144 channels of the 32x32 networks'
   // 8x8 maps (128 and 16).
   for (const int k : {3, 5})
-    for (const activation act : {activation::none, activation::relu6, activation::silu}) {
+    for (const gate_case gate : register_gates) {
       dsconv::depthwise_params p = make_params(2, 48, 7, 7, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
       p.data_layout = layout::nhwc;
-      p.act = act;
+      p.act = gate.act;
       REQUIRE(dsconv::detail::matrix_side(p) == 8);
       REQUIRE(dsconv::detail::matrix_preferred(p));
-      check_backward<TestType>(pass::data, p, false);
+      check_backward<TestType>(pass::data, p, false, 0, gate.derivative);
     }
   dsconv::depthwise_params p = make_params(1, 144, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1);
   p.data_layout = layout::nhwc;
   p.act = activation::silu;
   REQUIRE(dsconv::detail::matrix_side(p) == 8);
   REQUIRE(dsconv::detail::matrix_preferred(p));
-  check_backward<TestType>(pass::data, p, false);
+  check_backward<TestType>(pass::data, p, false, 0, true);
 }
 
 TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where threads walk down several bands or blocks",
@@ -376,13 +406,13 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
   dev.multiprocessor_count = 1;
   for (const int s : {1, 2})
     for (const int k : {3, 5})
-      for (const activation act : {activation::silu, activation::relu6, activation::none}) {
+      for (const gate_case gate : register_gates) {
         dsconv::depthwise_params p = s == 1 ? make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1)
                                             : make_params(32, 16, 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
         p.data_layout = layout::nchw;
-        p.act = act;
+        const activation act = p.act = gate.act;
         INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
-        check_transposed_launch<TestType>(p, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
+        check_transposed_launch<TestType>(p, gate.derivative, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
                                                  const TestType* dy, const TestType* w, TestType* grad) {
           constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
           dsconv::detail::nchw_register_plan plan;
@@ -415,12 +445,12 @@ TEST_CASE("depthwise backward: the float NHWC data gradient through a gate on th
   dev.multiprocessor_count = 1;
   for (const int k : {3, 5})
     for (const int pad : {0, k / 2, k - 1})
-      for (const activation act : {activation::silu, activation::relu6}) {
+      for (const gate_case gate : {register_gates[2], register_gates[1]}) {
         dsconv::depthwise_params p = make_params(32, 7, 23, 19, k, k, 1, 1, pad, pad, 1, 1, 1);
         p.data_layout = layout::nhwc;
-        p.act = act;
+        p.act = gate.act;
         INFO(describe(p) << ", device " << dev.name);
-        check_transposed_launch<float>(p, [&](auto kind, const auto& q, const auto& rotated, const auto& gate, const float* dy,
+        check_transposed_launch<float>(p, gate.derivative, [&](auto kind, const auto& q, const auto& rotated, const auto& gate, const float* dy,
                                               const float* w, float* grad) {
           constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
           if constexpr (G == dsconv::detail::gate_kind::none) {  // (the kernel is compiled for the gates only)
@@ -451,7 +481,8 @@ TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on e
         make_params(lc.batch, r.cin, r.h_in, r.h_in, r.k, r.k, r.stride, r.stride, r.pad, r.pad, 1, 1, r.cout / r.cin);
     p.data_layout = lc.data_layout;
     p.act = r.act;
-    check_backward<TestType>(pass::data, p, false);
+    // (the data gradient of silu from its derivative, as the PyTorch package saves it)
+    check_backward<TestType>(pass::data, p, false, 0, r.act == activation::silu);
     check_backward<TestType>(pass::weight, p, lc.bias);
   }
 }
@@ -524,6 +555,13 @@ TEMPLATE_TEST_CASE("depthwise backward: a layer with a fused activation needs th
   const unsigned long long launches = launches_so_far();
   CHECK(dsconv::depthwise_backward_data(p, dy.data(), w.data(), gx.data()) == status::missing_activation_tensor);
   CHECK(dsconv::depthwise_backward_weight(p, x.data(), dy.data(), gw.data(), gb.data()) == status::missing_activation_tensor);
+  // Both the saved tensor and the derivative: which one the gate reads would be a guess.
+  const device_input<TestType> saved(random_tensor<TestType>(count)), derivative(random_tensor<TestType>(count));
+  dsconv::depthwise_backward_options both;
+  both.activation_saved = saved.data(), both.activation_derivative = derivative.data();
+  CHECK(dsconv::depthwise_backward_data(p, both, dy.data(), w.data(), gx.data()) == status::conflicting_activation_tensors);
+  CHECK(dsconv::depthwise_backward_weight(p, both, x.data(), dy.data(), gw.data(), gb.data()) ==
+        status::conflicting_activation_tensors);
   CHECK(launches_so_far() == launches);
   CHECK(gx.untouched());
   CHECK(gw.untouched());

@@ -119,21 +119,32 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
   const std::size_t workspace_bytes = dsconv::pointwise_workspace_size<T>(p);
   CHECK((workspace_bytes > 0) == supports<T>(pointwise_variant::split_k, p, dev));
   guarded_output<float> workspace(workspace_bytes / sizeof(float));
+  dsconv::pointwise_params linear = p;
+  linear.act = activation::none;
+  std::vector<double> ref_z(ref.size());
+  REQUIRE(dsconv::reference::pointwise_forward(linear, input.data(), weight.data(), bias_or_null,
+                                               with_residual ? residual.data() : nullptr, ref_z.data()) == status::success);
+  int place = saved_form_turn();
   for (const pointwise_variant variant : variants) {
-    INFO("variant " << dsconv::to_string(variant));
-    guarded_output<T> out(ref.size(), misalign);
+    const saved_form form = static_cast<saved_form>(place++ % 3);
+    INFO("variant " << dsconv::to_string(variant) << ", saving "
+                    << (form == saved_form::nothing ? "nothing" : form == saved_form::derivative ? "act'(z)" : "z"));
+    guarded_output<T> out(ref.size(), misalign), saved(ref.size(), misalign);
     const bool expected = supports<T>(variant, p, dev);
     CHECK(dsconv::can_implement<T>(variant, p) == (expected ? status::success : status::unsupported_variant));
     dsconv::pointwise_options options;
     options.variant = variant;
     options.workspace = workspace_bytes ? workspace.data() : nullptr;
     options.workspace_bytes = workspace_bytes;
+    if (form == saved_form::pre_activation) options.pre_activation = saved.data();
+    if (form == saved_form::derivative) options.activation_derivative = saved.data();
     const unsigned long long launches = launches_so_far();
     const status s = dsconv::pointwise_forward(p, options, d_input.data(), d_weight.data(),
                                                with_bias ? d_bias.data() : nullptr,
                                                with_residual ? d_residual.data() : nullptr, out.data());
     if (!expected) {
       check_refused_cleanly(s, launches, out);
+      CHECK(saved.untouched());
       continue;
     }
     REQUIRE(s == status::success);
@@ -142,7 +153,16 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
     const bool as_tf32 = matrix && std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mma_sync;
     const bool flushes = matrix && !std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mfma;
     if (flushes && ref_flushed.empty()) ref_flushed = reference(flush_subnormals(input), flush_subnormals(weight));
-    check_close(out.download_checked(), flushes ? ref_flushed : ref, as_tf32 ? on_tensor_cores : exact);
+    const error_bound& bound = as_tf32 ? on_tensor_cores : exact;
+    check_close(out.download_checked(), flushes ? ref_flushed : ref, bound);
+    if (form == saved_form::nothing) {
+      CHECK(saved.untouched());
+    } else {
+      // (against z's reference where no operand was flushed: it is of the unflushed operands)
+      const std::vector<T> got = saved.download_checked();
+      if (form == saved_form::pre_activation && !flushes) check_close(got, ref_z, bound);
+      if (form == saved_form::derivative && !flushes) check_derivative(got, ref_z, bound, p.act);
+    }
     if (workspace_bytes) (void)workspace.download_checked();  // checks the guards around it
   }
 }
@@ -370,7 +390,8 @@ TEMPLATE_TEST_CASE("pointwise: input, weight, bias, residual and output misalign
 // one multiprocessor: with the next tile's loads in flight, at most two chunks, and without),
 // the held form's blocks of fewer slices than the layer has (grid rows), K of one to seven
 // chunks with a partial last one, one to four blocks of 8 outputs a slice, every activation,
-// with bias and residual or without either, and the activation's input kept (pre_activation);
+// with bias and residual or without either, and the activation's input kept (pre_activation) or
+// its derivative;
 // both outputs against the reference, and the plan's form as its rule says.
 TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tiles, walks, blocks of slices and every "
                    "epilogue",
@@ -434,15 +455,19 @@ TEMPLATE_TEST_CASE("pointwise: mma_stream's held and streaming forms on cut tile
       const device_input<T> d_input(data.input), d_weight(data.weight), d_bias(data.bias),
           d_residual(data.residual);
       guarded_output<T> out(ref.size()), pre(ref.size());
+      const bool derivative = i % 4 >= 2;  // (act'(z) saved on half the cases, z on the others)
       REQUIRE(dsconv::detail::launch_stream<T>(p, dev, dsconv::stream_t{}, d_input.data(), d_weight.data(),
                                                with_residual ? d_bias.data() : nullptr,
-                                               with_residual ? d_residual.data() : nullptr, out.data(),
-                                               pre.data()) == status::success);
+                                               with_residual ? d_residual.data() : nullptr, out.data(), pre.data(),
+                                               derivative) == status::success);
       REQUIRE(dsconv::synchronize() == status::success);
       const std::vector<T>* residual_or_null = with_residual ? &data.residual : nullptr;
       const error_bound bound = pointwise_bound(p, data.input, data.weight, bias_host, residual_or_null);
       check_close(out.download_checked(), ref, bound);
-      check_close(pre.download_checked(), ref_pre, bound);
+      if (derivative)
+        check_derivative(pre.download_checked(), ref_pre, bound, p.act);
+      else
+        check_close(pre.download_checked(), ref_pre, bound);
     }
 }
 

@@ -69,25 +69,29 @@ std::vector<T> download(const dsconv::device_buffer<T>& b) {
   return v;
 }
 
-// Runs pass `ps` of `p` (its act is the fused activation whose gradient the call applies) with
-// random data through automatic and every variant; each result against the reference, each
+// Runs pass `ps` of `p` (its act is the fused activation whose gradient the call applies, given
+// the saved tensor as act'(z) where `derivative`) with random data through automatic and every
+// variant; each result against the reference, each
 // refusal before anything was launched or written. On a matrix unit 16-bit dz that the gate
 // produced is rounded to T (allowed as an operand rounding), float operands to TF32 on NVIDIA's
 // where allowed, and 16-bit subnormal operands read as zero on AMD's (compared with the
 // reference of the flushed operands).
 template <class T>
 void check_backward(pass ps, const dsconv::pointwise_params& p, bool with_bias, std::size_t misalign = 0,
-                    const std::vector<pointwise_variant>& variants = variants_with_automatic(dsconv::all_pointwise_variants)) {
+                    const std::vector<pointwise_variant>& variants = variants_with_automatic(dsconv::all_pointwise_variants),
+                    bool derivative = false) {
   const dsconv::platform::device_properties dev = current_device();
   INFO(type_name<T>() << ", " << name_of(ps) << ", " << describe(p) << (with_bias ? ", bias" : ", no bias")
-                      << ", misaligned by " << misalign << ", device " << dev.name);
+                      << ", misaligned by " << misalign << (derivative ? ", from act'(z)" : "") << ", device " << dev.name);
+  // (the gate's activation, by the library's rule: the saved value itself where it is act'(z))
+  const activation gate_act = derivative && p.act != activation::none ? dsconv::detail::saved_derivative : p.act;
   const std::size_t pixels = static_cast<std::size_t>(p.n) * p.h * p.w;
   const std::size_t in_count = pixels * p.c_in, out_count = pixels * p.c_out;
   const std::size_t w_count = static_cast<std::size_t>(p.c_out) * p.c_in;
   const std::vector<T> x = random_tensor<T>(in_count), w = random_tensor<T>(w_count), dy = random_tensor<T>(out_count);
   const std::vector<T> saved = saved_activation_tensor<T>(out_count);
   const bool gated = p.act != activation::none;
-  const std::vector<double> dz = gated_gradient(dy, saved, p.act);
+  const std::vector<double> dz = gated_gradient(dy, saved, gate_act);
   dsconv::pointwise_params plain = p;
   plain.act = activation::none;
 
@@ -99,7 +103,7 @@ void check_backward(pass ps, const dsconv::pointwise_params& p, bool with_bias, 
   const auto reference = [&](const std::vector<T>& dz_t, const std::vector<T>& xs, const std::vector<T>& ws,
                              double operand_unit) {
     expected e;
-    const std::vector<float> dz2 = squares(gradient_scale(dy, saved, p.act));
+    const std::vector<float> dz2 = squares(gradient_scale(dy, saved, gate_act));
     if (ps == pass::data) {
       e.grad.resize(in_count);
       std::vector<double> t2(in_count);
@@ -122,11 +126,11 @@ void check_backward(pass ps, const dsconv::pointwise_params& p, bool with_bias, 
   // with the one from dz.
   std::vector<double> through_act(ps == pass::data ? in_count : w_count), through_act_bias(p.c_out);
   if (ps == pass::data)
-    REQUIRE(dsconv::reference::pointwise_backward_data(p, dy.data(), w.data(), through_act.data(), saved.data()) ==
-            status::success);
+    REQUIRE(dsconv::reference::pointwise_backward_data(p, dy.data(), w.data(), through_act.data(), saved.data(),
+                                                       derivative) == status::success);
   else
     REQUIRE(dsconv::reference::pointwise_backward_weight(p, x.data(), dy.data(), through_act.data(),
-                                                         through_act_bias.data(), saved.data()) == status::success);
+                                                         through_act_bias.data(), saved.data(), derivative) == status::success);
 
   const device_input<T> d_x(x, misalign), d_w(w, misalign), d_dy(dy, misalign), d_saved(saved, misalign);
   const std::size_t workspace_bytes = ps == pass::data ? dsconv::pointwise_backward_data_workspace_size<T>(p)
@@ -143,7 +147,7 @@ void check_backward(pass ps, const dsconv::pointwise_params& p, bool with_bias, 
     options.variant = variant;
     options.workspace = workspace_bytes ? workspace.data() : nullptr;
     options.workspace_bytes = workspace_bytes;
-    options.activation_saved = d_saved.data();
+    (derivative ? options.activation_derivative : options.activation_saved) = d_saved.data();
     guarded_output<T> grad(ps == pass::data ? in_count : w_count, misalign), bias(p.c_out, misalign);
     const unsigned long long launches = launches_so_far();
     const status s = ps == pass::data
@@ -239,6 +243,11 @@ TEMPLATE_TEST_CASE("pointwise backward: the gradient of every fused activation, 
     check_backward<TestType>(pass::data, p, false);
     check_backward<TestType>(pass::weight, p, act != activation::relu);
   }
+  // silu from its derivative (every activation's gate is then the same multiply)
+  const dsconv::pointwise_params p = make_params(2, 40, 48, 6, 6, data_layout, activation::silu);
+  const auto every = variants_with_automatic(dsconv::all_pointwise_variants);
+  check_backward<TestType>(pass::data, p, false, 0, every, true);
+  check_backward<TestType>(pass::weight, p, true, 0, every, true);
 }
 
 TEMPLATE_TEST_CASE("pointwise backward: tensors misaligned by one element", "[pointwise][backward][misaligned]", float,

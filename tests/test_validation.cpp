@@ -583,10 +583,11 @@ TEMPLATE_TEST_CASE("validation: pointwise rejects buffer ranges that wrap the ad
   });
 }
 
-TEMPLATE_TEST_CASE("validation: a pre_activation tensor that overlaps another of the call", "[validation]", float,
-                   dsconv::half, dsconv::bfloat16) {
-  // The forward's optional second output (the activation's input, for the backward pass) is
-  // written like the output: it may overlap nothing.
+TEMPLATE_TEST_CASE("validation: a pre_activation or activation_derivative tensor that overlaps another of the call",
+                   "[validation]", float, dsconv::half, dsconv::bfloat16) {
+  // The forward's optional second output (the activation's input or its derivative there, for
+  // the backward pass) is written like the output: it may overlap nothing; and it is one of the
+  // two, not both.
   guarded_output<TestType> arena(512);
   TestType* a = arena.data();
   depthwise_buffers<TestType> d;
@@ -598,31 +599,47 @@ TEMPLATE_TEST_CASE("validation: a pre_activation tensor that overlaps another of
     const char* overlapped;
   };
   const placement cases[] = {
-      {"pre_activation is the output", nullptr, true, false, "output"},
-      {"pre_activation starts one element into the input", a + 1, false, true, "input"},
+      {"the saved tensor is the output", nullptr, true, false, "output"},
+      {"the saved tensor starts one element into the input", a + 1, false, true, "input"},
   };
-  for (const placement& c : cases) {
-    INFO(c.what);
-    const unsigned long long launches = launches_so_far();
-    dsconv::depthwise_options dopt;
-    dopt.pre_activation = c.pre ? c.pre : a;
-    CHECK(dsconv::depthwise_forward(valid_depthwise(), dopt, c.input_in_arena ? a : d.input.data(), d.weight.data(),
-                                    d.bias.data(), c.output_in_arena ? a : d.output.data()) ==
-          status::overlapping_buffers);
-    CHECK(std::string(dsconv::last_error_detail()).find(std::string("pre_activation overlaps ") + c.overlapped) !=
-          std::string::npos);
-    dsconv::pointwise_options popt;
-    popt.pre_activation = c.pre ? c.pre : a;
-    CHECK(dsconv::pointwise_forward(valid_pointwise(), popt, c.input_in_arena ? a : w.input.data(), w.weight.data(),
-                                    w.bias.data(), w.residual.data(), c.output_in_arena ? a : w.output.data()) ==
-          status::overlapping_buffers);
-    CHECK(std::string(dsconv::last_error_detail()).find(std::string("pre_activation overlaps ") + c.overlapped) !=
-          std::string::npos);
-    CHECK(launches_so_far() == launches);
-    CHECK(arena.untouched());
-    CHECK(d.output.untouched());
-    CHECK(w.output.untouched());
-  }
+  for (const bool derivative : {false, true})
+    for (const placement& c : cases) {
+      const std::string name = derivative ? "activation_derivative" : "pre_activation";
+      INFO(c.what << ": " << name);
+      const unsigned long long launches = launches_so_far();
+      dsconv::depthwise_options dopt;
+      (derivative ? dopt.activation_derivative : dopt.pre_activation) = c.pre ? c.pre : a;
+      CHECK(dsconv::depthwise_forward(valid_depthwise(), dopt, c.input_in_arena ? a : d.input.data(), d.weight.data(),
+                                      d.bias.data(), c.output_in_arena ? a : d.output.data()) ==
+            status::overlapping_buffers);
+      CHECK(std::string(dsconv::last_error_detail()).find(name + " overlaps " + c.overlapped) != std::string::npos);
+      dsconv::pointwise_options popt;
+      (derivative ? popt.activation_derivative : popt.pre_activation) = c.pre ? c.pre : a;
+      CHECK(dsconv::pointwise_forward(valid_pointwise(), popt, c.input_in_arena ? a : w.input.data(), w.weight.data(),
+                                      w.bias.data(), w.residual.data(), c.output_in_arena ? a : w.output.data()) ==
+            status::overlapping_buffers);
+      CHECK(std::string(dsconv::last_error_detail()).find(name + " overlaps " + c.overlapped) != std::string::npos);
+      CHECK(launches_so_far() == launches);
+      CHECK(arena.untouched());
+      CHECK(d.output.untouched());
+      CHECK(w.output.untouched());
+    }
+  // Both: the call refuses (conflicting_activation_tensors) and writes neither.
+  guarded_output<TestType> pre(512), derivative(512);
+  const unsigned long long launches = launches_so_far();
+  dsconv::depthwise_options dopt;
+  dopt.pre_activation = pre.data(), dopt.activation_derivative = derivative.data();
+  CHECK(dsconv::depthwise_forward(valid_depthwise(), dopt, d.input.data(), d.weight.data(), d.bias.data(),
+                                  d.output.data()) == status::conflicting_activation_tensors);
+  dsconv::pointwise_options popt;
+  popt.pre_activation = pre.data(), popt.activation_derivative = derivative.data();
+  CHECK(dsconv::pointwise_forward(valid_pointwise(), popt, w.input.data(), w.weight.data(), w.bias.data(),
+                                  w.residual.data(), w.output.data()) == status::conflicting_activation_tensors);
+  CHECK(launches_so_far() == launches);
+  CHECK(pre.untouched());
+  CHECK(derivative.untouched());
+  CHECK(d.output.untouched());
+  CHECK(w.output.untouched());
 }
 
 TEST_CASE("validation: can_implement rejects problems whose element counts overflow 64 bits", "[validation]") {
@@ -652,7 +669,7 @@ TEST_CASE("validation: to_string names every status distinctly", "[validation]")
       status::invalid_dilation, status::invalid_padding,       status::invalid_multiplier,  status::invalid_output_size,
       status::invalid_layout,   status::invalid_activation,    status::invalid_variant,     status::unsupported_variant,
       status::null_pointer,     status::overlapping_buffers,   status::size_overflow,       status::insufficient_workspace,
-      status::missing_activation_tensor, status::invalid_residual, status::invalid_batch_norm, status::no_device,
+      status::missing_activation_tensor, status::conflicting_activation_tensors, status::invalid_residual, status::invalid_batch_norm, status::no_device,
       status::out_of_memory,    status::invalid_launch_config, status::launch_failed,       status::barrier_divergence,
       status::kernel_fault,     status::platform_error};
   const char* unknown = dsconv::to_string(static_cast<status>(1000));

@@ -3,7 +3,9 @@
 // against the double-precision reference: the data gradient (grad_input) or the weight
 // gradient (grad_weight and grad_bias from the same call). The layer's fused activation is
 // part of the pass, as in training: its gradient is applied to grad_output as the call reads
-// it, from the tensor the forward saved (activation_saved), which counts in the minimum.
+// it, from the tensor the forward saved, which counts in the minimum: the output for relu and
+// relu6 (activation_saved), act'(z) for silu, sigmoid and hardswish (activation_derivative, what
+// the PyTorch package saves: the gate is then one multiply).
 
 #include <dsconv/dsconv.hpp>
 
@@ -39,8 +41,8 @@ std::size_t backward_workspace(const dsconv::pointwise_params& p, bool weight) {
 
 // The heuristic's choice with the workspace the call gets.
 template <class T>
-std::string backward_variant(const dsconv::depthwise_params& p, const dsconv::depthwise_backward_options&, bool weight) {
-  return dsconv::to_string(weight ? dsconv::select_backward_weight_variant<T>(p) : dsconv::select_backward_data_variant<T>(p));
+std::string backward_variant(const dsconv::depthwise_params& p, const dsconv::depthwise_backward_options& o, bool weight) {
+  return dsconv::to_string(weight ? dsconv::select_backward_weight_variant<T>(p, o) : dsconv::select_backward_data_variant<T>(p, o));
 }
 template <class T>
 std::string backward_variant(const dsconv::pointwise_params& p, const dsconv::pointwise_backward_options& o, bool weight) {
@@ -49,15 +51,15 @@ std::string backward_variant(const dsconv::pointwise_params& p, const dsconv::po
 
 template <class T>
 dsconv::status reference_backward(const dsconv::depthwise_params& p, bool weight, const T* x, const T* dy, const T* w,
-                                  const T* saved, double* grad, double* grad_bias) {
-  return weight ? dsconv::reference::depthwise_backward_weight(p, x, dy, grad, grad_bias, saved)
-                : dsconv::reference::depthwise_backward_data(p, dy, w, grad, saved);
+                                  const T* saved, bool derivative, double* grad, double* grad_bias) {
+  return weight ? dsconv::reference::depthwise_backward_weight(p, x, dy, grad, grad_bias, saved, derivative)
+                : dsconv::reference::depthwise_backward_data(p, dy, w, grad, saved, derivative);
 }
 template <class T>
 dsconv::status reference_backward(const dsconv::pointwise_params& p, bool weight, const T* x, const T* dy, const T* w,
-                                  const T* saved, double* grad, double* grad_bias) {
-  return weight ? dsconv::reference::pointwise_backward_weight(p, x, dy, grad, grad_bias, saved)
-                : dsconv::reference::pointwise_backward_data(p, dy, w, grad, saved);
+                                  const T* saved, bool derivative, double* grad, double* grad_bias) {
+  return weight ? dsconv::reference::pointwise_backward_weight(p, x, dy, grad, grad_bias, saved, derivative)
+                : dsconv::reference::pointwise_backward_data(p, dy, w, grad, saved, derivative);
 }
 
 // One pass of `p` (depthwise or pointwise params, extents: input, output and weight element
@@ -86,7 +88,8 @@ layer_result check_backward(const Params& p, std::size_t in_n, std::size_t out_n
     return r;
   }
   options.workspace = workspace.data();
-  options.activation_saved = gated ? dsaved.data() : nullptr;
+  const bool derivative = gated && !dsconv::detail::gradient_from_output(p.act);
+  (derivative ? options.activation_derivative : options.activation_saved) = gated ? dsaved.data() : nullptr;
   r.variant = backward_variant<T>(p, options, weight);
   r.status = run_measured(r, count_traffic, [&] {
     return weight ? backward_call(p, options, true, dx.data(), ddy.data(), grad.data(), grad_bias.data())
@@ -95,7 +98,7 @@ layer_result check_backward(const Params& p, std::size_t in_n, std::size_t out_n
   if (r.status != dsconv::status::success) return r;
   std::vector<double> ref(grad_n), ref_bias(bias_n);
   const dsconv::status checked = reference_backward(p, weight, x.data(), dy.data(), w.data(), gated ? saved.data() : nullptr,
-                                                    ref.data(), weight ? ref_bias.data() : nullptr);
+                                                    derivative, ref.data(), weight ? ref_bias.data() : nullptr);
   if (checked != dsconv::status::success) {
     r.status = checked;
     r.detail = "reference: " + std::string(dsconv::last_error_detail());

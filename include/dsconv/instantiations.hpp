@@ -30,10 +30,14 @@
   prefix status depthwise_backward_weight<T>(const depthwise_params&, const depthwise_backward_options&,         \
                                              const T*, const T*, T*, T*, stream_t);                             \
   prefix status depthwise_backward_weight<T>(const depthwise_params&, const T*, const T*, T*, T*, stream_t);    \
-  prefix status can_implement_backward_data<T>(depthwise_variant, const depthwise_params&);                     \
-  prefix status can_implement_backward_weight<T>(depthwise_variant, const depthwise_params&);                   \
-  prefix depthwise_variant select_backward_data_variant<T>(const depthwise_params&);                            \
-  prefix depthwise_variant select_backward_weight_variant<T>(const depthwise_params&);                          \
+  prefix status can_implement_backward_data<T>(depthwise_variant, const depthwise_params&,                      \
+                                               const depthwise_backward_options&);                              \
+  prefix status can_implement_backward_weight<T>(depthwise_variant, const depthwise_params&,                    \
+                                                 const depthwise_backward_options&);                            \
+  prefix depthwise_variant select_backward_data_variant<T>(const depthwise_params&,                             \
+                                                           const depthwise_backward_options&);                  \
+  prefix depthwise_variant select_backward_weight_variant<T>(const depthwise_params&,                           \
+                                                             const depthwise_backward_options&);                \
   prefix std::size_t depthwise_backward_weight_workspace_size<T>(const depthwise_params&, depthwise_variant); \
   }
 

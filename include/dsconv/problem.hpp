@@ -20,6 +20,9 @@ struct depthwise_shape {
   // The data gradient at stride 1, run as a forward convolution of grad_output: the filter
   // rotated by 180 degrees (tap (ky, kx) takes weight (kernel_h - 1 - ky, kernel_w - 1 - kx)).
   bool rotate_filter;
+  // The forward saves act'(z) into its pre-activation pointer instead of z
+  // (depthwise_options::activation_derivative).
+  bool save_derivative;
 
   DSCONV_HOST_DEVICE index_t input_elements() const { return static_cast<index_t>(n) * c * h * w; }
   DSCONV_HOST_DEVICE index_t output_elements() const { return static_cast<index_t>(n) * out_c * out_h * out_w; }
@@ -31,13 +34,14 @@ inline depthwise_shape make_shape(const depthwise_params& p) {
   return depthwise_shape{p.n,          p.c,          p.h,          p.w,          p.multiplier,  static_cast<int>(p.out_c()),
                          p.out_h(),    p.out_w(),    p.kernel_h,   p.kernel_w,   p.stride_h,    p.stride_w,
                          p.pad_h,      p.pad_w,      p.dilation_h, p.dilation_w, p.data_layout, p.act,
-                         false};
+                         false,        false};
 }
 
 struct pointwise_shape {
   int n, c_in, c_out, h, w;
   layout data_layout;
   activation act;
+  bool save_derivative;  // as depthwise_shape's
 
   DSCONV_HOST_DEVICE index_t pixels() const { return static_cast<index_t>(h) * w; }
   DSCONV_HOST_DEVICE index_t input_elements() const { return static_cast<index_t>(n) * c_in * h * w; }
@@ -46,7 +50,7 @@ struct pointwise_shape {
 };
 
 inline pointwise_shape make_shape(const pointwise_params& p) {
-  return pointwise_shape{p.n, p.c_in, p.c_out, p.h, p.w, p.data_layout, p.act};
+  return pointwise_shape{p.n, p.c_in, p.c_out, p.h, p.w, p.data_layout, p.act, false};
 }
 
 

@@ -23,6 +23,8 @@ enum class status {
   size_overflow,           // an element or byte count does not fit the 64-bit index type
   insufficient_workspace,  // the variant needs more workspace than the options provide
   missing_activation_tensor,  // a backward call of a layer with a fused activation has no saved tensor
+  conflicting_activation_tensors,  // two saved tensors given where one is read (activation_saved and
+                                   // activation_derivative; a forward's pre_activation and activation_derivative)
   invalid_residual,        // a block's residual add with a stride other than 1 or c_out != c_in
   invalid_batch_norm,      // fold_batch_norm: a channel's var + eps is not positive and finite
   // Platform errors.
@@ -57,7 +59,10 @@ inline const char* to_string(status s) noexcept {
       return "insufficient workspace: the variant needs more workspace than the options provide (pointwise_workspace_size)";
     case status::missing_activation_tensor:
       return "missing activation tensor: the backward of a fused activation needs the tensor the forward saved "
-             "(backward options: activation_saved; plain backward calls take activation::none)";
+             "(backward options: activation_saved or activation_derivative; plain backward calls take activation::none)";
+    case status::conflicting_activation_tensors:
+      return "conflicting activation tensors: give one of activation_saved and activation_derivative (a forward: one "
+             "of pre_activation and activation_derivative)";
     case status::invalid_residual:
       return "invalid residual: a block adds its input only with stride 1 and c_out == c_in";
     case status::invalid_batch_norm: return "invalid batch norm: a channel's var + eps is not positive and finite";

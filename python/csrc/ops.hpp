@@ -8,20 +8,22 @@
 //
 // Schemas (registered in ops_cpu.cpp):
 //   depthwise_conv2d(input, weight, bias?, stride[2], padding[2], dilation[2], activation,
-//                    save_pre_activation) -> (output, pre_activation)
+//                    save_derivative) -> (output, derivative)
 //   depthwise_conv2d_backward(grad_output, input, weight, saved, stride[2], padding[2],
 //                             dilation[2], activation, output_mask[3])
 //                             -> (grad_input, grad_weight, grad_bias)
-//   pointwise_conv2d(input, weight, bias?, activation, save_pre_activation)
-//                    -> (output, pre_activation)
+//   pointwise_conv2d(input, weight, bias?, activation, save_derivative)
+//                    -> (output, derivative)
 //   pointwise_conv2d_backward(grad_output, input, weight, saved, activation, output_mask[3])
 //                             -> (grad_input, grad_weight, grad_bias)
 // activation is one of dsconv's names (none, relu, relu6, silu, sigmoid, hardswish).
-// pre_activation (conv + bias, the activation's input) is written only where asked and the
-// activation's gradient needs it (silu, sigmoid, hardswish); otherwise it is an empty tensor.
-// `saved` is what the activation's gradient reads: the output for relu and relu6, the
-// pre-activation for the others, ignored for none. grad_output is dL/d(output): the backward
-// applies the activation's gradient as it reads it. Masked-out gradients come back undefined.
+// derivative (act'(z), z = conv + bias the activation's input) is written only where asked and
+// the activation's gradient needs it (silu, sigmoid, hardswish); otherwise it is an empty tensor.
+// It takes the bytes z would, and the backward's gate is then one multiply an element in every
+// kernel (dsconv's activation_derivative). `saved` is what the activation's gradient reads: the
+// output for relu and relu6, the derivative for the others, ignored for none. grad_output is
+// dL/d(output): the backward applies the activation's gradient as it reads it. Masked-out
+// gradients come back undefined.
 //
 // Everything here has internal linkage: the host and CUDA builds of these functions differ,
 // and each lives in its own shared library.
@@ -63,8 +65,9 @@ dsconv::activation parse_activation(c10::string_view name) {
   return dsconv::activation::none;
 }
 
-// The activations whose gradient reads the pre-activation (the others read the output).
-bool gradient_reads_pre_activation(dsconv::activation a) {
+// The activations whose gradient reads the derivative the forward saved (the others read the
+// output).
+bool gradient_reads_derivative(dsconv::activation a) {
   return a == dsconv::activation::silu || a == dsconv::activation::sigmoid || a == dsconv::activation::hardswish;
 }
 
@@ -196,13 +199,13 @@ at::Tensor attach_workspace(Options& o, std::size_t bytes, const at::Tensor& lik
   return ws;
 }
 
-// The output (and pre-activation) of a forward call, allocated in the input's memory format.
+// The output (and the derivative) of a forward call, allocated in the input's memory format.
 struct forward_outputs {
-  at::Tensor output, pre_activation;
+  at::Tensor output, derivative;
   forward_outputs(const at::Tensor& input, at::IntArrayRef sizes, at::MemoryFormat format, dsconv::activation act,
-                  bool save_pre_activation)
+                  bool save_derivative)
       : output(at::empty(sizes, input.options().memory_format(format))),
-        pre_activation(save_pre_activation && gradient_reads_pre_activation(act)
+        derivative(save_derivative && gradient_reads_derivative(act)
                            ? at::empty(sizes, input.options().memory_format(format))
                            : at::empty({0}, input.options())) {}
 };
@@ -236,7 +239,7 @@ struct backward_inputs {
                 ", the layer's output ", out_sizes);
     grad_output = grad_output_.contiguous(format);
     if (act != dsconv::activation::none) {
-      check_activation_tensor(call, gradient_reads_pre_activation(act) ? "saved (the pre-activation)" : "saved (the output)",
+      check_activation_tensor(call, gradient_reads_derivative(act) ? "saved (the derivative)" : "saved (the output)",
                               saved_, input);
       TORCH_CHECK(saved_.sizes() == out_sizes, "dsconv.", call, ": the saved tensor has shape ", saved_.sizes(),
                   ", the layer's output ", out_sizes);
@@ -311,7 +314,7 @@ tensor_triple run_backward(const char* call, const Params& p, const at::Tensor& 
   backward_outputs out(input, weight, format, mask);
   if (p.n == 0) return out.zero(mask);  // an empty batch: no contribution to the weight's gradient
   typename Calls::options o;
-  o.activation_saved = data<T>(in.saved);
+  (gradient_reads_derivative(p.act) ? o.activation_derivative : o.activation_saved) = data<T>(in.saved);
   if (mask[0]) {
     const at::Tensor ws = attach_workspace(o, Calls::template data_workspace_size<T>(p), input);
     check_status(call, Calls::template data<T>(p, o, data<T>(in.grad_output), data<T>(weight),
@@ -328,7 +331,7 @@ tensor_triple run_backward(const char* call, const Params& p, const at::Tensor& 
 
 tensor_pair depthwise_conv2d(const at::Tensor& input_, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                              at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                             c10::string_view activation, bool save_pre_activation, const device_context& ctx) {
+                             c10::string_view activation, bool save_derivative, const device_context& ctx) {
   constexpr const char* call = "depthwise_conv2d";
   check_weight(call, weight, bias, input_);
   const dsconv::activation act = parse_activation(activation);
@@ -338,13 +341,13 @@ tensor_pair depthwise_conv2d(const at::Tensor& input_, const at::Tensor& weight,
     using T = std::remove_pointer_t<decltype(type)>;
     check_problem<T>(call, p);
     const at::Tensor input = input_.contiguous(format);
-    forward_outputs out(input, {input.size(0), p.out_c(), p.out_h(), p.out_w()}, format, act, save_pre_activation);
-    if (p.n == 0) return {out.output, out.pre_activation};  // an empty batch: nothing to compute
+    forward_outputs out(input, {input.size(0), p.out_c(), p.out_h(), p.out_w()}, format, act, save_derivative);
+    if (p.n == 0) return {out.output, out.derivative};  // an empty batch: nothing to compute
     dsconv::depthwise_options o;
-    o.pre_activation = mutable_data<T>(out.pre_activation);
+    o.activation_derivative = mutable_data<T>(out.derivative);
     check_status(call, dsconv::depthwise_forward<T>(p, o, data<T>(input), data<T>(weight), bias ? data<T>(*bias) : nullptr,
                                                     mutable_data<T>(out.output), ctx.stream));
-    return {out.output, out.pre_activation};
+    return {out.output, out.derivative};
   });
 }
 
@@ -364,7 +367,7 @@ tensor_triple depthwise_conv2d_backward(const at::Tensor& grad_output, const at:
 }
 
 tensor_pair pointwise_conv2d(const at::Tensor& input_, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                             c10::string_view activation, bool save_pre_activation, const device_context& ctx) {
+                             c10::string_view activation, bool save_derivative, const device_context& ctx) {
   constexpr const char* call = "pointwise_conv2d";
   check_weight(call, weight, bias, input_);
   const dsconv::activation act = parse_activation(activation);
@@ -375,14 +378,14 @@ tensor_pair pointwise_conv2d(const at::Tensor& input_, const at::Tensor& weight,
     check_problem<T>(call, p);
     const at::Tensor input = input_.contiguous(format);
     forward_outputs out(input, {input.size(0), weight.size(0), input.size(2), input.size(3)}, format, act,
-                        save_pre_activation);
-    if (p.n == 0) return {out.output, out.pre_activation};  // an empty batch: nothing to compute
+                        save_derivative);
+    if (p.n == 0) return {out.output, out.derivative};  // an empty batch: nothing to compute
     dsconv::pointwise_options o;
     const at::Tensor ws = attach_workspace(o, dsconv::pointwise_workspace_size<T>(p), input);
-    o.pre_activation = mutable_data<T>(out.pre_activation);
+    o.activation_derivative = mutable_data<T>(out.derivative);
     check_status(call, dsconv::pointwise_forward<T>(p, o, data<T>(input), data<T>(weight), bias ? data<T>(*bias) : nullptr,
                                                     nullptr, mutable_data<T>(out.output), ctx.stream));
-    return {out.output, out.pre_activation};
+    return {out.output, out.derivative};
   });
 }
 
@@ -407,9 +410,9 @@ template <class Platform>
 struct platform_kernels {
   static tensor_pair depthwise(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
                                at::IntArrayRef stride, at::IntArrayRef padding, at::IntArrayRef dilation,
-                               c10::string_view activation, bool save_pre_activation) {
+                               c10::string_view activation, bool save_derivative) {
     const typename Platform::scope scope(input);
-    return depthwise_conv2d(input, weight, bias, stride, padding, dilation, activation, save_pre_activation,
+    return depthwise_conv2d(input, weight, bias, stride, padding, dilation, activation, save_derivative,
                             Platform::context(input));
   }
   static tensor_triple depthwise_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
@@ -420,9 +423,9 @@ struct platform_kernels {
                                      Platform::context(input));
   }
   static tensor_pair pointwise(const at::Tensor& input, const at::Tensor& weight, const c10::optional<at::Tensor>& bias,
-                               c10::string_view activation, bool save_pre_activation) {
+                               c10::string_view activation, bool save_derivative) {
     const typename Platform::scope scope(input);
-    return pointwise_conv2d(input, weight, bias, activation, save_pre_activation, Platform::context(input));
+    return pointwise_conv2d(input, weight, bias, activation, save_derivative, Platform::context(input));
   }
   static tensor_triple pointwise_backward(const at::Tensor& grad_output, const at::Tensor& input, const at::Tensor& weight,
                                           const at::Tensor& saved, c10::string_view activation, std::array<bool, 3> mask) {

@@ -22,10 +22,10 @@ struct host_platform {
 
 TORCH_LIBRARY(dsconv, m) {
   m.def("depthwise_conv2d(Tensor input, Tensor weight, Tensor? bias, int[2] stride, int[2] padding, int[2] dilation, "
-        "str activation, bool save_pre_activation) -> (Tensor, Tensor)");
+        "str activation, bool save_derivative) -> (Tensor, Tensor)");
   m.def("depthwise_conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, Tensor saved, int[2] stride, "
         "int[2] padding, int[2] dilation, str activation, bool[3] output_mask) -> (Tensor, Tensor, Tensor)");
-  m.def("pointwise_conv2d(Tensor input, Tensor weight, Tensor? bias, str activation, bool save_pre_activation) "
+  m.def("pointwise_conv2d(Tensor input, Tensor weight, Tensor? bias, str activation, bool save_derivative) "
         "-> (Tensor, Tensor)");
   m.def("pointwise_conv2d_backward(Tensor grad_output, Tensor input, Tensor weight, Tensor saved, str activation, "
         "bool[3] output_mask) -> (Tensor, Tensor, Tensor)");

@@ -18,8 +18,9 @@ import torch
 from . import _library  # noqa: F401  (loads torch.ops.dsconv)
 
 ACTIVATIONS = ("none", "relu", "relu6", "silu", "sigmoid", "hardswish")
-# The activations whose gradient reads the pre-activation (conv + bias); the others read the output.
-_READS_PRE_ACTIVATION = ("silu", "sigmoid", "hardswish")
+# The activations whose gradient reads the derivative act'(z) the forward saved (z = conv + bias);
+# the others read the output.
+_READS_DERIVATIVE = ("silu", "sigmoid", "hardswish")
 
 _ops = torch.ops.dsconv
 _TORCH_VERSION = tuple(int(v) for v in torch.__version__.split("+")[0].split(".")[:2])
@@ -60,21 +61,22 @@ def _autocast(*tensors):
     return tuple(t.to(dtype) if t is not None and t.is_floating_point() else t for t in tensors)
 
 
-def _saved_for_backward(activation, output, pre_activation):
-    """What the activation's gradient reads: nothing, the output, or the pre-activation."""
+def _saved_for_backward(activation, output, derivative):
+    """What the activation's gradient reads: nothing, the output, or the derivative act'(z) the
+    forward saved (silu, sigmoid, hardswish: the backward's gate is then one multiply)."""
     if activation == "none":
         return output.new_empty(0)
-    return pre_activation if activation in _READS_PRE_ACTIVATION else output
+    return derivative if activation in _READS_DERIVATIVE else output
 
 
 # Autograd of both operators, shared by the registered path (torch >= 2.4) and the
 # autograd.Function one: setup saves what the backward operator reads; backward calls it.
 
 def _setup(ctx, x, weight, bias, activation, result):
-    output, pre_activation = result
+    output, derivative = result
     ctx.activation = activation
     ctx.has_bias = bias is not None
-    ctx.save_for_backward(x, weight, _saved_for_backward(activation, output, pre_activation))
+    ctx.save_for_backward(x, weight, _saved_for_backward(activation, output, derivative))
 
 
 def _input_mask(ctx):
@@ -88,7 +90,7 @@ def _depthwise_setup_context(ctx, inputs, output):
     _setup(ctx, x, weight, bias, activation, output)
 
 
-def _depthwise_backward(ctx, grad_output, _grad_pre_activation=None):
+def _depthwise_backward(ctx, grad_output, _grad_derivative=None):
     x, weight, saved = ctx.saved_tensors
     gx, gw, gb = _ops.depthwise_conv2d_backward(grad_output, x, weight, saved, *ctx.geometry, ctx.activation,
                                                 _input_mask(ctx))
@@ -100,7 +102,7 @@ def _pointwise_setup_context(ctx, inputs, output):
     _setup(ctx, x, weight, bias, activation, output)
 
 
-def _pointwise_backward(ctx, grad_output, _grad_pre_activation=None):
+def _pointwise_backward(ctx, grad_output, _grad_derivative=None):
     x, weight, saved = ctx.saved_tensors
     gx, gw, gb = _ops.pointwise_conv2d_backward(grad_output, x, weight, saved, ctx.activation, _input_mask(ctx))
     return gx, gw, gb, None, None
@@ -120,11 +122,11 @@ if REGISTERED_AUTOGRAD:
             if t is not None and t.device != x.device:
                 raise RuntimeError(f"dsconv.{op}: {name} is on {t.device} but input is on {x.device}")
 
-    def _fake_forward(x, out_channels, out_h, out_w, activation, save_pre_activation):
+    def _fake_forward(x, out_channels, out_h, out_w, activation, save_derivative):
         fmt = _memory_format(x)
         out = _empty(x, (x.shape[0], out_channels, out_h, out_w), fmt)
         pre = _empty(x, (x.shape[0], out_channels, out_h, out_w), fmt) \
-            if save_pre_activation and activation in _READS_PRE_ACTIVATION else x.new_empty(0)
+            if save_derivative and activation in _READS_DERIVATIVE else x.new_empty(0)
         return out, pre
 
     def _fake_backward(grad_output, x, weight, mask):
@@ -134,14 +136,14 @@ if REGISTERED_AUTOGRAD:
                 weight.new_empty(weight.shape[0]) if mask[2] else None)
 
     @torch.library.register_fake("dsconv::depthwise_conv2d")
-    def _(x, weight, bias, stride, padding, dilation, activation, save_pre_activation):
+    def _(x, weight, bias, stride, padding, dilation, activation, save_derivative):
         _same_device("depthwise_conv2d", x, weight=weight, bias=bias)
 
         def extent(size, k, s, p, d):
             return (size + 2 * p - d * (k - 1) - 1) // s + 1
         out_h = extent(x.shape[2], weight.shape[2], stride[0], padding[0], dilation[0])
         out_w = extent(x.shape[3], weight.shape[3], stride[1], padding[1], dilation[1])
-        return _fake_forward(x, weight.shape[0], out_h, out_w, activation, save_pre_activation)
+        return _fake_forward(x, weight.shape[0], out_h, out_w, activation, save_derivative)
 
     @torch.library.register_fake("dsconv::depthwise_conv2d_backward")
     def _(grad_output, x, weight, saved, stride, padding, dilation, activation, mask):
@@ -149,9 +151,9 @@ if REGISTERED_AUTOGRAD:
         return _fake_backward(grad_output, x, weight, mask)
 
     @torch.library.register_fake("dsconv::pointwise_conv2d")
-    def _(x, weight, bias, activation, save_pre_activation):
+    def _(x, weight, bias, activation, save_derivative):
         _same_device("pointwise_conv2d", x, weight=weight, bias=bias)
-        return _fake_forward(x, weight.shape[0], x.shape[2], x.shape[3], activation, save_pre_activation)
+        return _fake_forward(x, weight.shape[0], x.shape[2], x.shape[3], activation, save_derivative)
 
     @torch.library.register_fake("dsconv::pointwise_conv2d_backward")
     def _(grad_output, x, weight, saved, activation, mask):
@@ -194,9 +196,9 @@ def depthwise_conv2d(x, weight, bias=None, stride=1, padding=0, dilation=1, acti
     ``activation``."""
     _check_activation(activation)
     x, weight, bias = _autocast(x, weight, bias)
-    save_pre = activation in _READS_PRE_ACTIVATION and _wants_gradient(x, weight, bias)
+    save_derivative = activation in _READS_DERIVATIVE and _wants_gradient(x, weight, bias)
     return _depthwise(x, weight, bias, _pair(stride, "stride"), _pair(padding, "padding"), _pair(dilation, "dilation"),
-                      activation, save_pre)[0]
+                      activation, save_derivative)[0]
 
 
 def pointwise_conv2d(x, weight, bias=None, activation="none"):
@@ -204,5 +206,5 @@ def pointwise_conv2d(x, weight, bias=None, activation="none"):
     followed by ``activation``."""
     _check_activation(activation)
     x, weight, bias = _autocast(x, weight, bias)
-    save_pre = activation in _READS_PRE_ACTIVATION and _wants_gradient(x, weight, bias)
-    return _pointwise(x, weight, bias, activation, save_pre)[0]
+    save_derivative = activation in _READS_DERIVATIVE and _wants_gradient(x, weight, bias)
+    return _pointwise(x, weight, bias, activation, save_derivative)[0]

@@ -205,7 +205,7 @@ def test_opcheck_registrations(fmt, device):
     bias = torch.randn(4, device=device, requires_grad=True)
     pw = torch.randn(6, 4, 1, 1, device=device, requires_grad=True)
     for activation, save in itertools.product(("none", "relu6", "silu"), (False, True)):
-        # Gradients through silu read the pre-activation: only calls that save it take them
+        # Gradients through silu read the derivative the forward saves: only calls that save it take them
         # (the functional API saves it wherever a gradient is needed).
         grad = save or activation != "silu"
         a, w, b, p = (t if grad else t.detach() for t in (x, weight, bias, pw))

@@ -140,4 +140,45 @@ std::vector<T> flush_subnormals(std::vector<T> v) {
   return v;
 }
 
+// What a forward call of a test's variant sweep saves for the backward: nothing, z
+// (pre_activation) or act'(z) (activation_derivative). Each sweep turns the variants' forms by
+// one (saved_form_turn, plus the variant's place), so that every variant saves each on some of
+// the cases.
+enum class saved_form { nothing, pre_activation, derivative };
+inline int saved_form_turn() {
+  static int sweeps = 0;
+  return sweeps++;
+}
+
+// Judges the derivative act'(z) a forward saved (its activation_derivative option) against the
+// reference's z = conv + bias (ref_z) and its bound: each element lies within the derivative's
+// range over z's allowed error, [z - e, z + e] (sampled at both ends and the middle, which also
+// takes in the jumps of relu, relu6 and hardswish there, widened by the smooth derivatives'
+// steepest slope, silu's 1/2, times e), give or take T's rounding and 2^-18 (the GPU's
+// approximate exponential and reciprocal). A z stored for the derivative, or the derivative of
+// another activation, lies outside it on random data.
+template <class T>
+void check_derivative(const std::vector<T>& out, const std::vector<double>& ref_z, const error_bound& bound,
+                      dsconv::activation act) {
+  REQUIRE(out.size() == ref_z.size());
+  std::size_t outside = 0, worst = 0;
+  double worst_excess = 0;
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    const double z = ref_z[i], e = allowed_error<T>(z, bound.term_norms[i], bound);
+    double lo = 1e300, hi = -1e300;
+    for (const double at : {z - e, z, z + e}) {
+      const double d = dsconv::detail::activation_gradient(at, act);
+      lo = std::min(lo, d), hi = std::max(hi, d);
+    }
+    const double slack = 0.5 * e + unit_roundoff<T>() * std::max(std::fabs(lo), std::fabs(hi)) + rounding_floor<T>() + 0x1p-18;
+    const double o = static_cast<double>(dsconv::to_float(out[i]));
+    const double excess = !std::isfinite(o) ? 1e300 : std::max(lo - slack - o, o - hi - slack);
+    outside += excess > 0;
+    if (excess > worst_excess) worst_excess = excess, worst = i;
+  }
+  INFO(type_name<T>() << ": " << outside << " of " << out.size() << " derivatives outside their range; worst: element "
+                      << worst << ", " << dsconv::to_float(out[worst]) << " at z = " << ref_z[worst]);
+  CHECK(outside == 0);
+}
+
 }  // namespace dsconv_test

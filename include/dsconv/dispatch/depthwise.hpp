@@ -230,11 +230,12 @@ status depthwise_forward(const depthwise_params& p, const depthwise_options& opt
   platform::device_properties dev;
   depthwise_variant variant = depthwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate(p, input, weight, bias, output, options.pre_activation), options.variant,
+      detail::validate(p, input, weight, bias, output, detail::forward_saved::of(options)), options.variant,
       [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
   if (s != status::success) return s;
-  const detail::depthwise_shape shape = detail::make_shape(p);
-  T* pre = static_cast<T*>(options.pre_activation);
+  detail::depthwise_shape shape = detail::make_shape(p);
+  T* pre = detail::forward_saved::of(options).written<T>();
+  shape.save_derivative = options.activation_derivative != nullptr;
   detail::depthwise_plan plan;
   switch (variant) {
     case depthwise_variant::nchw_tiled:

@@ -2,9 +2,10 @@
 // The gradients of a depthwise layer: dsconv::depthwise_backward_data (grad_input) and
 // dsconv::depthwise_backward_weight (grad_weight and grad_bias from the same pass), of z =
 // conv + bias; with a fused activation, grad_output is dL/dy and the call multiplies it by
-// act'() as it reads it (depthwise_backward_options::activation_saved). Variants: direct (any
-// shape); nhwc_register and nchw_register for the data gradient of stride 1 where the forward
-// variant takes the transposed problem and the activation is none, relu, relu6 or silu (the
+// act'() as it reads it (depthwise_backward_options::activation_saved, or act'(z) itself:
+// activation_derivative). Variants: direct (any shape); nhwc_register and nchw_register for the
+// data gradient of stride 1 where the forward variant takes the transposed problem and the
+// activation is none, relu or relu6 from the saved output, or any from its derivative (the
 // forward's register kernels on grad_output with the rotated filter, each word gated as it
 // arrives; nhwc_register's float data gradient through a gate on a kernel of its own whose
 // threads walk down rows, gating each input once: nhwc_register_column.hpp); nhwc_register and
@@ -32,20 +33,30 @@
 namespace dsconv {
 namespace detail {
 
-// Why `variant` of the register family cannot run the data gradient of `p` (empty: it can):
-// gated inline (activations none, relu, relu6 and silu: kernels/common/gradient_gate.hpp); at
+// The gate a backward pass of `p` applies: the tensor it reads and its activation (make_gate_tensor).
+template <class T>
+gate_tensor<T> make_gate_tensor(activation act, activation_tensors gates) {
+  return {static_cast<const T*>(gates.read(act)), gates.gate(act)};
+}
+
+// Why `variant` of the register family cannot run the data gradient of `p` through the gate of
+// activation `gate` (activation_tensors::gate; empty: it can): gated inline (none; relu and relu6
+// from their output; any activation from its derivative: kernels/common/gradient_gate.hpp); at
 // stride 1 the forward kernel on grad_output with the rotated filter (the transposed problem),
 // within the forward variant's limits for it; at stride 2 the layout's register transposed
 // kernel (kernels/depthwise/n*_register_transposed.hpp: nhwc_register and nchw_register), for
 // the register filters (nhwc_register: channels in whole 16-byte vectors; any padding the
 // transposed problem admits).
 template <class T>
-std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, const platform::device_properties& dev) {
+std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, activation gate,
+                                  const platform::device_properties& dev) {
   const bool register_variant = variant == depthwise_variant::nhwc_register || variant == depthwise_variant::nchw_register;
   const bool transposed_kernel = register_variant && p.stride_h == 2 && p.stride_w == 2;
   if ((p.stride_h != 1 || p.stride_w != 1) && !transposed_kernel)
     return register_variant ? " runs the data gradient of stride 1 or 2 only" : " runs the data gradient of stride 1 only";
-  if (!register_gated(p.act)) return " runs the data gradient of activations none, relu, relu6 and silu only";
+  if (!register_gated(gate))
+    return " runs the data gradient of activations none, relu and relu6 from their output, or of any activation from "
+           "its derivative (activation_derivative), only";
   if (!transposable(p)) return " needs pad <= (kernel - 1) * dilation in both dimensions";
   if (transposed_kernel) {
     const bool nhwc = variant == depthwise_variant::nhwc_register;
@@ -73,9 +84,10 @@ std::string register_weight_refusal(depthwise_variant variant, const depthwise_p
   return plan_nhwc_register_weight<T>(p, dev, nullptr, nullptr, nullptr, 0, plan) ? "" : ": the grid is too large";
 }
 
-// Whether `variant` can run the backward data (weight: `weight`) pass of `p`.
+// Whether `variant` can run the backward data (weight: `weight`) pass of `p` through the gate of
+// activation `gate` (activation_tensors::gate).
 template <class T>
-status can_implement_depthwise_backward(depthwise_variant variant, const depthwise_params& p, bool weight) {
+status can_implement_depthwise_backward(depthwise_variant variant, const depthwise_params& p, bool weight, activation gate) {
   const char* op = weight ? "depthwise backward weight" : "depthwise backward data";
   if (!is_valid(variant)) return invalid(status::invalid_variant, op, "variant value " + std::to_string(static_cast<int>(variant)));
   status s = validate_params(p, sizeof(T));
@@ -85,7 +97,8 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
   s = platform::get_device_properties(dev);
   if (s != status::success) return s;
   if (register_family(variant)) {
-    const std::string refusal = weight ? register_weight_refusal<T>(variant, p, dev) : register_data_refusal<T>(variant, p, dev);
+    const std::string refusal =
+        weight ? register_weight_refusal<T>(variant, p, dev) : register_data_refusal<T>(variant, p, gate, dev);
     return refusal.empty() ? status::success : invalid(status::unsupported_variant, op, to_string(variant) + refusal);
   }
   const bool nchw = variant == depthwise_variant::nchw_tiled;
@@ -114,14 +127,15 @@ status can_implement_depthwise_backward(depthwise_variant variant, const depthwi
 // prefers it for the transposed problem (preferred_matrix); the layout's register kernel where
 // it applies, then the layout's tiled kernel where it applies, else direct.
 template <class T>
-depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight) {
+depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weight, activation gate) {
   const bool nchw = p.data_layout == layout::nchw;
   const std::string detail = last_error_detail();  // a refusal here is a choice, not an error to report
   depthwise_variant chosen = depthwise_variant::direct;
   const depthwise_variant matrix = weight ? depthwise_variant::automatic : preferred_matrix(transposed_problem(p));
   for (depthwise_variant candidate : {matrix, nchw ? depthwise_variant::nchw_register : depthwise_variant::nhwc_register,
                                       nchw ? depthwise_variant::nchw_tiled : depthwise_variant::nhwc_tiled})
-    if (candidate != depthwise_variant::automatic && can_implement_depthwise_backward<T>(candidate, p, weight) == status::success) {
+    if (candidate != depthwise_variant::automatic &&
+        can_implement_depthwise_backward<T>(candidate, p, weight, gate) == status::success) {
       chosen = candidate;
       break;
     }
@@ -131,22 +145,27 @@ depthwise_variant select_depthwise_backward(const depthwise_params& p, bool weig
 
 }  // namespace detail
 
+// Whether `variant` can run a backward pass of `p` given the options' saved tensor (without
+// options: the tensor the forward saved, activation_saved; a register variant gates silu,
+// sigmoid and hardswish from their derivative only).
 template <class T = float>
-status can_implement_backward_data(depthwise_variant variant, const depthwise_params& p) {
-  return detail::can_implement_depthwise_backward<T>(variant, p, false);
+status can_implement_backward_data(depthwise_variant variant, const depthwise_params& p,
+                                   const depthwise_backward_options& options = {}) {
+  return detail::can_implement_depthwise_backward<T>(variant, p, false, detail::gates_of(options).gate(p.act));
 }
 template <class T = float>
-status can_implement_backward_weight(depthwise_variant variant, const depthwise_params& p) {
-  return detail::can_implement_depthwise_backward<T>(variant, p, true);
+status can_implement_backward_weight(depthwise_variant variant, const depthwise_params& p,
+                                     const depthwise_backward_options& options = {}) {
+  return detail::can_implement_depthwise_backward<T>(variant, p, true, detail::gates_of(options).gate(p.act));
 }
-// The variants automatic runs (detail::select_depthwise_backward).
+// The variants automatic runs (detail::select_depthwise_backward) with the options' saved tensor.
 template <class T = float>
-depthwise_variant select_backward_data_variant(const depthwise_params& p) {
-  return detail::select_depthwise_backward<T>(p, false);
+depthwise_variant select_backward_data_variant(const depthwise_params& p, const depthwise_backward_options& options = {}) {
+  return detail::select_depthwise_backward<T>(p, false, detail::gates_of(options).gate(p.act));
 }
 template <class T = float>
-depthwise_variant select_backward_weight_variant(const depthwise_params& p) {
-  return detail::select_depthwise_backward<T>(p, true);
+depthwise_variant select_backward_weight_variant(const depthwise_params& p, const depthwise_backward_options& options = {}) {
+  return detail::select_depthwise_backward<T>(p, true, detail::gates_of(options).gate(p.act));
 }
 
 // Bytes of workspace with which the weight gradient of `variant` (automatic: the one it runs)
@@ -183,11 +202,11 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
   platform::device_properties dev;
   depthwise_variant variant = depthwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate_backward_data(p, grad_output, weight, grad_input, options.activation_saved), options.variant,
-      [&] { return can_implement_backward_data<T>(options.variant, p); }, [&] { return select_backward_data_variant<T>(p); },
-      dev, variant);
+      detail::validate_backward_data(p, grad_output, weight, grad_input, detail::gates_of(options)), options.variant,
+      [&] { return can_implement_backward_data<T>(options.variant, p, options); },
+      [&] { return select_backward_data_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
-  const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
+  const detail::gate_tensor<T> gate = detail::make_gate_tensor<T>(p.act, detail::gates_of(options));
   const detail::depthwise_shape shape = detail::make_shape(p);
   if (detail::register_family(variant)) {
     const depthwise_params q = detail::transposed_problem(p);
@@ -214,10 +233,11 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
                                                    stream);
     };
     using kind = detail::gate_kind;
-    // (the refusal admits none, relu, relu6 and silu only: no gate, clamp or silu)
-    switch (detail::gate_kind_of(p.act)) {
+    // (the refusal admits none, relu and relu6 from their output and any activation from its
+    // derivative only: no gate, clamp or scale)
+    switch (detail::gate_kind_of(gate.act)) {
       case kind::clamp: return launch(std::integral_constant<kind, kind::clamp>{});
-      case kind::silu: return launch(std::integral_constant<kind, kind::silu>{});
+      case kind::scale: return launch(std::integral_constant<kind, kind::scale>{});
       case kind::none: break;
     }
     return launch(std::integral_constant<kind, kind::none>{});
@@ -263,12 +283,12 @@ status depthwise_backward_weight(const depthwise_params& p, const depthwise_back
   platform::device_properties dev;
   depthwise_variant variant = depthwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate_backward_weight(p, input, grad_output, grad_weight, grad_bias, options.activation_saved,
+      detail::validate_backward_weight(p, input, grad_output, grad_weight, grad_bias, detail::gates_of(options),
                                        detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)}),
-      options.variant, [&] { return can_implement_backward_weight<T>(options.variant, p); },
-      [&] { return select_backward_weight_variant<T>(p); }, dev, variant);
+      options.variant, [&] { return can_implement_backward_weight<T>(options.variant, p, options); },
+      [&] { return select_backward_weight_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
-  const detail::gate_tensor<T> gate{p.act == activation::none ? nullptr : static_cast<const T*>(options.activation_saved), p.act};
+  const detail::gate_tensor<T> gate = detail::make_gate_tensor<T>(p.act, detail::gates_of(options));
   const detail::depthwise_shape shape = detail::make_shape(p);
   const int taps = p.kernel_h * p.kernel_w;
   // The blocks' partial sums (where they wrote them) added in block order.

@@ -278,14 +278,16 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
   const status s = detail::prepare_launch(
       detail::validate(p, input, weight, bias, residual, output,
                        detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)},
-                       options.pre_activation),
+                       detail::forward_saved::of(options)),
       options.variant, [&] { return can_implement<T>(options.variant, p); },
       [&] { return select_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
-  T* pre = static_cast<T*>(options.pre_activation);
+  T* pre = detail::forward_saved::of(options).written<T>();
+  const bool derivative = options.activation_derivative != nullptr;
   if (variant == pointwise_variant::mma_stream)
-    return detail::launch_stream(p, dev, stream, input, weight, bias, residual, output, pre);
+    return detail::launch_stream(p, dev, stream, input, weight, bias, residual, output, pre, derivative);
   detail::gemm_call<T> c{detail::make_gemm(detail::make_shape(p)), nullptr, nullptr, {}};
+  c.g.save_derivative = derivative;
   c.a = c.g.weight_is_a ? weight : input;
   c.b = c.g.weight_is_a ? input : weight;
   detail::align_operands(c.g, c.a, c.b);

@@ -45,26 +45,27 @@ std::size_t pointwise_backward_weight_workspace_size(const pointwise_params& p) 
 
 namespace detail {
 // The pass's GEMM with dz's gate (the activation's gradient) where the layer has one.
-inline gemm_operands gated(gemm_operands g, const pointwise_params& p, const void* activation_saved) {
-  if (p.act != activation::none) g.gate = activation_saved, g.gate_act = p.act;
+inline gemm_operands gated(gemm_operands g, const pointwise_params& p, activation_tensors gates) {
+  if (p.act != activation::none) g.gate = gates.read(p.act), g.gate_act = gates.gate(p.act);
   return g;
 }
 }  // namespace detail
 
 // grad_output [n,c_out,h,w] or [n,h,w,c_out]: dL/dy; weight [c_out, c_in]; grad_input shaped
-// like the input. With p.act != none, options.activation_saved is required (variants.hpp).
+// like the input. With p.act != none, options.activation_saved or activation_derivative is
+// required (variants.hpp).
 template <class T>
 status pointwise_backward_data(const pointwise_params& p, const pointwise_backward_options& options, const T* grad_output,
                                const T* weight, T* grad_input, stream_t stream = {}) {
   platform::device_properties dev;
   pointwise_variant variant = pointwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate_backward_data(p, grad_output, weight, grad_input, options.activation_saved,
+      detail::validate_backward_data(p, grad_output, weight, grad_input, detail::gates_of(options),
                                      detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)}),
       options.variant, [&] { return can_implement_backward_data<T>(options.variant, p); },
       [&] { return select_backward_data_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
-  detail::gemm_call<T> c{detail::gated(detail::make_backward_data_gemm(detail::make_shape(p)), p, options.activation_saved),
+  detail::gemm_call<T> c{detail::gated(detail::make_backward_data_gemm(detail::make_shape(p)), p, detail::gates_of(options)),
                          nullptr, nullptr, {}};
   c.a = c.g.weight_is_a ? weight : grad_output;
   c.b = c.g.weight_is_a ? grad_output : weight;
@@ -89,12 +90,12 @@ status pointwise_backward_weight(const pointwise_params& p, const pointwise_back
   platform::device_properties dev;
   pointwise_variant variant = pointwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate_backward_weight(p, input, grad_output, grad_weight, grad_bias, options.activation_saved,
+      detail::validate_backward_weight(p, input, grad_output, grad_weight, grad_bias, detail::gates_of(options),
                                        detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)}),
       options.variant, [&] { return can_implement_backward_weight<T>(options.variant, p); },
       [&] { return select_backward_weight_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
-  detail::gemm_call<T> c{detail::gated(detail::make_backward_weight_gemm(detail::make_shape(p)), p, options.activation_saved),
+  detail::gemm_call<T> c{detail::gated(detail::make_backward_weight_gemm(detail::make_shape(p)), p, detail::gates_of(options)),
                          grad_output, input, {}};
   detail::align_operands(c.g, c.a, c.b);
   c.out = kernels::fused_output<T>{nullptr, nullptr, grad_weight,

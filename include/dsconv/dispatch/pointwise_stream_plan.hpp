@@ -169,21 +169,25 @@ auto stream_kernel(const stream_plan& plan) {
   });
 }
 
-// Launches mma_stream on the forward of `p` (the caller checked stream_limits).
+// Launches mma_stream on the forward of `p` (the caller checked stream_limits); `pre` receives z,
+// or act'(z) where `derivative`.
 template <class T>
 status launch_stream(const pointwise_params& p, const platform::device_properties& dev, stream_t stream, const T* input,
-                     const T* weight, const T* bias, const T* residual, T* output, T* pre) {
+                     const T* weight, const T* bias, const T* residual, T* output, T* pre, bool derivative) {
   if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
     stream_plan plan;
     if (!plan_stream(p, dev, input, weight, residual, output, pre, plan))
       return invalid(status::unsupported_variant, "pointwise", "mma_stream: the weights of one slice exceed shared "
                                                                "memory, or the grid the device's limits");
+    pointwise_shape shape = make_shape(p);
+    shape.save_derivative = derivative;
     return platform::launch(stream_kernel<T>(plan),
                             planned_launch(stream_block_threads, plan.grid, plan.shared_bytes, "pointwise_mma_stream",
                                            stream),
-                            make_shape(p), plan.tile, input, weight, bias, residual, output, pre);
+                            shape, plan.tile, input, weight, bias, residual, output, pre);
   } else {
-    (void)p, (void)dev, (void)stream, (void)input, (void)weight, (void)bias, (void)residual, (void)output, (void)pre;
+    (void)p, (void)dev, (void)stream, (void)input, (void)weight, (void)bias, (void)residual, (void)output, (void)pre,
+        (void)derivative;
     return invalid(status::unsupported_variant, "pointwise", "mma_stream: no kernel for this type in this build");
   }
 }

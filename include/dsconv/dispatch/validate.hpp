@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "../config.hpp"
+#include "../kernels/common/activation.hpp"
 #include "../params.hpp"
 #include "../platform/error_detail.hpp"
 #include "../platform/float16.hpp"
@@ -129,26 +130,68 @@ struct depthwise_extents {
   }
 };
 
-// `pre_activation` (optional, from depthwise_options) is written too: it must overlap no tensor.
+// The tensor a forward writes for its backward where asked (its options): z (pre_activation) or
+// act'(z) (activation_derivative), not both.
+struct forward_saved {
+  void* pre_activation = nullptr;
+  void* derivative = nullptr;
+  template <class Options>
+  static forward_saved of(const Options& o) { return {o.pre_activation, o.activation_derivative}; }
+  template <class T>
+  T* written() const { return static_cast<T*>(derivative ? derivative : pre_activation); }
+  const char* name() const { return derivative ? "activation_derivative" : "pre_activation"; }
+};
+
+inline status check_forward_saved(const char* op, forward_saved saved) {
+  if (saved.pre_activation && saved.derivative)
+    return invalid(status::conflicting_activation_tensors, op, "pre_activation and activation_derivative both given");
+  return status::success;
+}
+
+// The tensor the forward saves (optional, from depthwise_options) is written too: it must
+// overlap no tensor.
 template <class T>
 status validate(const depthwise_params& p, const T* input, const T* weight, const T* bias, const T* output,
-                const void* pre_activation = nullptr) {
+                forward_saved saved = {}) {
   static_assert(is_reference_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   status s = validate_params(p, sizeof(T));
+  if (s == status::success) s = check_forward_saved("depthwise", saved);
   if (s != status::success) return s;
   const depthwise_extents x = depthwise_extents::of<T>(p);
   const buffer in{input, x.input}, w{weight, x.weight}, b{bias, x.bias}, out{output, x.output};
   s = check_buffers("depthwise", out, {{"input", in}, {"weight", w}, {"bias", b}}, {"bias"});
-  if (s != status::success || !pre_activation) return s;
-  return check_buffers("depthwise", buffer{pre_activation, x.output},
-                       {{"input", in}, {"weight", w}, {"bias", b}, {"output", out}}, {"bias"}, "pre_activation");
+  if (s != status::success || !saved.written<T>()) return s;
+  return check_buffers("depthwise", buffer{saved.written<T>(), x.output},
+                       {{"input", in}, {"weight", w}, {"bias", b}, {"output", out}}, {"bias"}, saved.name());
 }
 
-// The tensor a backward call reads for a fused activation: required where act is not none.
-inline status check_activation_saved(const char* op, activation act, const void* saved) {
-  if (act != activation::none && !saved)
+// The tensors a backward call may be given for its fused activation's gate: the one the forward
+// saved (activation_saved) or act'(z) (activation_derivative); one of them where act is not none.
+struct activation_tensors {
+  const void* saved = nullptr;
+  const void* derivative = nullptr;
+  // The one the gate reads (nullptr: none; the activation none reads none), and its name.
+  const void* read(activation act) const { return act == activation::none ? nullptr : derivative ? derivative : saved; }
+  const char* name() const { return derivative ? "activation_derivative" : "activation_saved"; }
+  // The activation the gate applies to what it reads: saved_derivative (one multiply) where it
+  // reads the derivative, else the layer's.
+  activation gate(activation act) const { return act != activation::none && derivative ? saved_derivative : act; }
+};
+
+// The tensors of a backward call's options (depthwise_backward_options, pointwise_backward_options).
+template <class Options>
+activation_tensors gates_of(const Options& o) {
+  return {o.activation_saved, o.activation_derivative};
+}
+
+inline status check_activation_saved(const char* op, activation act, activation_tensors gates) {
+  if (act == activation::none) return status::success;
+  if (gates.saved && gates.derivative)
+    return invalid(status::conflicting_activation_tensors, op, "activation_saved and activation_derivative both given");
+  if (!gates.saved && !gates.derivative)
     return invalid(status::missing_activation_tensor, op,
-                   std::string("activation ") + to_string(act) + " needs the tensor its forward saved (activation_saved)");
+                   std::string("activation ") + to_string(act) +
+                       " needs the tensor its forward saved (activation_saved) or its derivative (activation_derivative)");
   return status::success;
 }
 
@@ -199,23 +242,24 @@ struct pointwise_extents {
   }
 };
 
-// `workspace` and `pre_activation` (optional, from pointwise_options) are written too: they
-// must overlap no tensor.
+// `workspace` and the tensor the forward saves (optional, from pointwise_options) are written
+// too: they must overlap no tensor.
 template <class T>
 status validate(const pointwise_params& p, const T* input, const T* weight, const T* bias, const T* residual,
-                const T* output, buffer workspace = {nullptr, 0}, const void* pre_activation = nullptr) {
+                const T* output, buffer workspace = {nullptr, 0}, forward_saved saved = {}) {
   static_assert(is_reference_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   status s = validate_params(p, sizeof(T));
+  if (s == status::success) s = check_forward_saved("pointwise", saved);
   if (s != status::success) return s;
   const pointwise_extents x = pointwise_extents::of<T>(p);
   const buffer in{input, x.input}, w{weight, x.weight}, bi{bias, x.bias}, res{residual, x.output}, out{output, x.output};
   s = check_buffers("pointwise", out, {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}},
                     {"bias", "residual"});
   if (s != status::success) return s;
-  const buffer pre{pre_activation, x.output};
-  return check_backward_buffers("pointwise", {{"workspace", workspace}, {"pre_activation", pre}},
+  const buffer pre{saved.written<T>(), x.output};
+  return check_backward_buffers("pointwise", {{"workspace", workspace}, {saved.name(), pre}},
                                 {{"input", in}, {"weight", w}, {"bias", bi}, {"residual", res}, {"output", out}},
-                                {"bias", "residual", "workspace", "pre_activation"});
+                                {"bias", "residual", "workspace", saved.name()});
 }
 
 // The byte extents and the names of a problem's backward calls, for the checks they share.
@@ -235,42 +279,41 @@ inline const char* backward_name(const pointwise_params&, bool weight) {
 }
 
 // A backward data call of either operation: grad_input from grad_output (gated by
-// act'(activation_saved)) and the weight; `workspace` (optional) is written too.
+// the activation's derivative from `gates`) and the weight; `workspace` (optional) is written too.
 template <class T, class Params>
 status validate_backward_data(const Params& p, const T* grad_output, const T* weight, const T* grad_input,
-                              const void* activation_saved, buffer workspace = {nullptr, 0}) {
+                              activation_tensors gates, buffer workspace = {nullptr, 0}) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   const char* op = backward_name(p, false);
   status s = validate_params(p, sizeof(T));
-  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
+  if (s == status::success) s = check_activation_saved(op, p.act, gates);
   if (s != status::success) return s;
   const auto x = extents_of<T>(p);
-  const void* saved = p.act == activation::none ? nullptr : activation_saved;
+  const void* saved = gates.read(p.act);
   // Named buffers, not temporaries inside the braced lists: nvcc's front end miscompiles the
   // latter in these templates.
   const buffer gi{grad_input, x.input}, go{grad_output, x.output}, w{weight, x.weight}, act{saved, x.output};
   return check_backward_buffers(op, {{"grad_input", gi}, {"workspace", workspace}},
-                                {{"grad_output", go}, {"weight", w}, {"activation_saved", act}},
-                                {"activation_saved", "workspace"});
+                                {{"grad_output", go}, {"weight", w}, {gates.name(), act}}, {gates.name(), "workspace"});
 }
 
 // A backward weight call of either operation: grad_weight and the optional grad_bias from the
 // input and grad_output; `workspace` (optional) is written too.
 template <class T, class Params>
 status validate_backward_weight(const Params& p, const T* input, const T* grad_output, const T* grad_weight,
-                                const T* grad_bias, const void* activation_saved, buffer workspace = {nullptr, 0}) {
+                                const T* grad_bias, activation_tensors gates, buffer workspace = {nullptr, 0}) {
   static_assert(is_element_type<T>, "element type must be float, dsconv::half or dsconv::bfloat16");
   const char* op = backward_name(p, true);
   status s = validate_params(p, sizeof(T));
-  if (s == status::success) s = check_activation_saved(op, p.act, activation_saved);
+  if (s == status::success) s = check_activation_saved(op, p.act, gates);
   if (s != status::success) return s;
   const auto x = extents_of<T>(p);
-  const void* saved = p.act == activation::none ? nullptr : activation_saved;
+  const void* saved = gates.read(p.act);
   const buffer gw{grad_weight, x.weight}, gb{grad_bias, x.bias}, in{input, x.input}, go{grad_output, x.output},
       act{saved, x.output};
   return check_backward_buffers(op, {{"grad_weight", gw}, {"grad_bias", gb}, {"workspace", workspace}},
-                                {{"input", in}, {"grad_output", go}, {"activation_saved", act}},
-                                {"grad_bias", "workspace", "activation_saved"});
+                                {{"input", in}, {"grad_output", go}, {gates.name(), act}},
+                                {"grad_bias", "workspace", gates.name()});
 }
 
 }  // namespace detail

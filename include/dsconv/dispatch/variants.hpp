@@ -65,6 +65,13 @@ struct depthwise_options {
   // like the output, of the call's element type): what the backward of silu, sigmoid and
   // hardswish reads (depthwise_backward_options::activation_saved). It must overlap no tensor.
   void* pre_activation = nullptr;
+  // Where set (instead of pre_activation: one of the two), the forward writes act'(z), the
+  // activation's derivative at its input, here (shaped like the output, of the call's element
+  // type): what the backward multiplies dL/dy by (depthwise_backward_options::
+  // activation_derivative), which every data-gradient kernel then does with one multiply an
+  // element, for any activation. The same bytes as saving z, and the fastest backward. It must
+  // overlap no tensor.
+  void* activation_derivative = nullptr;
 };
 
 struct pointwise_options {
@@ -74,8 +81,9 @@ struct pointwise_options {
   // insufficient_workspace. It must not overlap any tensor of the call.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
-  // As depthwise_options::pre_activation: z = conv + bias + residual.
+  // As depthwise_options::pre_activation and activation_derivative: z = conv + bias + residual.
   void* pre_activation = nullptr;
+  void* activation_derivative = nullptr;
 };
 
 // Options of inverted_residual_forward. The workspace holds the unfused sequence's
@@ -101,11 +109,16 @@ struct inverted_residual_options {
 //                     forward's pre_activation option) for silu, sigmoid and hardswish. grad_output
 //                     is then dL/dy, and the call multiplies it by act'(z) as it reads it, so that
 //                     training needs no separate pass over the tensor. Read only when act != none.
+//   activation_derivative  instead of activation_saved (one of the two): act'(z) as the forward
+//                     wrote it (its activation_derivative option), for any activation: the gate is
+//                     one multiply an element, and every data-gradient kernel applies it inline
+//                     (from a saved z, silu, sigmoid and hardswish run on the tiled kernels).
 struct depthwise_backward_options {
   depthwise_variant variant = depthwise_variant::automatic;
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   const void* activation_saved = nullptr;
+  const void* activation_derivative = nullptr;
 };
 
 struct pointwise_backward_options {
@@ -113,6 +126,7 @@ struct pointwise_backward_options {
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
   const void* activation_saved = nullptr;
+  const void* activation_derivative = nullptr;
 };
 
 constexpr bool is_valid(depthwise_variant v) noexcept {

@@ -220,10 +220,10 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float 
 #endif
 }
 
-// Whether clamp_gated_word runs packed for T on the target being compiled: half on sm_53 and
-// newer, bfloat16 on sm_90 (its packed comparison and product need it).
+// Whether clamp_gated_word and scaled_word run packed for T on the target being compiled: half
+// on sm_53 and newer, bfloat16 on sm_90 (its packed comparison and product need it).
 template <class T>
-DSCONV_HOST_DEVICE constexpr bool packed_clamp_gate() {
+DSCONV_HOST_DEVICE constexpr bool packed_gate() {
 #if defined(__CUDA_ARCH__)
   return std::is_same<T, half>::value ? __CUDA_ARCH__ >= 530 : std::is_same<T, bfloat16>::value && __CUDA_ARCH__ >= 900;
 #else
@@ -233,13 +233,13 @@ DSCONV_HOST_DEVICE constexpr bool packed_clamp_gate() {
 
 // A word of two 16-bit gradients times the clamp gate of the saved word at the same place (1
 // where 0 < saved and not saved >= upper, else 0; upper: the bound in both halves, 6 for relu6,
-// NaN for relu), packed where packed_clamp_gate<T>(): two comparisons that give 1 or 0 per half
+// NaN for relu), packed where packed_gate<T>(): two comparisons that give 1 or 0 per half
 // (the unordered less-than is true against NaN) and two products, two instructions per element
 // where widening the saved word and gating each float take five. The same bits as gating the
 // widened floats, since x * 1 and x * 0 are exact in either width.
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned clamp_gated_word(unsigned dy, unsigned saved, unsigned upper) {
-  static_assert(packed_clamp_gate<T>(), "the packed gate: half on sm_53+, bfloat16 on sm_90+");
+  static_assert(packed_gate<T>(), "the packed gate: half on sm_53+, bfloat16 on sm_90+");
 #if defined(__CUDA_ARCH__)
   unsigned open, below;
   if constexpr (std::is_same<T, half>::value) {
@@ -253,6 +253,24 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned clamp_gated_word(unsigned dy, unsigned
     asm("mul.rn.bf16x2 %0, %0, %1;" : "+r"(open) : "r"(below));
     asm("mul.rn.bf16x2 %0, %0, %1;" : "+r"(dy) : "r"(open));
   }
+#endif
+  return dy;
+}
+
+// A word of two 16-bit gradients times the saved word at the same place (the forward's act'(z)),
+// one packed product where packed_gate<T>(): rounded once to T, the same bits as the widened
+// floats' product rounded to T wherever that product is a normal float (two 16-bit
+// significands' product is exact in a float).
+template <class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned scaled_word(unsigned dy, unsigned saved) {
+  static_assert(packed_gate<T>(), "the packed gate: half on sm_53+, bfloat16 on sm_90+");
+#if defined(__CUDA_ARCH__)
+  if constexpr (std::is_same<T, half>::value)
+    asm("mul.rn.f16x2 %0, %0, %1;" : "+r"(dy) : "r"(saved));
+  else
+    asm("mul.rn.bf16x2 %0, %0, %1;" : "+r"(dy) : "r"(saved));
+#else
+  (void)saved;
 #endif
   return dy;
 }

@@ -2,8 +2,8 @@
 // Plain CPU depthwise backward passes with double accumulation, for tests and for users who
 // want to validate results. Buffers are host memory; Out may be T, float or double. With a
 // fused activation (p.act != none), grad_output is dL/dy and `activation_saved` the tensor the
-// forward saved (its output for relu and relu6, its input z otherwise): the gradients are
-// those of z = conv + bias, dL/dz = dL/dy * act'(z).
+// forward saved (its output for relu and relu6, its input z otherwise; act'(z) itself where
+// saved_is_derivative): the gradients are those of z = conv + bias, dL/dz = dL/dy * act'(z).
 
 #include <vector>
 
@@ -16,13 +16,20 @@ namespace dsconv {
 namespace reference {
 namespace detail_backward {
 
+// The backward call's saved tensor: what the forward saved, or act'(z) (saved_is_derivative).
+inline detail::activation_tensors gates(const void* saved, bool saved_is_derivative) {
+  return saved_is_derivative ? detail::activation_tensors{nullptr, saved} : detail::activation_tensors{saved, nullptr};
+}
+
 // dL/dz of every output element, in double, in the output's layout.
 template <class T>
-std::vector<double> gated_gradient(index_t count, activation act, const T* grad_output, const T* saved) {
+std::vector<double> gated_gradient(index_t count, activation act, const T* grad_output, const T* saved,
+                                   bool saved_is_derivative) {
+  const activation gate = gates(saved, saved_is_derivative).gate(act);
   std::vector<double> dz(static_cast<std::size_t>(count));
   for (index_t i = 0; i < count; ++i) {
     double g = static_cast<double>(to_float(grad_output[i]));
-    if (act != activation::none) g *= detail::activation_gradient(static_cast<double>(to_float(saved[i])), act);
+    if (act != activation::none) g *= detail::activation_gradient(static_cast<double>(to_float(saved[i])), gate);
     dz[static_cast<std::size_t>(i)] = g;
   }
   return dz;
@@ -57,12 +64,14 @@ void for_each_product(const detail::depthwise_shape& d, Tap tap) {
 // written (zero where no output reads the input element).
 template <class T, class Out>
 status depthwise_backward_data(const depthwise_params& p, const T* grad_output, const T* weight, Out* grad_input,
-                               const T* activation_saved = nullptr) {
+                               const T* activation_saved = nullptr, bool saved_is_derivative = false) {
   const status s =
-      detail::validate_backward_data(p, grad_output, weight, reinterpret_cast<const T*>(grad_input), activation_saved);
+      detail::validate_backward_data(p, grad_output, weight, reinterpret_cast<const T*>(grad_input),
+                                     detail_backward::gates(activation_saved, saved_is_derivative));
   if (s != status::success) return s;
   const detail::depthwise_shape d = detail::make_shape(p);
-  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved);
+  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved,
+                                                                   saved_is_derivative);
   std::vector<double> dx(static_cast<std::size_t>(d.input_elements()), 0.0);
   detail_backward::for_each_product(d, [&](index_t in, index_t out, index_t w) {
     dx[static_cast<std::size_t>(in)] += dz[static_cast<std::size_t>(out)] * static_cast<double>(to_float(weight[w]));
@@ -74,13 +83,15 @@ status depthwise_backward_data(const depthwise_params& p, const T* grad_output, 
 // grad_weight [c*multiplier][kernel_h][kernel_w]; grad_bias [c*multiplier] or nullptr.
 template <class T, class Out>
 status depthwise_backward_weight(const depthwise_params& p, const T* input, const T* grad_output, Out* grad_weight,
-                                 Out* grad_bias, const T* activation_saved = nullptr) {
+                                 Out* grad_bias, const T* activation_saved = nullptr, bool saved_is_derivative = false) {
   const status s = detail::validate_backward_weight(p, input, grad_output, reinterpret_cast<const T*>(grad_weight),
-                                                    reinterpret_cast<const T*>(grad_bias), activation_saved,
+                                                    reinterpret_cast<const T*>(grad_bias),
+                                                    detail_backward::gates(activation_saved, saved_is_derivative),
                                                     detail::buffer{nullptr, 0});
   if (s != status::success) return s;
   const detail::depthwise_shape d = detail::make_shape(p);
-  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved);
+  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved,
+                                                                   saved_is_derivative);
   std::vector<double> dw(static_cast<std::size_t>(d.weight_elements()), 0.0), db(static_cast<std::size_t>(d.out_c), 0.0);
   detail_backward::for_each_product(d, [&](index_t in, index_t out, index_t w) {
     dw[static_cast<std::size_t>(w)] += dz[static_cast<std::size_t>(out)] * static_cast<double>(to_float(input[in]));

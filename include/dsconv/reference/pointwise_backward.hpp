@@ -17,12 +17,14 @@ namespace reference {
 // grad_input [n,c_in,h,w] (nchw) or [n,h,w,c_in] (nhwc).
 template <class T, class Out>
 status pointwise_backward_data(const pointwise_params& p, const T* grad_output, const T* weight, Out* grad_input,
-                               const T* activation_saved = nullptr) {
+                               const T* activation_saved = nullptr, bool saved_is_derivative = false) {
   const status s = detail::validate_backward_data(p, grad_output, weight, reinterpret_cast<const T*>(grad_input),
-                                                  activation_saved, detail::buffer{nullptr, 0});
+                                                  detail_backward::gates(activation_saved, saved_is_derivative),
+                                                  detail::buffer{nullptr, 0});
   if (s != status::success) return s;
   const detail::pointwise_shape d = detail::make_shape(p);
-  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved);
+  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved,
+                                                                   saved_is_derivative);
   const index_t pixels = d.pixels();
   const bool nchw = d.data_layout == layout::nchw;
   for (index_t b = 0; b < d.n; ++b)
@@ -41,13 +43,15 @@ status pointwise_backward_data(const pointwise_params& p, const T* grad_output, 
 // grad_weight [c_out][c_in]; grad_bias [c_out] or nullptr.
 template <class T, class Out>
 status pointwise_backward_weight(const pointwise_params& p, const T* input, const T* grad_output, Out* grad_weight,
-                                 Out* grad_bias, const T* activation_saved = nullptr) {
+                                 Out* grad_bias, const T* activation_saved = nullptr, bool saved_is_derivative = false) {
   const status s = detail::validate_backward_weight(p, input, grad_output, reinterpret_cast<const T*>(grad_weight),
-                                                    reinterpret_cast<const T*>(grad_bias), activation_saved,
+                                                    reinterpret_cast<const T*>(grad_bias),
+                                                    detail_backward::gates(activation_saved, saved_is_derivative),
                                                     detail::buffer{nullptr, 0});
   if (s != status::success) return s;
   const detail::pointwise_shape d = detail::make_shape(p);
-  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved);
+  const std::vector<double> dz = detail_backward::gated_gradient(d.output_elements(), d.act, grad_output, activation_saved,
+                                                                   saved_is_derivative);
   const index_t pixels = d.pixels();
   const bool nchw = d.data_layout == layout::nchw;
   for (int co = 0; co < d.c_out; ++co) {

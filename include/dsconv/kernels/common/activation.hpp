@@ -71,13 +71,24 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE void with_activation(activation a, F&& f) 
   }
 }
 
+// The gate of a backward pass given act'(z) as the forward saved it (depthwise_options::
+// activation_derivative), whatever the layer's activation: dL/dz = dL/dy * saved, one multiply.
+// Not an activation a layer can name (is_valid rejects it, with_activation has no case for it):
+// it stands in the gate's activation field (gate_tensor::act, gemm_operands::gate_act) only,
+// where activation_gradient and gate_kind_of read it.
+constexpr activation saved_derivative = static_cast<activation>(-1);
+
 // The activation's derivative at the point the forward saw, from the tensor the forward saved
 // (backward passes multiply dL/dy by it to get dL/dz, z the activation's input): relu and relu6
 // from their output y (the derivative is 1 exactly where 0 < y, and y < 6 for relu6), silu,
 // sigmoid and hardswish from their input z. Where the derivative jumps (z = 0, 6, +-3) it takes
 // PyTorch's value.
+//
+// saved_derivative: the forward saved act'(z) itself (its activation_derivative option), so
+// that the gradient is the saved value whatever the layer's activation.
 template <class F>
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE F activation_gradient(F saved, activation a) {
+  if (a == saved_derivative) return saved;
   switch (a) {
     case activation::none: return F(1);
     case activation::relu: return saved > F(0) ? F(1) : F(0);
@@ -127,6 +138,43 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float approximate_reciprocal(float x) {
 #else
   return 1.f / x;
 #endif
+}
+
+// act'(z) as a forward saves it for the backward's one-multiply gate (activation_derivative),
+// A a compile-time constant: relu's and relu6's 0 / 1 from z (the same as from their output),
+// silu's and sigmoid's as activation_gradient takes them but at the approximate exponential and
+// reciprocal above (each within 2 units of float's roundoff), hardswish's
+// exactly. Where the derivative jumps it takes activation_gradient's (PyTorch's) value.
+template <activation A>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z) {
+  if constexpr (A == activation::none) {
+    return 1.f;
+  } else if constexpr (A == activation::relu || A == activation::relu6 || A == activation::hardswish) {
+    return activation_gradient(z, A);
+  } else {
+    // (1 - s as e s, as activation_gradient takes it; where e overflows, s = 0 and 1 - s = 1)
+    const float e = approximate_exp(-z), s = approximate_reciprocal(1.f + e), t = s > 0.f ? e * s : 1.f;
+    return A == activation::silu ? s * (z * t + 1.f) : s * t;
+  }
+}
+
+// The same with the activation known at run time.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z, activation a) {
+  float d = 1.f;
+  with_activation(a, [&](auto c) { d = derivative_at<decltype(c)::value>(z); });
+  return d;
+}
+
+template <activation A>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z, std::integral_constant<activation, A>) {
+  return derivative_at<A>(z);
+}
+
+// What a forward stores into the tensor it saves for its backward (its `pre` pointer): z, or
+// act'(z) where it saves the derivative (depthwise_options::activation_derivative).
+template <activation A>
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float saved_value(float z, bool derivative) {
+  return derivative ? derivative_at<A>(z) : z;
 }
 
 // Which tensor activation_gradient takes: the forward's output (relu, relu6) or its input.

@@ -18,7 +18,7 @@ namespace detail {
 template <class T>
 struct gate_tensor {
   const T* saved;
-  activation act;
+  activation act;  // the layer's, or saved_derivative where `saved` holds act'(z)
 };
 
 template <int V, class T>
@@ -38,17 +38,19 @@ DSCONV_DEVICE DSCONV_FORCEINLINE float gated_load(const T* __restrict__ grad_out
 
 // The gates the register kernels apply inline, to each word of grad_output as it arrives
 // (a compile-time kind, so that no per-element switch stands between a band's loads and its
-// arithmetic): none; clamp, relu's and relu6's 0/1 derivative from the saved output; silu's
-// derivative from the saved input z (silu_gate_factor: 8 instructions an element on sm_90).
-// sigmoid and hardswish stay with the tiled kernels. (activation_gradient's exact exponential
-// and division had counted 14.8 instructions per DRAM byte in the NCHW register kernel.)
-enum class gate_kind { none, clamp, silu };
+// arithmetic): none; clamp, relu's and relu6's 0/1 derivative from the saved output; scale, the
+// saved tensor being act'(z) itself (saved_derivative: any activation), one multiply (16-bit
+// elements two to an instruction where the target multiplies packed pairs). silu, sigmoid and
+// hardswish from their saved input z stay with the tiled kernels: silu's derivative from z had
+// cost the register kernels about 10 instructions an element (two of them on the special-function
+// unit), 4.6-11 instructions per DRAM byte on the networks' gated layers (sm_90 SASS).
+enum class gate_kind { none, clamp, scale };
 
-// The kind for activation `a`; none also where no register gate stands for it (register_gated
-// says which).
+// The kind for activation `a` (saved_derivative: the forward saved the derivative); none also
+// where no register gate stands for it (register_gated says which).
 DSCONV_HOST_DEVICE constexpr gate_kind gate_kind_of(activation a) {
   return a == activation::relu || a == activation::relu6 ? gate_kind::clamp
-         : a == activation::silu                          ? gate_kind::silu
+         : a == saved_derivative                          ? gate_kind::scale
                                                           : gate_kind::none;
 }
 constexpr bool register_gated(activation a) { return a == activation::none || gate_kind_of(a) != gate_kind::none; }
@@ -91,34 +93,26 @@ register_gate make_register_gate(const gate_tensor<T>& gate) {
   return g;
 }
 
-// silu'(z) = s (1 + z (1 - s)), s = 1 / (1 + e^-z), at the GPU's approximate exponential and
-// reciprocal (activation.hpp): two multiplies, an add and the two MUFU operations for s, an add,
-// a fused multiply-add and a multiply for the rest. 1 - s, where activation_gradient takes e s to
-// keep 1 - s's digits near s = 1, errs there by float's roundoff of 1, which z (1 - s) scales to
-// at most |z| 2^-24 of a derivative near 1. z = -inf: e = inf, s = 0, 0 x -inf: NaN, as in
-// activation_gradient.
-DSCONV_DEVICE DSCONV_FORCEINLINE float silu_gate_factor(float z) {
-  const float s = approximate_reciprocal(1.f + approximate_exp(-z));
-  return s * (z * (1.f - s) + 1.f);
-}
-
 // One element of dz from dy and the saved value at its place.
 template <gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE float gated_value(float dy, float saved, const register_gate& gate) {
   if constexpr (G == gate_kind::clamp) return dy * (saved > 0.f && !(saved >= gate.upper) ? 1.f : 0.f);
-  if constexpr (G == gate_kind::silu) return dy * silu_gate_factor(saved);
+  if constexpr (G == gate_kind::scale) return dy * saved;
   return dy;
 }
 
 // A word dy of grad_output gated by the saved word at the same place, as a word of T again (the
-// clamp gate's x * 1 and x * 0 are exact in T, so widening it gives the gated floats; silu's
-// product is rounded to T once): 16-bit words through the clamp gate packed
-// where the target can (platform clamp_gated_word), else widened, gated and narrowed.
-// Gating the words as they arrive frees the saved words' registers before the row is widened.
+// clamp gate's x * 1 and x * 0 are exact in T, so widening it gives the gated floats; the scale
+// gate's product is rounded to T once, which the packed product of two 16-bit elements does
+// too: their exact product fits a float): 16-bit words packed where the target can
+// (platform clamp_gated_word, scaled_word), else widened, gated and narrowed. Gating the words
+// as they arrive frees the saved words' registers before the row is widened.
 template <class T, gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned gated_word(unsigned dy, unsigned saved, const register_gate& gate) {
-  if constexpr (G == gate_kind::clamp && sizeof(T) == 2 && packed_clamp_gate<T>()) {
+  if constexpr (G == gate_kind::clamp && sizeof(T) == 2 && packed_gate<T>()) {
     return clamp_gated_word<T>(dy, saved, gate.upper_pair);
+  } else if constexpr (G == gate_kind::scale && sizeof(T) == 2 && packed_gate<T>()) {
+    return scaled_word<T>(dy, saved);
   } else {
     constexpr int E = elements_per_word<T>();
     float d[E], y[E];
@@ -127,20 +121,6 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned gated_word(unsigned dy, unsigned saved
 DSCONV_UNROLL
     for (int e = 0; e < E; ++e) d[e] = gated_value<G>(d[e], y[e], gate);
     return narrow<T>(d);
-  }
-}
-
-// A 16-bit element of grad_output in the low half of a word (the high half 0), gated as
-// gated_word gates it: the silu gate's exponential and reciprocal spent on the element alone.
-template <class T, gate_kind G>
-DSCONV_DEVICE DSCONV_FORCEINLINE unsigned gated_element(unsigned dy, unsigned saved, const register_gate& gate) {
-  static_assert(sizeof(T) == 2, "16-bit elements");
-  if constexpr (G == gate_kind::silu) {
-    const float d = to_float(T::from_bits(static_cast<unsigned short>(dy)));
-    const float y = to_float(T::from_bits(static_cast<unsigned short>(saved)));
-    return element_bits(from_float<T>(gated_value<G>(d, y, gate)));
-  } else {
-    return gated_word<T, G>(dy, saved, gate);
   }
 }
 

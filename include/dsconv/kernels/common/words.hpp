@@ -98,5 +98,15 @@ DSCONV_UNROLL
   }
 }
 
+// The word of f[0 .. E) as a forward saves it for its backward (saved_value: z, or act'(z) for
+// activation A where `derivative`).
+template <activation A, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE unsigned saved_word(const float* f, bool derivative) {
+  float a[elements_per_word<T>()];
+DSCONV_UNROLL
+  for (int e = 0; e < elements_per_word<T>(); ++e) a[e] = saved_value<A>(f[e], derivative);
+  return narrow<T>(a);
+}
+
 }  // namespace detail
 }  // namespace dsconv

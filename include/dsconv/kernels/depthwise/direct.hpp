@@ -34,7 +34,7 @@ void depthwise_direct(detail::depthwise_shape s, const T* __restrict__ input, co
       }
     }
     if (bias) acc += to_float(platform::load(bias + oc));
-    detail::store_activated(output, pre_activation, i, acc, s.act);
+    detail::store_activated(output, pre_activation, s.save_derivative, i, acc, s.act);
   };
   const index_t total = s.output_elements();
   if (nchw)

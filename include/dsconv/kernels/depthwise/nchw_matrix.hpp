@@ -385,7 +385,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
               const int at_out = 8 * h * s.out_w + 8 * j;
               if (pre_activation)
                 pf::store(reinterpret_cast<unsigned*>(pre_activation + (lane_out + im * image_out) + at_out),
-                          detail::narrow<T>(acc[im][j] + 2 * h));
+                          detail::saved_word<decltype(act)::value, T>(acc[im][j] + 2 * h, s.save_derivative));
               pf::store(reinterpret_cast<unsigned*>(out + at_out),
                         detail::activated_word<decltype(act)::value, T>(acc[im][j] + 2 * h));
             }

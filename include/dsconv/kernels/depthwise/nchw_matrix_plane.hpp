@@ -195,8 +195,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
         for (int j = 0; j < each; ++j) {
           if (!has[j]) continue;
           unsigned v = next[im][j];
-          if constexpr (gated)
-            v = GB == 4 ? detail::gated_word<T, G>(v, kept[im][j], gate) : detail::gated_element<T, G>(v, kept[im][j], gate);
+          if constexpr (gated) v = detail::gated_word<T, G>(v, kept[im][j], gate);
           if constexpr (GB == 4)
             pf::shared_store(reinterpret_cast<unsigned*>(image + to[j]), v);
           else
@@ -264,7 +263,13 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
           if (!Full && im >= count) continue;
           const float* const f = acc[im / 2] + 2 * (im % 2);
           if (Full ? Pre : pre != nullptr) {
-            put(pre, detail::narrow<T>(f));
+            if constexpr (Full) {
+              put(pre, detail::saved_word<decltype(act)::value, T>(f, s.save_derivative));
+            } else {
+              const bool d = s.save_derivative;
+              const float z[2] = {d ? detail::derivative_at(f[0], s.act) : f[0], d ? detail::derivative_at(f[1], s.act) : f[1]};
+              put(pre, detail::narrow<T>(z));
+            }
             pre = advanced(pre, image_out);
           }
           if constexpr (Full) {

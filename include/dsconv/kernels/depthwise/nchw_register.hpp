@@ -238,14 +238,16 @@ DSCONV_UNROLL
   }
 }
 
-// One output row's VO values (z = acc) into `pre` where given and act(z) into `out`, in chunks
-// of CE elements, those before `count` (the row's end cuts the last strip at a chunk boundary).
+// One output row's VO values (z = acc, or act'(z) where `derivative`: saved_word) into `pre` where
+// given and act(z) into `out`, in chunks of CE elements, those before `count` (the row's end cuts
+// the last strip at a chunk boundary).
 template <activation A, class T, int VO, int CE>
-DSCONV_DEVICE DSCONV_FORCEINLINE void store_row(float (&acc)[VO], T* out, T* pre, int count) {
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_row(float (&acc)[VO], T* out, T* pre, bool derivative, int count) {
   constexpr int E = elements_per_word<T>();
-  // (B: the activation applied as the words are made, activated_word)
-  auto store = [&](T* to, auto b) {
-    constexpr activation B = decltype(b)::value;
+  // (Saved: the words of the tensor saved for the backward; else act(z), the activation applied
+  // as the words are made, activated_word)
+  auto store = [&](T* to, auto saved) {
+    constexpr bool Saved = decltype(saved)::value;
 DSCONV_UNROLL
     for (int q = 0; q < VO / CE; ++q) {
       if (q * CE >= count) continue;
@@ -253,15 +255,17 @@ DSCONV_UNROLL
         constexpr int W = static_cast<int>(CE * sizeof(T) / 4);
         platform::vec<unsigned, W> w;
 DSCONV_UNROLL
-        for (int k = 0; k < W; ++k) w[k] = activated_word<B, T>(acc + q * CE + k * E);
+        for (int k = 0; k < W; ++k)
+          w[k] = Saved ? saved_word<A, T>(acc + q * CE + k * E, derivative) : activated_word<A, T>(acc + q * CE + k * E);
         store_words<W>(to + q * CE, w, true);
       } else {
-        platform::store(to + q * CE, from_float<T>(activate(acc[q * CE], B)));
+        const float z = acc[q * CE];
+        platform::store(to + q * CE, from_float<T>(Saved ? saved_value<A>(z, derivative) : activate(z, A)));
       }
     }
   };
-  if (pre) store(pre, std::integral_constant<activation, activation::none>{});
-  store(out, std::integral_constant<activation, A>{});
+  if (pre) store(pre, std::true_type{});
+  store(out, std::false_type{});
 }
 
 }  // namespace detail
@@ -338,7 +342,8 @@ DSCONV_UNROLL
           if (oy >= s.out_h) continue;  // (the last band of a map whose height TH does not divide)
           const index_t at = out_plane + static_cast<index_t>(oy) * s.out_w + ox0;
           detail::store_row<decltype(a)::value, T, VO, CE>(acc[o], output + at,
-                                                           pre_activation ? pre_activation + at : nullptr, count);
+                                                           pre_activation ? pre_activation + at : nullptr,
+                                                           s.save_derivative, count);
         }
       });
     }

@@ -145,7 +145,7 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
         const int iy = iy0 + r;
         if (iy < 0 || iy >= s.h) continue;
         detail::store_row<activation::none, T, TW, CE>(acc[r], plane_out + static_cast<index_t>(iy) * s.w + ix0,
-                                                      static_cast<T*>(nullptr), s.w - ix0);
+                                                      static_cast<T*>(nullptr), false, s.w - ix0);
       }
     }
   };

@@ -57,7 +57,7 @@ void depthwise_nchw_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
     const float* window = staged + (bi * g_count + g) * plane_stage + oy * sh * pitch + (phases > 1 ? ox : ox * sw);
     const float acc = detail::window_sum<K, phases>(window, pitch, 1, phase_pitch, w_s + g * taps, 1, kh, kw, dh, dw);
     const index_t dst = (static_cast<index_t>(pl.b0 + bi) * s.c + pl.c0 + g) * out_plane + static_cast<index_t>(oy0 + oy) * ow + ox;
-    detail::store_activated(output, pre_activation, dst, acc + pf::shared_load(b_s + g), s.act);
+    detail::store_activated(output, pre_activation, s.save_derivative, dst, acc + pf::shared_load(b_s + g), s.act);
   });
 }
 

@@ -286,7 +286,8 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
             if (!decltype(whole)::value && second_row && h == 1 && oy0 + r + 1 >= s.out_h) continue;
             const int at_pixel = row_at + h * (second_row * out_row + second_col * s.c);
             if constexpr (decltype(keep)::value)
-              detail::store_words<1>(pre + at_pixel, pf::vec<unsigned, 1>{detail::narrow<T>(acc[k] + 2 * h)}, vectors);
+              detail::store_words<1>(pre + at_pixel,
+                                     pf::vec<unsigned, 1>{detail::saved_word<A, T>(acc[k] + 2 * h, s.save_derivative)}, vectors);
             detail::store_words<1>(out + at_pixel, pf::vec<unsigned, 1>{detail::activated_word<A, T>(acc[k] + 2 * h)},
                                    vectors);
           }

@@ -189,11 +189,11 @@ DSCONV_DEVICE DSCONV_FORCEINLINE register_thread stage_block_weights(const nhwc_
 }
 
 // The strip's epilogue with activation A (a compile-time constant, so the activation's switch
-// folds away): z = acc into `pre` where given, act(z) into `out`, outputs from `from` and
-// before `count` only.
+// folds away): z = acc (or act'(z) where `derivative`: saved_word) into `pre` where given, act(z)
+// into `out`, outputs from `from` and before `count` only.
 template <activation A, class T, int V, int TW>
-DSCONV_DEVICE DSCONV_FORCEINLINE void store_strip(float (&acc)[TW][V], T* out, T* pre, int channel_stride, int count,
-                                                 bool aligned, int from = 0) {
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_strip(float (&acc)[TW][V], T* out, T* pre, bool derivative, int channel_stride,
+                                                 int count, bool aligned, int from = 0) {
   constexpr int E = elements_per_word<T>(), W = V / E;
 DSCONV_UNROLL
   for (int o = 0; o < TW; ++o) {
@@ -201,7 +201,7 @@ DSCONV_UNROLL
     platform::vec<unsigned, W> w;
     if (pre) {
 DSCONV_UNROLL
-      for (int k = 0; k < W; ++k) w[k] = narrow<T>(acc[o] + k * E);
+      for (int k = 0; k < W; ++k) w[k] = saved_word<A, T>(acc[o] + k * E, derivative);
       store_words<W>(pre + o * channel_stride, w, aligned);
     }
 DSCONV_UNROLL
@@ -326,7 +326,7 @@ DSCONV_UNROLL
     T* pre = pre_activation ? pre_activation + first_out : nullptr;
     const int count = s.out_w - ox0;
     detail::with_output_activation<G>(s.act, [&](auto a) {
-      detail::store_strip<decltype(a)::value>(acc, out, pre, s.c, count, t.aligned);
+      detail::store_strip<decltype(a)::value>(acc, out, pre, s.save_derivative, s.c, count, t.aligned);
     });
   }
 }

@@ -1,12 +1,12 @@
 #pragma once
 // The stride-1 data gradient of float NHWC layers with a fused activation (the variant
-// nhwc_register's, gate G clamp or silu): the forward on grad_output with the filter rotated, each
+// nhwc_register's, gate G clamp or scale): the forward on grad_output with the filter rotated, each
 // element of grad_output multiplied by the activation's derivative at the saved tensor's element
 // (kernels/common/gradient_gate.hpp). nhwc_register's strips (a row of 4 outputs x a 16-byte
 // vector a thread) read each input row once per strip that reads it, K times for the K output rows
-// under it and about twice across its strips' halos: the gate's 8 instructions an element (silu)
-// were spent 10 times over for a 5x5 filter, 11.3 instructions per DRAM byte on sm_90 through the
-// silu gate. Here a thread takes one channel and a strip of column_strip outputs along a row, and
+// under it and about twice across its strips' halos: the gate's 8 instructions an element (silu's
+// from z, which these kernels computed then) were spent 10 times over for a 5x5 filter, 11.3
+// instructions per DRAM byte on sm_90. Here a thread takes one channel and a strip of column_strip outputs along a row, and
 // walks down rows_per_thread output rows: the K - 1 input rows the next output row shares with
 // this one stay in registers, gated, so each input element is loaded and gated once
 // per walk (and (TW + K - 1) / TW times across the strips of a row). One channel a thread: the

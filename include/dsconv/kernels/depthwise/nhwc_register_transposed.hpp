@@ -165,7 +165,7 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
       const int iy = iy0 + r;
       if (!block_inside && (iy < 0 || iy >= s.h)) continue;
       T* const out = grad_input + (static_cast<index_t>(n) * s.h + iy) * row_pitch + static_cast<index_t>(ix0) * s.c + c;
-      detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), s.c, count, t.aligned, from);
+      detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, count, t.aligned, from);
     }
   }
 }

@@ -57,7 +57,7 @@ void depthwise_nhwc_tiled(detail::depthwise_shape s, detail::depthwise_tile t, c
     const T* in = staged + bi * t.plane_stride + (oy * sh * pitch + (phases > 1 ? ox : ox * sw)) * cs + c;
     const float acc = detail::window_sum<K, phases>(in, pitch * cs, cs, phase_pitch * cs, w_s + c, w_pitch, kh, kw, dh, dw);
     const index_t dst = ((static_cast<index_t>(gr.b0 + bi) * s.out_h + o.oy0 + oy) * ow + o.ox0 + ox) * s.c + gr.c0 + c;
-    detail::store_activated(output, pre_activation, dst, acc + pf::shared_load(b_s + c), s.act);
+    detail::store_activated(output, pre_activation, s.save_derivative, dst, acc + pf::shared_load(b_s + c), s.act);
   });
 }
 

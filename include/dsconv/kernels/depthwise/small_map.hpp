@@ -161,13 +161,7 @@ DSCONV_UNROLL
             for (int x = 0; x < B; ++x) {
               const int at = y * B + x + e * B * B;
               unsigned raw = detail::element_bits(pf::load(in + at));
-              if constexpr (Gated) {
-                const unsigned kept = detail::element_bits(pf::load(saved + at));
-                if constexpr (sizeof(T) == 2)
-                  raw = detail::gated_element<T, G>(raw, kept, gate);
-                else
-                  raw = detail::gated_word<T, G>(raw, kept, gate);
-              }
+              if constexpr (Gated) raw = detail::gated_word<T, G>(raw, detail::element_bits(pf::load(saved + at)), gate);
               float f[E];
               detail::widen<T>(raw, f);
               box[y][x][e] = f[0];
@@ -208,11 +202,12 @@ DSCONV_UNROLL
 
     // The outputs as words in the order of the thread's runs in memory (NHWC: pixel after pixel,
     // a vector each; NCHW: plane after plane), through the activation (A, a compile-time case:
-    // only the packing is compiled once per activation, not the stores) or not (z, kept where
-    // asked: never by a gated form, whose problem keeps nothing). Element i of the run order is
+    // only the packing is compiled once per activation, not the stores) or as saved for the
+    // backward (saved: z or act'(z), kept where asked: never by a gated form, whose problem keeps
+    // nothing). Element i of the run order is
     // acc[o][e] at compile-time indices, so no move precedes the packing.
     constexpr int n = V * O * O, W = n / E;
-    const auto pack = [&](auto a, unsigned* w) {
+    const auto pack = [&](auto a, auto saved, unsigned* w) {
       constexpr activation A = decltype(a)::value;
       const auto words = [&](auto planes) {
 DSCONV_UNROLL
@@ -223,7 +218,7 @@ DSCONV_UNROLL
             const int i = k * E + j, o = decltype(planes)::value ? i % (O * O) : i / V;
             f[j] = acc[o / O][o % O][decltype(planes)::value ? i / (O * O) : i % V];
           }
-          w[k] = detail::activated_word<A, T>(f);
+          w[k] = decltype(saved)::value ? detail::saved_word<A, T>(f, s.save_derivative) : detail::activated_word<A, T>(f);
         }
       };
       if (nchw)
@@ -249,10 +244,10 @@ DSCONV_UNROLL
     };
     unsigned w[W]{};  // (every activation's case packs all of it; g++ cannot tell)
     if (!Gated && pre_activation) {
-      pack(std::integral_constant<activation, activation::none>{}, w);
+      detail::with_output_activation<G>(s.act, [&](auto a) { pack(a, std::true_type{}, w); });
       store(pre_activation + out_at, w);
     }
-    detail::with_output_activation<G>(s.act, [&](auto a) { pack(a, w); });
+    detail::with_output_activation<G>(s.act, [&](auto a) { pack(a, std::false_type{}, w); });
     store(output + out_at, w);
   }
 }

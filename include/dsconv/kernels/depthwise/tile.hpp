@@ -113,11 +113,12 @@ DSCONV_UNROLL
   }
 }
 
-// The epilogue of a forward output: act(z) into `output`, and z, the activation's input, into
-// `pre` where the caller saves it for the backward pass.
+// The epilogue of a forward output: act(z) into `output`, and z, the activation's input (or
+// act'(z) where `derivative`), into `pre` where the caller saves it for the backward pass.
 template <class T>
-DSCONV_DEVICE DSCONV_FORCEINLINE void store_activated(T* output, T* pre, index_t offset, float z, activation act) {
-  if (pre) platform::store(pre + offset, from_float<T>(z));
+DSCONV_DEVICE DSCONV_FORCEINLINE void store_activated(T* output, T* pre, bool derivative, index_t offset, float z,
+                                                      activation act) {
+  if (pre) platform::store(pre + offset, from_float<T>(derivative ? derivative_at(z, act) : z));
   platform::store(output + offset, from_float<T>(activate(z, act)));
 }
 

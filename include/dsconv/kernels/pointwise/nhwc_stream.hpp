@@ -220,13 +220,14 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void stream_transposed_products(const platform:
 // The epilogue of a tile's slice (both forms): the sums of block b and pixel tile q (pixels
 // 8q + 2t, + 1 of channel stream_channel(b, g)) transposed to pixel 8q + g's channels 2 NB t + 2b,
 // + 1 of the slice, stored at element at + q row_step of the output (q < rows); the residual's
-// words transposed the other way to be added first; the pre-activation stored where asked; act(z)
+// words transposed the other way to be added first; the pre-activation (or act'(z) where
+// `derivative`) stored where asked; act(z)
 // stored. Every lane transposes (movmatrix is warp-collective); only rows that exist load and
 // store.
 template <int NB, class A, class T, class Aligned>
 DSCONV_DEVICE DSCONV_FORCEINLINE void store_stream_transposed(float (&acc)[(NB + 1) / 2][4][4], index_t at,
                                                               index_t row_step, int rows, const T* residual, T* y,
-                                                              T* pre, Aligned) {
+                                                              T* pre, bool derivative, Aligned) {
   constexpr bool aligned = Aligned::value;
   DSCONV_UNROLL
   for (int q = 0; q < 4; ++q) {
@@ -248,7 +249,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void store_stream_transposed(float (&acc)[(NB +
     }
     if (pre) {
       DSCONV_UNROLL
-      for (int b = 0; b < NB; ++b) w[b] = platform::movmatrix_trans(narrow<T>(z[b]));
+      for (int b = 0; b < NB; ++b) w[b] = platform::movmatrix_trans(saved_word<A::value, T>(z[b], derivative));
       if (here) store_slice<NB>(pre + at + q * row_step, w, aligned);
     }
     DSCONV_UNROLL
@@ -341,7 +342,7 @@ void pointwise_nhwc_stream(detail::pointwise_shape s, detail::stream_tile t, con
       detail::store_stream_transposed<NB, decltype(A)>(acc, r0 * N + n0 + 2 * NB * (lane % 4),
                                                        8 * static_cast<index_t>(N),
                                                        detail::stream_rows_here(pixels - r0), residual, y, pre,
-                                                       aligned);
+                                                       s.save_derivative, aligned);
     });
     tile += t.warps;
     if (tile >= t.tiles) break;
@@ -419,7 +420,7 @@ void pointwise_nhwc_stream_held(detail::pointwise_shape s, detail::stream_tile t
             detail::stream_transposed_products<T, NB>(cur[k], w_s + detail::stream_a_word<NB>(sl * t.chunks + k, 0, 0, 0),
                                                       lane, acc);
         detail::store_stream_transposed<NB, decltype(A)>(acc, at0 + sl * width, row_step, rows, residual, y, pre,
-                                                         aligned);
+                                                         s.save_derivative, aligned);
       }
     });
     if (!more) break;
