@@ -5,6 +5,7 @@
 #include <string>
 #include <type_traits>
 
+#include "../kernels/pointwise/derivative_in_place.hpp"
 #include "../kernels/pointwise/direct.hpp"
 #include "../kernels/pointwise/split_k_reduce.hpp"
 #include "../platform/platform.hpp"
@@ -287,12 +288,18 @@ status pointwise_forward(const pointwise_params& p, const pointwise_options& opt
   if (variant == pointwise_variant::mma_stream)
     return detail::launch_stream(p, dev, stream, input, weight, bias, residual, output, pre, derivative);
   detail::gemm_call<T> c{detail::make_gemm(detail::make_shape(p)), nullptr, nullptr, {}};
-  c.g.save_derivative = derivative;
   c.a = c.g.weight_is_a ? weight : input;
   c.b = c.g.weight_is_a ? input : weight;
   detail::align_operands(c.g, c.a, c.b);
   c.out = kernels::fused_output<T>{bias, residual, output, kernels::fused_vector_elems(c.g, bias, residual, output, pre), pre};
-  return detail::run_gemm(variant, p, dev, stream, c, options.workspace, options.workspace_bytes);
+  const status ran = detail::run_gemm(variant, p, dev, stream, c, options.workspace, options.workspace_bytes);
+  if (ran != status::success || !derivative) return ran;
+  // (the GEMM epilogues wrote z: kernels/pointwise/derivative_in_place.hpp)
+  const index_t count = static_cast<index_t>(p.n) * p.c_out * p.h * p.w;
+  return platform::launch(platform::registered<kernels::pointwise_derivative_in_place<T>>(),
+                          detail::grid_stride_launch(count, detail::grid_stride_block_threads, dev, stream,
+                                                     "pointwise_derivative_in_place"),
+                          pre, count, p.act);
 }
 
 // input [n,c_in,h,w] or [n,h,w,c_in]; weight [c_out, c_in] in both layouts; bias [c_out] or

@@ -81,7 +81,9 @@ struct pointwise_options {
   // insufficient_workspace. It must not overlap any tensor of the call.
   void* workspace = nullptr;
   std::size_t workspace_bytes = 0;
-  // As depthwise_options::pre_activation and activation_derivative: z = conv + bias + residual.
+  // As depthwise_options::pre_activation and activation_derivative: z = conv + bias + residual
+  // (act'(z): mma_stream's epilogue writes it; the other variants' write z and a second pass over
+  // the tensor turns it into act'(z): kernels/pointwise/derivative_in_place.hpp).
   void* pre_activation = nullptr;
   void* activation_derivative = nullptr;
 };

@@ -220,8 +220,8 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float 
 #endif
 }
 
-// Whether clamp_gated_word and scaled_word run packed for T on the target being compiled: half
-// on sm_53 and newer, bfloat16 on sm_90 (its packed comparison and product need it).
+// Whether clamp_gated_word runs packed for T on the target being compiled: half on sm_53 and
+// newer, bfloat16 on sm_90 (its packed comparison and product need it).
 template <class T>
 DSCONV_HOST_DEVICE constexpr bool packed_gate() {
 #if defined(__CUDA_ARCH__)
@@ -257,18 +257,31 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned clamp_gated_word(unsigned dy, unsigned
   return dy;
 }
 
+// Whether scaled_word runs packed for T on the target being compiled: half on sm_53 and newer,
+// bfloat16 on sm_80 (its packed fused multiply-add).
+template <class T>
+DSCONV_HOST_DEVICE constexpr bool packed_scale() {
+#if defined(__CUDA_ARCH__)
+  return std::is_same<T, half>::value ? __CUDA_ARCH__ >= 530 : std::is_same<T, bfloat16>::value && __CUDA_ARCH__ >= 800;
+#else
+  return false;
+#endif
+}
+
 // A word of two 16-bit gradients times the saved word at the same place (the forward's act'(z)),
-// one packed product where packed_gate<T>(): rounded once to T, the same bits as the widened
+// one packed product where packed_scale<T>(): rounded once to T, the same bits as the widened
 // floats' product rounded to T wherever that product is a normal float (two 16-bit
-// significands' product is exact in a float).
+// significands' product is exact in a float). bfloat16's as a fused multiply-add of -0, which
+// sm_80 has (its packed multiply needs sm_90): x y + (-0) is x y, signed zeros included. (On
+// sm_80 the widened product had made the 16-bit 3x3 strips of nhwc_register spill.)
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned scaled_word(unsigned dy, unsigned saved) {
-  static_assert(packed_gate<T>(), "the packed gate: half on sm_53+, bfloat16 on sm_90+");
+  static_assert(packed_scale<T>(), "the packed product: half on sm_53+, bfloat16 on sm_80+");
 #if defined(__CUDA_ARCH__)
   if constexpr (std::is_same<T, half>::value)
     asm("mul.rn.f16x2 %0, %0, %1;" : "+r"(dy) : "r"(saved));
   else
-    asm("mul.rn.bf16x2 %0, %0, %1;" : "+r"(dy) : "r"(saved));
+    asm("fma.rn.bf16x2 %0, %0, %1, %2;" : "+r"(dy) : "r"(saved), "r"(0x80008000u));  // (-0 in both halves)
 #else
   (void)saved;
 #endif

@@ -160,9 +160,15 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z) {
 
 // The same with the activation known at run time.
 DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z, activation a) {
-  float d = 1.f;
-  with_activation(a, [&](auto c) { d = derivative_at<decltype(c)::value>(z); });
-  return d;
+  switch (a) {
+    case activation::none: return 1.f;
+    case activation::relu: return derivative_at<activation::relu>(z);
+    case activation::relu6: return derivative_at<activation::relu6>(z);
+    case activation::silu: return derivative_at<activation::silu>(z);
+    case activation::sigmoid: return derivative_at<activation::sigmoid>(z);
+    case activation::hardswish: return derivative_at<activation::hardswish>(z);
+  }
+  return 1.f;
 }
 
 template <activation A>

@@ -111,7 +111,7 @@ template <class T, gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE unsigned gated_word(unsigned dy, unsigned saved, const register_gate& gate) {
   if constexpr (G == gate_kind::clamp && sizeof(T) == 2 && packed_gate<T>()) {
     return clamp_gated_word<T>(dy, saved, gate.upper_pair);
-  } else if constexpr (G == gate_kind::scale && sizeof(T) == 2 && packed_gate<T>()) {
+  } else if constexpr (G == gate_kind::scale && sizeof(T) == 2 && packed_scale<T>()) {
     return scaled_word<T>(dy, saved);
   } else {
     constexpr int E = elements_per_word<T>();

@@ -104,16 +104,12 @@ DSCONV_UNROLL
         return;
       }
       unsigned at = image_at + static_cast<unsigned>((iy * s.w + ix0) * s.c);
-      float dy[IW], kept[IW];
 DSCONV_UNROLL
       for (int j = 0; j < IW; ++j) {
         const bool inside = decltype(all_inside)::value || static_cast<unsigned>(ix0 + j) < static_cast<unsigned>(s.w);
-        dy[j] = inside ? pf::load(input + at) : 0.f;
-        kept[j] = inside ? pf::load(saved + at) : 0.f;
+        x[j] = inside ? detail::gated_value<G>(pf::load(input + at), pf::load(saved + at), gate) : 0.f;
         at += static_cast<unsigned>(s.c);
       }
-DSCONV_UNROLL
-      for (int j = 0; j < IW; ++j) x[j] = detail::gated_value<G>(dy[j], kept[j], gate);
     };
 
     // The window: input row oy - pad_h + r of output row oy in x[(oy - oy0 + r) % K] (column_ring:

@@ -159,7 +159,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void gemm_store(const detail::gemm_operands& g,
   if (bias) acc += to_float(platform::load(bias + (g.bias_along_m ? m : n)));
   const index_t off = m * g.c_m + n * g.c_n;
   if (residual) acc += to_float(platform::load(residual + off));
-  if (pre) platform::store(pre + off, from_float<T>(g.save_derivative ? detail::derivative_at(acc, act) : acc));
+  if (pre) platform::store(pre + off, from_float<T>(acc));
   platform::store(c + off, from_float<T>(detail::activate(acc, act)));
 }
 
@@ -187,8 +187,7 @@ struct fused_output {
   const T* residual;
   T* c;
   int vector_elems;      // widest run that starts aligned in c, residual, pre and a bias along n (fused_vector_elems)
-  T* pre = nullptr;      // forward: z = acc + bias + residual, before the activation (or act'(z):
-                         // gemm_operands::save_derivative), or nullptr
+  T* pre = nullptr;      // forward: z = acc + bias + residual, before the activation, or nullptr
   T* row_sums = nullptr; // backward weight: the bias gradient [m], or nullptr
 
   DSCONV_HOST_DEVICE DSCONV_FORCEINLINE bool sums_rows() const { return row_sums != nullptr; }
@@ -249,9 +248,7 @@ struct fused_output {
     platform::vec<unsigned, W> w;
     if (pre) {
       DSCONV_UNROLL
-      for (int e = 0; e < V; ++e) t[e] = g.save_derivative ? detail::derivative_at(v[e], act) : v[e];
-      DSCONV_UNROLL
-      for (int k = 0; k < W; ++k) w[k] = detail::narrow<T>(t + k * E);
+      for (int k = 0; k < W; ++k) w[k] = detail::narrow<T>(v + k * E);
       platform::store_vec_exact<W>(reinterpret_cast<unsigned*>(pre + off), w);
     }
     DSCONV_UNROLL

@@ -51,8 +51,6 @@ struct gemm_operands {
   bool b_k_contiguous;          // B contiguous along k (else along n)
   bool bias_along_m;            // bias is indexed by m (NCHW: c_out) or by n (NHWC)
   activation act;
-  bool save_derivative;         // forward: the epilogue's `pre` receives act'(z), not z
-                                // (pointwise_options::activation_derivative)
   // Backward passes of a layer with a fused activation: the operand that is dz (A or B) is read
   // as dL/dy * act'(gate), gate the tensor the forward saved, laid out as that operand.
   const void* gate;             // nullptr: no activation gradient
