@@ -220,15 +220,22 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned narrow_word_relu(float lo, float 
 #endif
 }
 
+// Whether the target being compiled is an NVIDIA GPU of compute capability HalfArch / 10 or
+// newer for half, Bf16Arch / 10 or newer for bfloat16 (false for other types and targets).
+template <class T, int HalfArch, int Bf16Arch>
+DSCONV_HOST_DEVICE constexpr bool nvidia_arch_for() {
+#if defined(__CUDA_ARCH__)
+  return std::is_same<T, half>::value ? __CUDA_ARCH__ >= HalfArch : std::is_same<T, bfloat16>::value && __CUDA_ARCH__ >= Bf16Arch;
+#else
+  return false;
+#endif
+}
+
 // Whether clamp_gated_word runs packed for T on the target being compiled: half on sm_53 and
 // newer, bfloat16 on sm_90 (its packed comparison and product need it).
 template <class T>
 DSCONV_HOST_DEVICE constexpr bool packed_gate() {
-#if defined(__CUDA_ARCH__)
-  return std::is_same<T, half>::value ? __CUDA_ARCH__ >= 530 : std::is_same<T, bfloat16>::value && __CUDA_ARCH__ >= 900;
-#else
-  return false;
-#endif
+  return nvidia_arch_for<T, 530, 900>();
 }
 
 // A word of two 16-bit gradients times the clamp gate of the saved word at the same place (1
@@ -261,11 +268,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE unsigned clamp_gated_word(unsigned dy, unsigned
 // bfloat16 on sm_80 (its packed fused multiply-add).
 template <class T>
 DSCONV_HOST_DEVICE constexpr bool packed_scale() {
-#if defined(__CUDA_ARCH__)
-  return std::is_same<T, half>::value ? __CUDA_ARCH__ >= 530 : std::is_same<T, bfloat16>::value && __CUDA_ARCH__ >= 800;
-#else
-  return false;
-#endif
+  return nvidia_arch_for<T, 530, 800>();
 }
 
 // A word of two 16-bit gradients times the saved word at the same place (the forward's act'(z)),
