@@ -171,11 +171,6 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z, activation a)
   return 1.f;
 }
 
-template <activation A>
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE float derivative_at(float z, std::integral_constant<activation, A>) {
-  return derivative_at<A>(z);
-}
-
 // What a forward stores into the tensor it saves for its backward (its `pre` pointer): z, or
 // act'(z) where it saves the derivative (depthwise_options::activation_derivative).
 template <activation A>
