@@ -227,15 +227,16 @@ status launch_forward_register(depthwise_variant variant, const depthwise_params
 template <class T>
 status depthwise_forward(const depthwise_params& p, const depthwise_options& options, const T* input, const T* weight,
                          const T* bias, T* output, stream_t stream = {}) {
+  const detail::forward_saved saved = detail::forward_saved::of(options);
   platform::device_properties dev;
   depthwise_variant variant = depthwise_variant::automatic;
   const status s = detail::prepare_launch(
-      detail::validate(p, input, weight, bias, output, detail::forward_saved::of(options)), options.variant,
+      detail::validate(p, input, weight, bias, output, saved), options.variant,
       [&] { return can_implement<T>(options.variant, p); }, [&] { return select_variant<T>(p); }, dev, variant);
   if (s != status::success) return s;
   detail::depthwise_shape shape = detail::make_shape(p);
-  T* pre = detail::forward_saved::of(options).written<T>();
-  shape.save_derivative = options.activation_derivative != nullptr;
+  T* pre = saved.written<T>();
+  shape.save_derivative = saved.writes_derivative();
   detail::depthwise_plan plan;
   switch (variant) {
     case depthwise_variant::nchw_tiled:

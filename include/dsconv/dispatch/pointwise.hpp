@@ -274,17 +274,18 @@ std::size_t pointwise_workspace_size(const pointwise_params& p) {
 template <class T>
 status pointwise_forward(const pointwise_params& p, const pointwise_options& options, const T* input, const T* weight,
                          const T* bias, const T* residual, T* output, stream_t stream = {}) {
+  const detail::forward_saved saved = detail::forward_saved::of(options);
   platform::device_properties dev;
   pointwise_variant variant = pointwise_variant::automatic;
   const status s = detail::prepare_launch(
       detail::validate(p, input, weight, bias, residual, output,
                        detail::buffer{options.workspace, static_cast<index_t>(options.workspace_bytes)},
-                       detail::forward_saved::of(options)),
+                       saved),
       options.variant, [&] { return can_implement<T>(options.variant, p); },
       [&] { return select_variant<T>(p, options); }, dev, variant);
   if (s != status::success) return s;
-  T* pre = detail::forward_saved::of(options).written<T>();
-  const bool derivative = options.activation_derivative != nullptr;
+  T* pre = saved.written<T>();
+  const bool derivative = saved.writes_derivative();
   if (variant == pointwise_variant::mma_stream)
     return detail::launch_stream(p, dev, stream, input, weight, bias, residual, output, pre, derivative);
   detail::gemm_call<T> c{detail::make_gemm(detail::make_shape(p)), nullptr, nullptr, {}};

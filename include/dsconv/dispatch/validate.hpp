@@ -139,6 +139,7 @@ struct forward_saved {
   static forward_saved of(const Options& o) { return {o.pre_activation, o.activation_derivative}; }
   template <class T>
   T* written() const { return static_cast<T*>(derivative ? derivative : pre_activation); }
+  bool writes_derivative() const { return derivative != nullptr; }
   const char* name() const { return derivative ? "activation_derivative" : "pre_activation"; }
 };
 
