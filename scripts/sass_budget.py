@@ -352,20 +352,23 @@ def nchw_register_model(t, k, s, gate=NO_GATE):
 
 def register_transposed_model(t, k, gate=NO_GATE):
     """depthwise_nhwc_register_transposed (kernels/depthwise/nhwc_register_transposed.hpp): one
-    block of 2 x 4 grad_input elements x v channels inside the map: its (k + 1) / 2 dz rows of
-    2 + (k - 1) / 2 vectors (and the saved tensor's where gated), the k x k taps' weights as 16-byte
-    shared loads, 8 vector stores. DRAM: the block's elements, and a quarter as many of dz (of
-    each tensor), the minimum."""
+    block of 2 x 4 grad_input elements x v channels inside the map, an iteration of a thread's walk
+    down a column of blocks (its innermost loop): its (k + 1) / 2 dz rows of 2 + (k - 1) / 2
+    vectors (and the saved tensor's where gated), but only the last of them where the walk keeps
+    the (k - 1) / 2 rows a block shares with the next (transposed_keeps_rows: 16-bit 5x5
+    filters), the k x k taps' weights as 16-byte shared loads, 8 vector stores. DRAM: the block's
+    elements, and a quarter as many of dz (of each tensor), the minimum."""
     size = 2 if t in ("half", "bfloat16") else 4
     v = 4 if size == 2 and k == 5 else 16 // size
-    rows, cols = (k + 1) // 2, 2 + (k - 1) // 2
+    keeps = size == 2 and k == 5
+    rows, cols = 1 if keeps else (k + 1) // 2, 2 + (k - 1) // 2
     width = "LDG.E.128" if v * size == 16 else "LDG.E.64"
     store = "STG.E.128" if v * size == 16 else "STG.E.64"
     tensors = 2 if gate != NO_GATE else 1
     need = {"vector loads": (is_op(width), rows * cols * tensors), "vector stores": (is_op(store), 8),
             "weight reads": (is_op("LDS.128"), k * k * v // 4)}
     gate_needs(need, gate, rows * cols * v)
-    return need, 8 * v * size * (1 + tensors / 4), "block: 2 x 4 elements x %d channels%s" % (v, gate_label(gate))
+    return [(need, 8 * v * size * (1 + tensors / 4), "block: 2 x 4 elements x %d channels%s" % (v, gate_label(gate)), True)]
 
 
 def nchw_register_transposed_model(t, k, gate=NO_GATE):

@@ -430,6 +430,39 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
       }
 }
 
+TEMPLATE_TEST_CASE("depthwise backward: the NHWC stride-2 data gradient where threads walk down a column of blocks",
+                   "[depthwise][backward][shapes]", float, dsconv::half) {
+  // nhwc_register_transposed: a thread walks down walk_blocks blocks of 2 grad_input rows of a
+  // column, advancing its addresses a block at a time; 16-bit 5x5 blocks keep the 2 dz rows they
+  // share with the next (transposed_keeps_rows), the walk's first block loading them before it.
+  // The plan gives a walk several blocks only where the grid would fill the device 8 times
+  // over, which no test-sized problem does on a real profile: planned here for a
+  // one-multiprocessor device (walks of 2 or 5 blocks down the 21 of a 41-row map, each column's
+  // last walk cut short by the map's end), launched as the dispatch launches it, against the
+  // reference; 3x3 and 5x5 filters at both paddings' parities, every gate.
+  dsconv::platform::device_properties dev = current_device();
+  dev.multiprocessor_count = 1;
+  for (const int k : {3, 5})
+    for (const int pad : {k / 2, k - 1})
+      for (const gate_case gate : register_gates) {
+        dsconv::depthwise_params p = make_params(16, 32, 41, 32, k, k, 2, 2, pad, pad, 1, 1, 1);
+        p.data_layout = layout::nhwc;
+        p.act = gate.act;
+        INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
+        check_transposed_launch<TestType>(p, gate.derivative, [&](auto kind, const auto&, const auto&, const auto& gate,
+                                                 const TestType* dy, const TestType* w, TestType* grad) {
+          constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
+          dsconv::detail::register_plan plan;
+          REQUIRE(dsconv::detail::plan_nhwc_register_transposed<TestType>(p, dev, dy, gate.saved, grad, plan));
+          const int block_rows = dsconv::detail::transposed_block_rows(p.h, p.pad_h);
+          REQUIRE(plan.tile.walk_blocks > 1);
+          REQUIRE(block_rows % plan.tile.walk_blocks != 0);  // a column's last walk past the map's end
+          return dsconv::platform::launch(dsconv::detail::register_transposed_kernel<TestType, G>(p), plan.launch({}),
+                                          dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
+        });
+      }
+}
+
 TEST_CASE("depthwise backward: the float NHWC data gradient through a gate on threads that walk down many rows",
           "[depthwise][backward][shapes]") {
   // nhwc_register runs the float data gradient of stride 1 through a gate on the column kernel

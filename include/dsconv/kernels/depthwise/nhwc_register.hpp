@@ -119,6 +119,7 @@ struct nhwc_register_tile {
   int strip_cols;         // strips per output row: ceil(out_w / TW)
   int strips;             // n * out_h * strip_cols
   int strips_per_thread;  // strips a thread takes, pixel_lanes apart
+  int walk_blocks = 1;    // the stride-2 data gradient's: blocks a strip takes down a column (nhwc_register_transposed.hpp)
   bool aligned;           // input and output (and pre-activation) aligned to the vector: vector accesses
   fast_divmod strip_row{1u};  // strip -> (n * out_h + oy, strip column): by strip_cols
   fast_divmod image_row{1u};  // n * out_h + oy -> (n, oy): by out_h

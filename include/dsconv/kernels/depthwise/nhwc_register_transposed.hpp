@@ -20,8 +20,13 @@
 // Blocks of grad_input rows start at row -(P % 2) (and columns at -(P % 2)): a block may hang
 // one element over the map's first row or column, which it neither reads nor stores. The block's
 // weights stage in shared memory as the forward's (stage_register_weights, not rotated), the
-// threads walk blocks as the forward's walk strips (nhwc_register_tile: a strip is a block,
-// strip_cols its columns of blocks, image_row divides by its rows of blocks).
+// threads take strips as the forward's threads take theirs (nhwc_register_tile), a strip here
+// being a walk of walk_blocks blocks down a column of blocks (strip_cols its columns, image_row
+// dividing by its walks down an image): the walk forms the addresses of its first block once and
+// advances them a block at a time, and for 16-bit 5x5 filters keeps the R dz rows a block shares
+// with the next (transposed_keeps_rows). Counted (sm_90 SASS, scripts/sass_budget.py, an
+// iteration of the walk): 16-bit 5x5 through the scale gate 420 instructions a block, 4.38 per
+// DRAM byte (599 and 6.24 with a block a strip and every row loaded), 3x3 2.3, float 1.3-3.1.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -45,6 +50,34 @@ inline constexpr int transposed_columns =
     2;
 #else
     4;
+#endif
+
+// Whether a walk's consecutive blocks keep the (K - 1) / 2 dz rows they share, widened (kernel
+// below): for 16-bit 5x5 filters on NVIDIA, where each dz row's loads, gate and widening had run
+// (K + 1) / 2 times a walk (sm_90 through the scale gate, with the walk's addresses advanced:
+// 460 instructions a block kept as gated words and widened again, 449 kept widened, 4.7 per
+// DRAM byte; 420 once the block's addresses were advanced, not formed again). Not on AMD, whose
+// loops over the window's rows are not unrolled (a kept row indexed at run time would live in
+// scratch memory), nor for 3x3 filters or float (16-bit 3x3 blocks hold 120-126 registers of the
+// 128; float 5x5 counts 2.2-3.1 a byte without). Kept rows move up a slot a block (some 35
+// moves of the 420): a ring unrolled three blocks at a time spilled 2.4 KB on sm_90.
+template <class T, int K>
+DSCONV_HOST_DEVICE constexpr bool transposed_keeps_rows() {
+#if defined(DSCONV_PLATFORM_HIP)
+  return false;
+#else
+  return sizeof(T) == 2 && K == 5;
+#endif
+}
+
+// Whether strips whose columns all lie inside the map store without a test an element (a copy
+// of the stores of their own): on NVIDIA; on AMD the second copy spilled 2 scalar registers
+// (gfx90a, 16-bit 5x5 through the clamp gate).
+inline constexpr bool transposed_whole_stores =
+#if defined(DSCONV_PLATFORM_HIP)
+    false;
+#else
+    true;
 #endif
 
 // dz rows whose loads a thread issues together: all of them on NVIDIA, one at a time on AMD
@@ -81,6 +114,7 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
   constexpr int V = detail::transposed_vector<T, K>(), TW = detail::transposed_columns;
   constexpr int E = detail::elements_per_word<T>(), W = V / E;  // a vector's elements per word, its words
   constexpr int R = (K - 1) / 2, DW = TW / 2 + R;                  // dz rows before the block's; its dz columns
+  constexpr int KR = detail::transposed_keeps_rows<T, K>() ? R : 0;     // the dz rows a block keeps for the next
   using words = pf::vec<unsigned, W>;
   const detail::register_thread me =
       detail::stage_block_weights<K, V>(t, weight, static_cast<const T*>(nullptr), /*rotate=*/false);
@@ -93,79 +127,139 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
   const index_t row_pitch = static_cast<index_t>(s.w) * s.c, dz_pitch = static_cast<index_t>(s.out_w) * s.c;
   const unsigned first = me.strip_block * t.strips_per_thread * t.pixel_lanes + lane;
   for (int i = 0; i < t.strips_per_thread; ++i) {
-    const unsigned block = first + static_cast<unsigned>(i * t.pixel_lanes);
-    if (block >= static_cast<unsigned>(t.strips)) break;
-    const unsigned row = t.strip_row.div(block), n = t.image_row.div(row);
-    const int iy0 = 2 * static_cast<int>(row - n * block_rows) - s.pad_h % 2;
-    const int ix0 = TW * static_cast<int>(block - row * t.strip_cols) - s.pad_w % 2;
-    const int oy0 = (iy0 + s.pad_h) / 2 - R, ox0 = (ix0 + s.pad_w) / 2 - R;  // the dz window's first row, column
+    const unsigned strip = first + static_cast<unsigned>(i * t.pixel_lanes);
+    if (strip >= static_cast<unsigned>(t.strips)) break;
+    const unsigned row = t.strip_row.div(strip), n = t.image_row.div(row);
+    // (the image's walks down a column: image_row's divisor)
+    const int first_block = static_cast<int>(row - n * t.image_row.divisor) * t.walk_blocks;  // the walk's first block row
+    const int ix0 = TW * static_cast<int>(strip - row * t.strip_cols) - s.pad_w % 2;
+    const int ox0 = (ix0 + s.pad_w) / 2 - R;  // the dz window's first column
     const bool columns_inside = ox0 >= 0 && ox0 + DW <= s.out_w;
     const index_t image_at = static_cast<index_t>(n) * s.out_h * dz_pitch + c;
     const T* image = grad_output + image_at;
     const T* saved = Gated ? static_cast<const T*>(gate.saved) + image_at : nullptr;
+    // grad_input's strip of columns ix0 .. ix0 + TW - 1 (those inside the map: from .. count - 1)
+    // in the image's row 0.
+    T* const out_column = grad_input + static_cast<index_t>(n) * s.h * row_pitch + static_cast<index_t>(ix0) * s.c + c;
+    const bool columns_whole = ix0 >= 0 && ix0 + TW <= s.w;
+    const int count = s.w - ix0, from = ix0 < 0 ? -ix0 : 0;
+    // Block b's first grad_input row (from row -(P % 2)) and its dz window's first row: one dz row
+    // further down for each block of the walk.
+    const auto first_row = [&](int b) { return 2 * b - s.pad_h % 2; };
+    const auto window_row = [&](int b) { return (first_row(b) + s.pad_h) / 2 - R; };
 
-    float acc[2][TW][V] = {};
-    // The window's dz rows: loaded (gated as they arrive), widened, multiplied into the block's
-    // rows they reach. Inside (a compile-time fact): every row and column of the window lies
-    // inside dz, so its loads go without checks or a branch between rows.
-    const auto rows = [&](auto inside) {
-      // (declared here: clang takes an unroll count from the lambda's own scope only)
-      [[maybe_unused]] constexpr int row_unroll = detail::transposed_rows_unrolled<K>();  // (host: no pragma)
-      DSCONV_UNROLL_BY(row_unroll)
-      for (int d = 0; d <= R; ++d) {
-        const int oy = oy0 + d;
-        words raw[DW];
-        const auto load = [&](int j, index_t at) {
-          raw[j] = detail::load_words<W>(image + at, t.aligned);
-          if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved + at, t.aligned), gate);
-        };
-        const bool row_inside = oy >= 0 && oy < s.out_h;
-        if (decltype(inside)::value || (row_inside && columns_inside)) {
-          const index_t at = static_cast<index_t>(oy) * dz_pitch + static_cast<index_t>(ox0) * s.c;
-          DSCONV_UNROLL
-          for (int j = 0; j < DW; ++j) load(j, at + j * s.c);
-        } else {
-          DSCONV_UNROLL
-          for (int j = 0; j < DW; ++j) {
-            const int ox = ox0 + j;
-            raw[j] = words{};  // zeros: outside dz
-            if (row_inside && ox >= 0 && ox < s.out_w) load(j, static_cast<index_t>(oy) * dz_pitch + static_cast<index_t>(ox) * s.c);
-          }
-        }
-        float in[DW][V];
+    // dz row oy of the window's columns as words, gated as they arrive: zeros outside dz; inside
+    // (a constant at every call, so that the inlined copy has no checks): the row and the
+    // window's columns lie inside dz. (A bool, not a compile-time type: cicc 13.0 crashed on this
+    // lambda as a generic one called from the generic `rows`.)
+    const auto load_row = [&](int oy, index_t at, words* raw, bool inside) {
+      const auto load = [&](int j, index_t at) {
+        raw[j] = detail::load_words<W>(image + at, t.aligned);
+        if constexpr (Gated) raw[j] = detail::gated_words<T, G, W>(raw[j], detail::load_words<W>(saved + at, t.aligned), gate);
+      };
+      const bool row_inside = oy >= 0 && oy < s.out_h;
+      if (inside || (row_inside && columns_inside)) {
         DSCONV_UNROLL
-        for (int j = 0; j < DW; ++j) detail::widen_words<T>(raw[j], in[j]);
+        for (int j = 0; j < DW; ++j) load(j, at + j * s.c);
+      } else {
         DSCONV_UNROLL
-        for (int r = 0; r < 2; ++r) {
-          const int ky = r + K - 1 - 2 * d;
-          if (ky >= K) continue;  // (row 1 takes nothing from the window's first row)
-          DSCONV_UNROLL
-          for (int kx = 0; kx < K; ++kx) {
-            float w[V];
-            DSCONV_UNROLL
-            for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
-            DSCONV_UNROLL
-            for (int m = 0; m < TW / 2; ++m)
-              DSCONV_UNROLL
-              for (int e = 0; e < V; ++e) acc[r][2 * m + kx % 2][e] += in[R + m - kx / 2][e] * w[e];
-          }
+        for (int j = 0; j < DW; ++j) {
+          raw[j] = words{};  // zeros: outside dz
+          if (row_inside && ox0 + j >= 0 && ox0 + j < s.out_w) load(j, at + j * s.c);
         }
       }
     };
-    if (columns_inside && oy0 >= 0 && oy0 + R < s.out_h)
-      rows(std::true_type{});
-    else
-      rows(std::false_type{});
-
-    // The block's rows: inside the map (every block but those on its edges) without tests.
-    const bool block_inside = iy0 >= 0 && iy0 + 2 <= s.h && ix0 >= 0 && ix0 + TW <= s.w;
-    const int count = block_inside ? TW : s.w - ix0, from = ix0 < 0 ? -ix0 : 0;
+    // The KR dz rows a block shares with the next (transposed_keeps_rows), widened: the walk's
+    // first block's loaded here, each later block's kept from the one before, so that a walk
+    // loads, gates and widens each dz row once.
+    [[maybe_unused]] float kept[KR > 0 ? KR : 1][DW][V];
     DSCONV_UNROLL
-    for (int r = 0; r < 2; ++r) {
-      const int iy = iy0 + r;
-      if (!block_inside && (iy < 0 || iy >= s.h)) continue;
-      T* const out = grad_input + (static_cast<index_t>(n) * s.h + iy) * row_pitch + static_cast<index_t>(ix0) * s.c + c;
-      detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, count, t.aligned, from);
+    for (int d = 0; d < KR; ++d) {
+      words raw[DW];
+      const int oy = window_row(first_block) + d;
+      load_row(oy, static_cast<index_t>(oy) * dz_pitch + static_cast<index_t>(ox0) * s.c, raw, false);
+      DSCONV_UNROLL
+      for (int j = 0; j < DW; ++j) detail::widen_words<T>(raw[j], kept[d][j]);
+    }
+
+    // (the block's first grad_input row, its window's first dz row and that row's offset at the
+    // window's first column, advanced a block at a time)
+    int iy0 = first_row(first_block), oy0 = window_row(first_block);
+    index_t window_at = static_cast<index_t>(oy0) * dz_pitch + static_cast<index_t>(ox0) * s.c;
+    T* out_row = out_column + static_cast<index_t>(iy0) * row_pitch;
+    for (int b = first_block; b < first_block + t.walk_blocks && b < block_rows;
+         ++b, iy0 += 2, ++oy0, window_at += dz_pitch, out_row += 2 * row_pitch) {
+      if constexpr (!detail::register_row_pointer) {  // (AMD: formed from the block's index, as the forward's rows)
+        iy0 = first_row(b), oy0 = window_row(b);
+        window_at = static_cast<index_t>(oy0) * dz_pitch + static_cast<index_t>(ox0) * s.c;
+        out_row = out_column + static_cast<index_t>(iy0) * row_pitch;
+      }
+      float acc[2][TW][V] = {};
+      // The window's dz rows d = 0 .. R, widened and multiplied into the block's rows they reach:
+      // the first KR the block before's (kept), the others loaded; the last KR kept for the next.
+      const auto rows = [&](auto inside) {
+        // (declared here: clang takes an unroll count from the lambda's own scope only)
+        [[maybe_unused]] constexpr int row_unroll = detail::transposed_rows_unrolled<K>();  // (host: no pragma)
+        DSCONV_UNROLL_BY(row_unroll)
+        for (int d = 0; d <= R; ++d) {
+          float in[DW][V];
+          if (d < KR) {  // (register renaming on NVIDIA, whose loop over d is unrolled)
+            DSCONV_UNROLL
+            for (int j = 0; j < DW; ++j)
+              DSCONV_UNROLL
+              for (int e = 0; e < V; ++e) in[j][e] = kept[d][j][e];
+          } else {
+            words raw[DW];
+            load_row(oy0 + d, window_at + d * dz_pitch, raw, decltype(inside)::value);
+            DSCONV_UNROLL
+            for (int j = 0; j < DW; ++j) detail::widen_words<T>(raw[j], in[j]);
+          }
+          DSCONV_UNROLL
+          for (int r = 0; r < 2; ++r) {
+            const int ky = r + K - 1 - 2 * d;
+            if (ky >= K) continue;  // (row 1 takes nothing from the window's first row)
+            DSCONV_UNROLL
+            for (int kx = 0; kx < K; ++kx) {
+              float w[V];
+              DSCONV_UNROLL
+              for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
+              DSCONV_UNROLL
+              for (int m = 0; m < TW / 2; ++m)
+                DSCONV_UNROLL
+                for (int e = 0; e < V; ++e) acc[r][2 * m + kx % 2][e] += in[R + m - kx / 2][e] * w[e];
+            }
+          }
+          if (KR > 0 && d == R) {  // (the rows d < KR have been read: the kept rows move up by one)
+            DSCONV_UNROLL
+            for (int k = 0; k + 1 < KR; ++k)
+              DSCONV_UNROLL
+              for (int j = 0; j < DW; ++j)
+                DSCONV_UNROLL
+                for (int e = 0; e < V; ++e) kept[k][j][e] = kept[k + 1][j][e];
+            DSCONV_UNROLL
+            for (int j = 0; j < DW; ++j)
+              DSCONV_UNROLL
+              for (int e = 0; e < V; ++e) kept[KR > 0 ? KR - 1 : 0][j][e] = in[j][e];
+          }
+        }
+      };
+      if (columns_inside && oy0 + KR >= 0 && oy0 + R < s.out_h)
+        rows(std::true_type{});
+      else
+        rows(std::false_type{});
+
+      // The block's rows (those inside the map), at the strip's columns: where all lie inside the
+      // map (every strip but those on its edges) without a test an element.
+      DSCONV_UNROLL
+      for (int r = 0; r < 2; ++r) {
+        const int iy = iy0 + r;
+        if (iy < 0 || iy >= s.h) continue;
+        T* const out = out_row + r * row_pitch;
+        if (detail::transposed_whole_stores && columns_whole)
+          detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, TW, t.aligned);
+        else
+          detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, count, t.aligned, from);
+      }
     }
   }
 }
