@@ -400,8 +400,8 @@ TEMPLATE_TEST_CASE("depthwise NHWC register kernel: every filter and stride it s
 TEMPLATE_TEST_CASE("depthwise small-map kernel: every filter, stride and side, both layouts, channel groups, misaligned tensors",
                    "[depthwise][shapes]", float, dsconv::half, dsconv::bfloat16) {
   // The register variants' kernel for maps of 1, 2 and 4 outputs a side: 3x3 and 5x5 filters at
-  // stride 1 onto each side, and at stride 2 from inputs of 2 and 4 pixels a side onto 1 and 2 (and
-  // of 1 and 3, which the register kernels take), in
+  // stride 1 onto each side, and at stride 2 from inputs of 2, 4 and 8 pixels a side onto 1, 2 and
+  // 4 (the last streamed a row at a time; and of 1, 3 and 7, which the register kernels take), in
   // both layouts, with 1, 3 and 5 of its channel vectors (NHWC: of 16 bytes, as nhwc_register
   // takes them; NCHW: of the kernel's own width, down to 2 channels), with and without bias,
   // and with every tensor misaligned by one element (element accesses). Each runs through
@@ -411,7 +411,7 @@ TEMPLATE_TEST_CASE("depthwise small-map kernel: every filter, stride and side, b
     for (const int k : {3, 5})
       for (const auto& stride_side : {std::pair<int, int>{1, 1}, std::pair<int, int>{1, 2}, std::pair<int, int>{1, 4},
                                       std::pair<int, int>{2, 1}, std::pair<int, int>{2, 2}, std::pair<int, int>{2, 3},
-                                      std::pair<int, int>{2, 4}})
+                                      std::pair<int, int>{2, 4}, std::pair<int, int>{2, 7}, std::pair<int, int>{2, 8}})
         for (const int vectors : {1, 3, 5}) {
           const int s = stride_side.first, h = stride_side.second, out_side = s == 1 ? h : (h + 1) / 2;
           const int vector = data_layout == layout::nhwc ? static_cast<int>(16 / sizeof(TestType))

@@ -15,9 +15,8 @@ namespace dsconv {
 namespace detail {
 
 // The output side of `p` that a small-map kernel computes, or 0 where none does: a square map
-// of 1, 2 or 4 outputs a side at stride 1, of 1 or 2 at stride 2 from inputs of 2 or 4 a side
-// (odd inputs stay with the register kernels: the kernel's box is the whole input, no access
-// tested), through a square register filter (3x3, 5x5) with padding kernel / 2 and multiplier
+// of 1, 2 or 4 outputs a side, at stride 2 from inputs of 2, 4 or 8 a side (odd inputs stay
+// with the register kernels: the kernel's box is the whole input, no access tested), through a square register filter (3x3, 5x5) with padding kernel / 2 and multiplier
 // 1, and channels in whole vectors of the kernel's (small_map_vector).
 template <class T>
 int small_map_side(const depthwise_params& p) {
@@ -25,7 +24,7 @@ int small_map_side(const depthwise_params& p) {
       p.pad_w != p.kernel_w / 2)
     return 0;
   const int o = p.out_h();
-  const bool side = (o == 1 || o == 2 || (o == 4 && p.stride_h == 1)) && p.h == p.stride_h * o;
+  const bool side = (o == 1 || o == 2 || o == 4) && p.h == p.stride_h * o;
   if (!side || p.c % small_map_vector(static_cast<int>(sizeof(T)), p.stride_h, o) != 0) return 0;
   return o;
 }
@@ -52,14 +51,9 @@ template <class T, gate_kind G>
 auto small_map_kernel(const depthwise_params& p, int side) {
   return register_filter_case<G != gate_kind::none>(p, [side](auto k, auto s) {
     constexpr int K = decltype(k)::value, S = decltype(s)::value;
-    if constexpr (S == 2) {
-      return side == 1 ? platform::registered<kernels::depthwise_small_map<T, K, S, 1, G>>()
-                       : platform::registered<kernels::depthwise_small_map<T, K, S, 2, G>>();
-    } else {
-      return side == 1   ? platform::registered<kernels::depthwise_small_map<T, K, S, 1, G>>()
-             : side == 2 ? platform::registered<kernels::depthwise_small_map<T, K, S, 2, G>>()
-                         : platform::registered<kernels::depthwise_small_map<T, K, S, 4, G>>();
-    }
+    return side == 1   ? platform::registered<kernels::depthwise_small_map<T, K, S, 1, G>>()
+           : side == 2 ? platform::registered<kernels::depthwise_small_map<T, K, S, 2, G>>()
+                       : platform::registered<kernels::depthwise_small_map<T, K, S, 4, G>>();
   });
 }
 

@@ -13,7 +13,11 @@
 // (2 channels a thread).
 //
 // The box is the map's whole input, B x B pixels (B = O at stride 1, 2 O at stride 2: even
-// sides only), so that no access needs a test. A block takes a group of channel vectors whose
+// sides only), so that no access needs a test; a thread holds it whole, or, at stride 2 onto
+// 4 x 4 maps (the 32x32 networks' 8 -> 4 layers: an 8 x 8 box), streams it a row at a time into
+// the outputs (small_map_streams), where the register kernels' strips of 4 outputs had read 11
+// columns of a row, 3 of them padding (16-bit 5x5: 6.4-6.6 instructions per DRAM byte NHWC,
+// 4.5 NCHW). A block takes a group of channel vectors whose
 // weights and biases it stages in shared memory as floats (the register kernel's runs,
 // stage_register_weights), and its threads take the images, as nhwc_register's take strips.
 // NHWC: a pixel's vector of V channels is one access; NCHW: the thread's V planes lie one after
@@ -41,12 +45,30 @@ DSCONV_HOST_DEVICE constexpr int small_map_box() {
   return S * O;
 }
 
+// Whether a thread streams its box a row at a time (stride 2 onto 4 x 4 maps: an 8 x 8 box and
+// the 16 accumulators are 80 floats a channel) instead of holding it whole.
+DSCONV_HOST_DEVICE constexpr bool small_map_streams(int s, int o) { return s * o * s * o + o * o > 64; }
+
+// Rows of a streamed box whose loads a thread issues together: all B on NVIDIA, one at a time on
+// AMD (hipcc hoisted all 8 rows' loads and spilled 400 to 1900 bytes a lane, gfx906 and gfx90a,
+// as it had the register kernels': register_rows_unrolled).
+DSCONV_HOST_DEVICE constexpr int small_map_rows_unrolled(int b) {
+#if defined(DSCONV_PLATFORM_HIP)
+  static_cast<void>(b);
+  return 1;
+#else
+  return b;
+#endif
+}
+
 // Channels a thread takes, for elements of `element_bytes` at stride s onto maps of o outputs a
-// side: the widest power of two up to a 16-byte vector whose box and accumulators (B^2 + O^2
-// floats a channel) take at most 64 of the thread's registers (16-bit 2x2 maps: 8; 4x4 maps: 2).
+// side: the widest power of two up to a 16-byte vector whose box (a row of it where the thread
+// streams it) and accumulators take at most 64 of the thread's registers (B^2 + O^2 floats a
+// channel, B + O^2 streamed: 16-bit 2x2 maps 8 channels; 4x4 maps 2).
 DSCONV_HOST_DEVICE constexpr int small_map_vector(int element_bytes, int s, int o) {
   int v = 16 / element_bytes;
-  while (v > 1 && (s * o * s * o + o * o) * v > 64) v /= 2;
+  const int floats = (small_map_streams(s, o) ? s * o : s * o * s * o) + o * o;
+  while (v > 1 && floats * v > 64) v /= 2;
   return v;
 }
 
@@ -129,12 +151,91 @@ void depthwise_small_map(detail::depthwise_shape s, detail::nhwc_register_tile t
     const T* in = input + image_at;
     const T* saved = Gated ? static_cast<const T*>(gate.saved) + image_at : nullptr;
 
-    // The box, gated and widened: box[y][x][e]. The accesses' width is a compile-time fact of
-    // each copy (aligned: vectors), not a test at every access.
-    float box[B][B][V];
+    // The map's outputs, started at the bias, then the taps that land in the box only.
+    float acc[O][O][V];
+DSCONV_UNROLL
+    for (int e = 0; e < V; ++e) {
+      const float b = pf::shared_load(w_s + K * K * V + e);
+DSCONV_UNROLL
+      for (int o = 0; o < O * O; ++o) acc[o / O][o % O][e] = b;
+    }
+    // Row iy of the box (streamed) into every output that reads it, tap after tap in the order the
+    // held box's loop below takes them.
+    const auto multiply_row = [&](int iy, const float(&row)[B][V]) {
+DSCONV_UNROLL
+      for (int oy = 0; oy < O; ++oy) {
+        const int ky = iy - oy * S + K / 2;
+        if (ky < 0 || ky >= K) continue;
+DSCONV_UNROLL
+        for (int kx = 0; kx < K; ++kx) {
+          if (!detail::small_map_tap_used<K, S, O>(ky, kx)) continue;
+          float w[V];
+DSCONV_UNROLL
+          for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
+DSCONV_UNROLL
+          for (int ox = 0; ox < O; ++ox) {
+            const int ix = ox * S - K / 2 + kx;
+            if (ix < 0 || ix >= B) continue;
+DSCONV_UNROLL
+            for (int e = 0; e < V; ++e) acc[oy][ox][e] += row[ix][e] * w[e];
+          }
+        }
+      }
+    };
+
+    // The box, gated and widened: box[y][x][e] (streamed: a row at a time into the outputs). The
+    // accesses' width is a compile-time fact of each copy (aligned: vectors), not a test at every
+    // access.
+    constexpr bool Streamed = detail::small_map_streams(S, O);
+    float box[Streamed ? 1 : B][B][V];
+    // Row y of the box into `row` (NHWC: a pixel's vector at a time; NCHW: each plane's row, in
+    // 16-byte pieces where aligned and the thread streams its box, else element by element).
+    // (`vectors` a constant at each call: cicc 13.0 crashed on this lambda as a generic one
+    // called from the generic load_box.)
+    const auto load_row = [&](int y, float(&row)[B][V], bool vectors) {
+      if constexpr (Streamed) {
+        if (vectors && nchw) {
+DSCONV_UNROLL
+          for (int e = 0; e < V; ++e) {
+            float f[B];
+            detail::load_gated_run<B, G>(in + e * B * B + y * B, Gated ? saved + e * B * B + y * B : nullptr, gate, true, f);
+DSCONV_UNROLL
+            for (int x = 0; x < B; ++x) row[x][e] = f[x];
+          }
+          return;
+        }
+      }
+      if (!nchw) {
+DSCONV_UNROLL
+        for (int x = 0; x < B; ++x) {
+          const index_t at = (y * B + x) * pixel_pitch;
+          detail::load_gated_run<V, G>(in + at, Gated ? saved + at : nullptr, gate, vectors, row[x]);
+        }
+      } else {
+DSCONV_UNROLL
+        for (int e = 0; e < V; ++e)
+DSCONV_UNROLL
+          for (int x = 0; x < B; ++x) {
+            const int at = y * B + x + e * B * B;
+            unsigned raw = detail::element_bits(pf::load(in + at));
+            if constexpr (Gated) raw = detail::gated_word<T, G>(raw, detail::element_bits(pf::load(saved + at)), gate);
+            float f[E];
+            detail::widen<T>(raw, f);
+            row[x][e] = f[0];
+          }
+      }
+    };
     const auto load_box = [&](auto aligned) {
       constexpr bool vectors = decltype(aligned)::value;
-      if (nchw && vectors) {
+      // (declared here: clang takes an unroll count from the lambda's own scope only)
+      [[maybe_unused]] constexpr int row_unroll = detail::small_map_rows_unrolled(B);  // (host: no pragma)
+      if constexpr (Streamed) {
+DSCONV_UNROLL_BY(row_unroll)
+        for (int y = 0; y < B; ++y) {
+          load_row(y, box[0], vectors);
+          multiply_row(y, box[0]);
+        }
+      } else if (nchw && vectors) {
         // the V planes' B x B elements, one after another: whole 16-byte vectors (V B^2
         // elements are a multiple of 16 bytes: small_map_vector)
         constexpr int n = V * B * B;
@@ -144,28 +245,9 @@ DSCONV_UNROLL
         for (int e = 0; e < V; ++e)
 DSCONV_UNROLL
           for (int p = 0; p < B * B; ++p) box[p / B][p % B][e] = f[e * B * B + p];
-      } else if (!nchw) {
-DSCONV_UNROLL
-        for (int y = 0; y < B; ++y)
-DSCONV_UNROLL
-          for (int x = 0; x < B; ++x) {
-            const index_t at = (y * B + x) * pixel_pitch;
-            detail::load_gated_run<V, G>(in + at, Gated ? saved + at : nullptr, gate, vectors, box[y][x]);
-          }
       } else {
 DSCONV_UNROLL
-        for (int e = 0; e < V; ++e)
-DSCONV_UNROLL
-          for (int y = 0; y < B; ++y)
-DSCONV_UNROLL
-            for (int x = 0; x < B; ++x) {
-              const int at = y * B + x + e * B * B;
-              unsigned raw = detail::element_bits(pf::load(in + at));
-              if constexpr (Gated) raw = detail::gated_word<T, G>(raw, detail::element_bits(pf::load(saved + at)), gate);
-              float f[E];
-              detail::widen<T>(raw, f);
-              box[y][x][e] = f[0];
-            }
+        for (int y = 0; y < B; ++y) load_row(y, box[y], vectors);
       }
     };
     if (t.aligned)
@@ -173,32 +255,27 @@ DSCONV_UNROLL
     else
       load_box(std::false_type{});
 
-    // The map's outputs, from the taps that land in the box only.
-    float acc[O][O][V];
+    // A box held whole: each used tap's weights read once, into every output that reads it.
+    if constexpr (!Streamed) {
 DSCONV_UNROLL
-    for (int e = 0; e < V; ++e) {
-      const float b = pf::shared_load(w_s + K * K * V + e);
+      for (int ky = 0; ky < K; ++ky)
 DSCONV_UNROLL
-      for (int o = 0; o < O * O; ++o) acc[o / O][o % O][e] = b;
-    }
+        for (int kx = 0; kx < K; ++kx) {
+          if (!detail::small_map_tap_used<K, S, O>(ky, kx)) continue;
+          float w[V];
 DSCONV_UNROLL
-    for (int ky = 0; ky < K; ++ky)
+          for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
 DSCONV_UNROLL
-      for (int kx = 0; kx < K; ++kx) {
-        if (!detail::small_map_tap_used<K, S, O>(ky, kx)) continue;
-        float w[V];
+          for (int oy = 0; oy < O; ++oy)
 DSCONV_UNROLL
-        for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
+            for (int ox = 0; ox < O; ++ox) {
+              if (!detail::small_map_reads<K, S, B>(oy, ox, ky, kx)) continue;
+              const int iy = oy * S - K / 2 + ky, ix = ox * S - K / 2 + kx;
 DSCONV_UNROLL
-        for (int oy = 0; oy < O; ++oy)
-DSCONV_UNROLL
-          for (int ox = 0; ox < O; ++ox) {
-            if (!detail::small_map_reads<K, S, B>(oy, ox, ky, kx)) continue;
-            const int iy = oy * S - K / 2 + ky, ix = ox * S - K / 2 + kx;
-DSCONV_UNROLL
-            for (int e = 0; e < V; ++e) acc[oy][ox][e] += box[iy][ix][e] * w[e];
-          }
+              for (int e = 0; e < V; ++e) acc[oy][ox][e] += box[iy][ix][e] * w[e];
+            }
       }
+    }
 
     // The outputs as words in the order of the thread's runs in memory (NHWC: pixel after pixel,
     // a vector each; NCHW: plane after plane), through the activation (A, a compile-time case:
