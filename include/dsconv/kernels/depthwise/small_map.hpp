@@ -159,8 +159,8 @@ DSCONV_UNROLL
 DSCONV_UNROLL
       for (int o = 0; o < O * O; ++o) acc[o / O][o % O][e] = b;
     }
-    // Row iy of the box (streamed) into every output that reads it, tap after tap in the order the
-    // held box's loop below takes them.
+    // Row iy of the box into every output that reads it, from each used tap's weights (an
+    // output's taps in ky, kx order, held box or streamed).
     const auto multiply_row = [&](int iy, const float(&row)[B][V]) {
 DSCONV_UNROLL
       for (int oy = 0; oy < O; ++oy) {
@@ -255,26 +255,10 @@ DSCONV_UNROLL
     else
       load_box(std::false_type{});
 
-    // A box held whole: each used tap's weights read once, into every output that reads it.
+    // A box held whole: its rows into the outputs, as the streamed box's.
     if constexpr (!Streamed) {
 DSCONV_UNROLL
-      for (int ky = 0; ky < K; ++ky)
-DSCONV_UNROLL
-        for (int kx = 0; kx < K; ++kx) {
-          if (!detail::small_map_tap_used<K, S, O>(ky, kx)) continue;
-          float w[V];
-DSCONV_UNROLL
-          for (int e = 0; e < V; ++e) w[e] = pf::shared_load(w_s + (ky * K + kx) * V + e);
-DSCONV_UNROLL
-          for (int oy = 0; oy < O; ++oy)
-DSCONV_UNROLL
-            for (int ox = 0; ox < O; ++ox) {
-              if (!detail::small_map_reads<K, S, B>(oy, ox, ky, kx)) continue;
-              const int iy = oy * S - K / 2 + ky, ix = ox * S - K / 2 + kx;
-DSCONV_UNROLL
-              for (int e = 0; e < V; ++e) acc[oy][ox][e] += box[iy][ix][e] * w[e];
-            }
-      }
+      for (int y = 0; y < B; ++y) multiply_row(y, box[y]);
     }
 
     // The outputs as words in the order of the thread's runs in memory (NHWC: pixel after pixel,
