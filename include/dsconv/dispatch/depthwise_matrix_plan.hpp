@@ -109,9 +109,7 @@ inline bool plan_matrix_tiles(const depthwise_params& p, const platform::device_
   const long long vectors = channels / (8 * matrix_tile_vectors(side));  // the blocks' channel groups
   if (tiles >= (1LL << 31)) return false;
   t.tiles = static_cast<int>(tiles);
-  const long long wave = 8LL * dev.multiprocessor_count * 2;  // (two blocks resident, the fewest)
-  long long run = tiles * vectors / wave;
-  run = run < 1 ? 1 : run > 8 ? 8 : run;
+  long long run = walk_length(tiles * vectors, dev, 2, 1);  // (a block a worker, two resident, the fewest)
   if ((tiles + run - 1) / run > dev.max_grid_y) run = (tiles + dev.max_grid_y - 1) / dev.max_grid_y;
   t.tiles_per_block = static_cast<int>(run);
   if (vectors > dev.max_grid_x) return false;

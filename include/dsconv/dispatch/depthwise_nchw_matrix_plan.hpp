@@ -105,9 +105,7 @@ bool plan_nchw_matrix(const depthwise_params& p, const platform::device_properti
   if (tiles >= (1LL << 30)) return false;
   t.tiles = static_cast<int>(tiles);
   const int resident = plan.plane ? nchw_plane_resident_blocks(p.kernel_h, p.stride_h) : nchw_matrix_resident_blocks;
-  const long long wave = 8LL * dev.multiprocessor_count * resident * nchw_matrix_warps;
-  long long run = tiles / wave;
-  run = run < 1 ? 1 : run > 8 ? 8 : run;
+  const long long run = walk_length(tiles, dev, resident, nchw_matrix_warps);  // (a warp a worker)
   const long long blocks = (tiles + run * nchw_matrix_warps - 1) / (run * nchw_matrix_warps);
   if (blocks > dev.max_grid_x) return false;
   t.tiles_per_warp = static_cast<int>(run);

@@ -54,9 +54,7 @@ inline bool spread_nchw_bands(const depthwise_params& p, const platform::device_
   nchw_register_tile& t = plan.tile;
   const long long planes = static_cast<long long>(p.n) * p.c;
   const long long one_each = planes * t.bands * t.strip_cols;
-  const long long wave = 8LL * dev.multiprocessor_count * nchw_register_resident_blocks * nchw_register_block_threads;
-  const long long per_thread = one_each / wave;
-  t.bands_per_thread = static_cast<int>(per_thread < 1 ? 1 : per_thread > 8 ? 8 : per_thread);
+  t.bands_per_thread = walk_length(one_each, dev, nchw_register_resident_blocks, nchw_register_block_threads);
   t.band_groups = (t.bands + t.bands_per_thread - 1) / t.bands_per_thread;
   const long long items = planes * t.band_groups * t.strip_cols;
   if (!item_grid(items, nchw_register_block_threads, dev, plan.grid)) return false;

@@ -145,14 +145,11 @@ bool plan_nhwc_register_transposed(const depthwise_params& p, const platform::de
   const int v = p.kernel_h == 3 ? transposed_vector<T, 3>() : transposed_vector<T, 5>();
   const int vectors = p.c / v, group = register_channel_group(vectors);
   nhwc_register_tile& t = plan.tile;
-  // A strip walks down walk_blocks blocks of a column (up to 8, where one block a thread would
-  // fill the device 8 times over at the kernel's residency, as nchw_register's bands), keeping
-  // the dz rows they share where transposed_keeps_rows.
+  // A strip walks down walk_blocks blocks of a column (as nchw_register's bands), keeping the dz
+  // rows they share where transposed_keeps_rows.
   const int block_rows = transposed_block_rows(p.h, p.pad_h), block_cols = transposed_block_cols(p.w, p.pad_w);
-  const long long one_each = static_cast<long long>(p.n) * block_rows * block_cols * vectors;
-  const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks * register_block_threads;
-  const long long walk = one_each / wave;
-  t.walk_blocks = static_cast<int>(walk < 1 ? 1 : walk > 8 ? 8 : walk);
+  t.walk_blocks = walk_length(static_cast<long long>(p.n) * block_rows * block_cols * vectors, dev, register_resident_blocks,
+                              register_block_threads);
   if (!walk_rows(p.n, (block_rows + t.walk_blocks - 1) / t.walk_blocks, block_cols, group, t)) return false;
   t.aligned = (!grad_output || aligned_16(grad_output)) && (!saved || aligned_16(saved)) && (!grad_input || aligned_16(grad_input));
   const int pitch = p.kernel_h == 3 ? register_weight_pitch<3, transposed_vector<T, 3>()>()

@@ -16,8 +16,9 @@ namespace detail {
 
 // The output side of `p` that a small-map kernel computes, or 0 where none does: a square map
 // of 1, 2 or 4 outputs a side, at stride 2 from inputs of 2, 4 or 8 a side (odd inputs stay
-// with the register kernels: the kernel's box is the whole input, no access tested), through a square register filter (3x3, 5x5) with padding kernel / 2 and multiplier
-// 1, and channels in whole vectors of the kernel's (small_map_vector).
+// with the register kernels: the kernel's box is the whole input, no access tested), through a
+// square register filter (3x3, 5x5) with padding kernel / 2 and multiplier 1, and channels in
+// whole vectors of the kernel's (small_map_vector).
 template <class T>
 int small_map_side(const depthwise_params& p) {
   if (p.multiplier != 1 || *register_filter_limits(p) || p.h != p.w || p.pad_h != p.kernel_h / 2 ||

@@ -52,6 +52,17 @@ inline bool item_grid(long long items, unsigned threads, const platform::device_
   return true;
 }
 
+// Consecutive pieces of work (bands, blocks, tiles) a worker of the register and tensor-core
+// kernels walks (a thread, a warp or a block), for `items` pieces in all: one where that fills the
+// device 8 times over at `resident_blocks` blocks of `workers` a multiprocessor, more (up to 8:
+// each worker sets up once for them, and keeps what consecutive pieces share) where the grid is
+// larger.
+inline int walk_length(long long items, const platform::device_properties& dev, int resident_blocks, long long workers) {
+  const long long wave = 8LL * dev.multiprocessor_count * resident_blocks * workers;
+  const long long walk = items / wave;
+  return static_cast<int>(walk < 1 ? 1 : walk > 8 ? 8 : walk);
+}
+
 // A 1-D grid for a grid-stride kernel over `elements`: enough blocks to fill every
 // multiprocessor several times over, never more than the work or the device allow.
 inline platform::launch_config grid_stride_launch(index_t elements, unsigned block_threads,
