@@ -66,6 +66,26 @@ endforeach()
 add_library(dsconv_kernels OBJECT ${dsconv_instantiation_sources})
 dsconv_compile_for_backend(dsconv_kernels ${dsconv_instantiation_sources})
 target_compile_definitions(dsconv_kernels PUBLIC DSCONV_EXTERN_TEMPLATES=1)
+if(DSCONV_BACKEND STREQUAL "cuda")
+  # Where nvcc keeps what it makes of the kernel sources (--keep), their PTX among it
+  # (<operation>_<type>.ptx): for CI, whose resource step (scripts/kernel_resources.py
+  # --cuda-ptx) compiles a build's compute_80 PTX for sm_80 and sm_90 with ptxas, where it had
+  # compiled the same kernels again.
+  set(DSCONV_CUDA_KEEP_PTX_DIR "" CACHE PATH "Keep nvcc's intermediate files of the kernel sources here (empty: none)")
+  if(DSCONV_CUDA_KEEP_PTX_DIR)
+    file(MAKE_DIRECTORY ${DSCONV_CUDA_KEEP_PTX_DIR})
+    target_compile_options(dsconv_kernels PRIVATE --keep --keep-dir=${DSCONV_CUDA_KEEP_PTX_DIR})
+  endif()
+elseif(DSCONV_BACKEND STREQUAL "hip")
+  # OFF: the kernels' host side only (hipcc --cuda-host-only, a tenth of their compile time):
+  # the programs compile and link but carry no library kernel to launch. For CI, whose
+  # resource step (scripts/kernel_resources.py) compiles every kernel's device code for
+  # gfx906 and gfx90a.
+  option(DSCONV_HIP_KERNEL_DEVICE_CODE "Compile the library kernels' device code in the HIP build" ON)
+  if(NOT DSCONV_HIP_KERNEL_DEVICE_CODE)
+    target_compile_options(dsconv_kernels PRIVATE --cuda-host-only)
+  endif()
+endif()
 
 # dsconv_program(<name> <sources>...): an executable of the project for the backend, linked
 # with the kernels compiled once (dsconv_kernels).

@@ -34,6 +34,7 @@ import argparse
 import collections
 import concurrent.futures
 import csv
+import glob
 import io
 import os
 import re
@@ -197,7 +198,8 @@ KEPT = tempfile.TemporaryDirectory()
 
 # The source's shards (DSCONV_RESOURCE_OPERATION; on 9dafbb4, sm_90: pointwise 222 s, depthwise
 # 192 s, the block's own kernels 10 s; AMD's 3-69 s): each target compiles each shard in a
-# process of its own, so that the cores stay busy until the last small one ends (the 15 builds
+# process of its own (sm_80 and sm_90 from one PTX: ptx_rows; or from a CUDA build's, kept_ptx),
+# so that the cores stay busy until the last small one ends (the 15 builds
 # took 708 s on 2 cores, 1412 s of compiling; 1081 and 2028 on 6bb1e79, before nhwc_matrix
 # stopped compiling its walk 24 times over). (Searching the sm_90 budgets in each worker as
 # its cubin was built, the largest builds first, took longer: 1283 s, the searches' Python
@@ -211,23 +213,58 @@ def shard_flags(operation):
     return ["-DDSCONV_EXTERN_TEMPLATES=1", f"-DDSCONV_RESOURCE_OPERATION={dict(OPERATIONS)[operation]}"]
 
 
-def cuda_rows(arch, operation):
-    """The kernels' rows for a CUDA target: nvcc compiles the source to PTX once (read for
-    mma.sync, divisions and 128-bit loads), ptxas that PTX to a cubin (registers, shared
-    memory and spills from its report, HMMA from the cubin), as nvcc itself would."""
-    with tempfile.TemporaryDirectory() as tmp:
-        ptx_path, cubin = os.path.join(tmp, "kernels.ptx"), os.path.join(KEPT.name, f"kernels_{arch}_{operation}.cubin")
-        compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
-                         *shard_flags(operation), SOURCE, "-o", ptx_path])
-        with open(ptx_path) as f:
-            ptx = ptx_counts(f.read())
+def cuda_ptx(arch, operation, ptx_path):
+    """nvcc's PTX of the source's shard `operation` for `arch`, at ptx_path."""
+    compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
+                     *shard_flags(operation), SOURCE, "-o", ptx_path])
+
+
+def ptx_rows(ptx_path, archs, name):
+    """The kernels' rows for the CUDA targets `archs` from one PTX (read for mma.sync, divisions
+    and 128-bit loads): ptxas compiles it to a cubin for each (registers, shared memory and
+    spills from its report, HMMA from the cubin; kept as kernels_<arch>_<name>.cubin), as nvcc
+    itself would. sm_80 and sm_90 share compute_80's: the source branches on no architecture
+    past 800, and nvcc's PTX for compute_90 differs from it in its .target line alone (their
+    sm_90 SASS is the same, CUDA 13.0), where sm_90's own front end had been a sixth of the step."""
+    with open(ptx_path) as f:
+        ptx = ptx_counts(f.read())
+    rows = []
+    for arch in archs:
+        cubin = os.path.join(KEPT.name, f"kernels_{arch}_{name}.cubin")
         _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
         hmma = hmma_counts(cubin)
-    rows = ptxas_rows(report)
-    for r in rows:
-        r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0, "store128": 0}))
-        r["hmma"] = hmma.get(r["mangled"], 0)
+        for r in ptxas_rows(report):
+            r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0, "store128": 0}))
+            r["hmma"] = hmma.get(r["mangled"], 0)
+            rows.append(r)
     return rows
+
+
+def cuda_rows(archs, operation):
+    """The kernels' rows for CUDA targets that share a PTX (ptx_rows): nvcc compiles the
+    source's shard to PTX once, for the first of `archs`."""
+    with tempfile.TemporaryDirectory() as tmp:
+        ptx_path = os.path.join(tmp, "kernels.ptx")
+        cuda_ptx(archs[0], operation, ptx_path)
+        return ptx_rows(ptx_path, archs, operation)
+
+
+def kept_ptx(folder):
+    """The PTX a CUDA build kept of the library's kernel sources (CMake's
+    DSCONV_CUDA_KEEP_PTX_DIR: <operation>_<type>.ptx, one per generated source), each for
+    compute_80: {name: path}. Exits where one is missing or for another target."""
+    kept = {}
+    for operation, _ in OPERATIONS:
+        for type_name in ("float", "half", "bfloat16"):
+            path = os.path.join(folder, f"{operation}_{type_name}.ptx")
+            if not os.path.exists(path):
+                sys.exit(f"no {path}: build with -DDSCONV_CUDA_KEEP_PTX_DIR={folder} and CUDA architecture 80-virtual")
+            with open(path) as f:
+                head = f.read(4096)
+            if not re.search(r"^\.target sm_80\b", head, re.M):
+                sys.exit(f"{path} is not compute_80 PTX (.target sm_80)")
+            kept[f"{operation}_{type_name}"] = path
+    return kept
 
 
 def hip_llvm_tools():
@@ -459,8 +496,7 @@ def start_sass_budgets(pool):
     """The searches of scripts/sass_budget.py on the sm_90 cubins, a process each (pool), so that
     they run beside each other and beside the occupancy tables (one after the other, after them,
     they had taken most of the step's last two minutes): futures of sass_budget.budgets."""
-    cubins = [os.path.join(KEPT.name, f"kernels_sm_90_{operation}.cubin") for operation, _ in OPERATIONS]
-    cubins = [c for c in cubins if os.path.exists(c)]
+    cubins = sorted(glob.glob(os.path.join(KEPT.name, "kernels_sm_90_*.cubin")))
     if cubins and not sass_budget.find_nvdisasm():
         print("no nvdisasm (pip install nvidia-cuda-nvdisasm): SASS budgets skipped", file=sys.stderr)
         return []
@@ -551,26 +587,38 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", default=os.path.join(ROOT, "results"))
     parser.add_argument("--plan-tool", default=None, help="the host build's bench/dsconv_plan_launches")
+    parser.add_argument("--cuda-ptx", default=None,
+                        help="a CUDA build's kept compute_80 PTX of the kernel sources (DSCONV_CUDA_KEEP_PTX_DIR), "
+                             "compiled by ptxas for sm_80 and sm_90 instead of compiling the source again")
     args = parser.parse_args()
-    targets = []  # (function, target)
+    # The builds: (what they compile, a function returning their rows), one compiler process
+    # each, run side by side on the cores, the largest first. A kernel two operations launch
+    # (the fused block's helpers) is one row per target.
+    builds = []
     if os.path.exists(NVCC):
-        targets += [(cuda_rows, arch) for arch in ("sm_75", "sm_80", "sm_90")]
+        sm75 = [(f"{operation} kernels for sm_75", lambda op=operation: cuda_rows(("sm_75",), op))
+                for operation, _ in OPERATIONS]
+        if args.cuda_ptx:  # (sm_80 and sm_90 from the CUDA build's PTX: no second front end)
+            builds += sm75 + [(f"{name} kernels for sm_80+sm_90 (kept PTX)",
+                               lambda path=path, name=name: ptx_rows(path, ("sm_80", "sm_90"), name))
+                              for name, path in kept_ptx(args.cuda_ptx).items()]
+        else:
+            builds += [(f"{operation} kernels for sm_80+sm_90", lambda op=operation: cuda_rows(("sm_80", "sm_90"), op))
+                       for operation, _ in OPERATIONS] + sm75
     else:
         print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
     if shutil.which("hipcc"):
-        targets += [(hip_rows, arch) for arch in ("gfx906", "gfx90a")]
+        builds += [(f"{operation} kernels for {arch}", lambda op=operation, arch=arch: hip_rows(arch, op))
+                   for operation, _ in OPERATIONS for arch in ("gfx906", "gfx90a")]
     else:
         print("no hipcc: HIP skipped", file=sys.stderr)
-    # One compiler process per shard and target, run side by side on the cores, largest shards
-    # first. A kernel two operations launch (the fused block's helpers) is one row per target.
-    builds = [(function, target, operation) for operation, _ in OPERATIONS for function, target in targets]
     rows, seen = [], set()
 
     def timed(build):  # (each build's time in the log: what the step's minutes go to)
-        function, target, operation = build
+        label, function = build
         start = time.monotonic()
-        built = function(target, operation)
-        print(f"{operation} kernels for {target}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
+        built = function()
+        print(f"{label}: {time.monotonic() - start:.0f} s", file=sys.stderr, flush=True)
         return built
 
     with concurrent.futures.ThreadPoolExecutor(max_workers=os.cpu_count() or 1) as pool:

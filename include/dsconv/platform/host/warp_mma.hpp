@@ -29,7 +29,7 @@ inline float tf32_bits_of(float x) { return detail::bits_float(detail::float_bit
 // columns 2t, 2t+1, 2t, 2t+1), given this lane's two rows of A and two columns of B.
 template <int K>
 inline void accumulate(float (&d)[4], const float (&a_rows)[2][K], const float (&b_cols)[2][K]) {
-  for (int i = 0; i < 4; ++i) d[i] = dot_accumulate(d[i], a_rows[i >> 1], b_cols[i & 1], K);
+  dot_accumulate<K>(d, {a_rows[0], a_rows[0], a_rows[1], a_rows[1]}, {b_cols[0], b_cols[1], b_cols[0], b_cols[1]});
 }
 
 }  // namespace host_detail

@@ -23,7 +23,7 @@ inline float mfma_operand(float x, const bfloat16*) { return flush_denormal(x); 
 // d[r] += sum_k A[4q + r][k] B[k][i], given the four rows of A and the column of B.
 template <int K>
 inline void mfma_accumulate(float (&d)[4], const float (&a_rows)[4][K], const float (&b_col)[K]) {
-  for (int r = 0; r < 4; ++r) d[r] = dot_accumulate(d[r], a_rows[r], b_col, K);
+  dot_accumulate<K>(d, {a_rows[0], a_rows[1], a_rows[2], a_rows[3]}, {b_col, b_col, b_col, b_col});
 }
 
 }  // namespace host_detail
