@@ -213,12 +213,6 @@ def shard_flags(operation):
     return ["-DDSCONV_EXTERN_TEMPLATES=1", f"-DDSCONV_RESOURCE_OPERATION={dict(OPERATIONS)[operation]}"]
 
 
-def cuda_ptx(arch, operation, ptx_path):
-    """nvcc's PTX of the source's shard `operation` for `arch`, at ptx_path."""
-    compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={arch}", "-ptx", "-I", os.path.join(ROOT, "include"),
-                     *shard_flags(operation), SOURCE, "-o", ptx_path])
-
-
 def ptx_rows(ptx_path, archs, name):
     """The kernels' rows for the CUDA targets `archs` from one PTX (read for mma.sync, divisions
     and 128-bit loads): ptxas compiles it to a cubin for each (registers, shared memory and
@@ -245,7 +239,8 @@ def cuda_rows(archs, operation):
     source's shard to PTX once, for the first of `archs`."""
     with tempfile.TemporaryDirectory() as tmp:
         ptx_path = os.path.join(tmp, "kernels.ptx")
-        cuda_ptx(archs[0], operation, ptx_path)
+        compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={archs[0]}", "-ptx", "-I", os.path.join(ROOT, "include"),
+                         *shard_flags(operation), SOURCE, "-o", ptx_path])
         return ptx_rows(ptx_path, archs, operation)
 
 
