@@ -15,7 +15,7 @@ byte at full bandwidth (132 SMs x 4 schedulers x 32 lanes x 1.98 GHz / 4.25 TB/s
 at most 4. Bytes in flight per SM = that per thread x the threads its registers let reside;
 NVIDIA's CUB aims at 48 KiB on an H200.
 
-Usage: scripts/sass_budget.py CUBIN [--kernel REGEX] (nvdisasm from the CUDA toolkit or
+Usage: scripts/sass_budget.py CUBIN [--kernel REGEX] [--path] (nvdisasm from the CUDA toolkit or
 NVIDIA's PyPI package nvidia-cuda-nvdisasm; NVDISASM names it). scripts/kernel_resources.py
 calls budgets() for its report.
 """
@@ -748,8 +748,8 @@ def demangled(names):
 
 
 def budget(code, need, dram_bytes, shared_loop=False):
-    """(instructions per iteration, per DRAM byte, bytes in flight per thread, op counts) of the
-    cheapest iteration of the outermost global-loading loop; None where no loop qualifies.
+    """(instructions per iteration, per DRAM byte, bytes in flight per thread, op counts, the
+    path's instruction indices) of the cheapest iteration of the outermost global-loading loop; None where no loop qualifies.
     shared_loop: of the narrowest loop, global-loading or not, that has such a path (a loop over
     shared memory inside a kernel's main loop, whose other loops have fewer of the modelled
     instructions); "cheapest": of the global-loading loop whose path is cheapest (a kernel whose
@@ -764,7 +764,7 @@ def budget(code, need, dram_bytes, shared_loop=False):
             return None
         path = min(paths, key=len)
         ops = collections.Counter(code[i].base for i in path)
-        return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops
+        return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops, path
     # the widest loop first (the outermost), or the narrowest
     candidates.sort(key=lambda hl: (hl[1] - hl[0]) * (1 if shared_loop else -1))
     for header, latch in candidates:
@@ -776,12 +776,19 @@ def budget(code, need, dram_bytes, shared_loop=False):
     else:
         return None
     ops = collections.Counter(code[i].base for i in path)
-    return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops
+    return len(path), len(path) / dram_bytes, peak_in_flight(code, path), ops, path
 
 
-def budgets(cubin, kernel_filter=""):
-    """[(kernel, what, instructions, per byte, bytes in flight per thread, ops)] of the cubin's
-    modelled kernels."""
+def listing_of(code, path):
+    """The instructions of a path, a line each (address, predicate, opcode, operands)."""
+    return ["%6x %-7s %s %s" % (code[i].addr, code[i].pred.strip() if code[i].pred else "", code[i].op, code[i].operands)
+            for i in path]
+
+
+def budgets(cubin, kernel_filter="", with_path=False):
+    """[(kernel, what, (instructions, per byte, bytes in flight per thread, ops[, path]))] of
+    the cubin's modelled kernels; with_path: the path's instructions too (listing_of), to read
+    where an iteration's instructions go."""
     tool = find_nvdisasm()
     if not tool:
         raise SystemExit("nvdisasm not found (pip install nvidia-cuda-nvdisasm, or set NVDISASM)")
@@ -789,6 +796,10 @@ def budgets(cubin, kernel_filter=""):
     functions = parse_listing(listing)
     names = demangled(list(functions))
     rows = []
+
+    def counted(code, b):
+        return None if b is None else b[:4] + ((listing_of(code, b[4]),) if with_path else ())
+
     for mangled, code in functions.items():
         name = without_parameters(names[mangled]).replace("void ", "").replace("dsconv::kernels::", "")
         if kernel_filter and not re.search(kernel_filter, name):
@@ -800,19 +811,18 @@ def budgets(cubin, kernel_filter=""):
             spec = model(m)
             if isinstance(spec, list):  # several loops of one kernel (the fused block's step 3 forms)
                 for need, dram, what, shared_loop in spec:
-                    rows.append((name, what, budget(code, need, dram, shared_loop)))
+                    rows.append((name, what, counted(code, budget(code, need, dram, shared_loop))))
                 break
             if callable(spec):  # a layer-dependent budget (the stream kernels): a tile's path per layer it takes
                 per_layer = {}
                 for ci, co in STREAM_LAYERS:
                     need = spec(ci, co)
                     if need is not None:
-                        per_layer[(ci, co)] = budget(code, need, 1.0)
+                        per_layer[(ci, co)] = counted(code, budget(code, need, 1.0))
                 rows.append((name, "a warp's 32-pixel tile", per_layer))
                 continue
             need, dram, what = spec
-            b = budget(code, need, dram)
-            rows.append((name, what, b))
+            rows.append((name, what, counted(code, budget(code, need, dram))))
     return sorted(rows)
 
 
@@ -820,22 +830,26 @@ def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("cubin")
     parser.add_argument("--kernel", default="", help="only kernels whose name matches")
+    parser.add_argument("--path", action="store_true",
+                        help="after each row, the instructions of its cheapest iteration (where the count goes)")
     args = parser.parse_args()
     print("| kernel | iteration | instructions | instr / DRAM byte | issue ceiling | bytes in flight / thread | "
           "global loads | FFMA | conversions |")
     print("|---|---|---|---|---|---|---|---|---|")
     layered = []
-    for name, what, b in budgets(args.cubin, args.kernel):
+    for name, what, b in budgets(args.cubin, args.kernel, args.path):
         if isinstance(b, dict):
             layered.append((name, what, b))
             continue
         if b is None:
             print("| %s | %s | no path | | | | | | |" % (name, what))
             continue
-        n, per_byte, in_flight, ops = b
+        n, per_byte, in_flight, ops = b[:4]
         print("| %s | %s | %d | %.2f | %.0f %% | %d | %d | %d | %d |" % (
             name, what, n, per_byte, min(100.0, 100 * ISSUE_LIMIT / per_byte), in_flight, ops["LDG"], ops["FFMA"],
             ops["HADD2"] + ops["F2FP"] + ops["PRMT"]))
+        if args.path:
+            print("\n".join(["", "```"] + b[4] + ["", "by opcode: " + ", ".join("%s %d" % c for c in ops.most_common()), "```", ""]))
     if layered:
         print()
         print("Per layer (c_in -> c_out): instructions of a warp's 32-pixel tile, instructions per DRAM byte, "

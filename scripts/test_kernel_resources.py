@@ -123,13 +123,20 @@ class SassBudget(unittest.TestCase):
     def test_pipelined_copies_are_counted_for_every_stage_in_flight(self):
         code = sass_budget.parse_listing(PIPELINE_LISTING)["_Z8pipelinev"]
         need = {"copies": (sass_budget.is_op("LDGSTS"), 2), "products": (sass_budget.is_op("HMMA"), 1)}
-        instructions, per_byte, in_flight, ops = sass_budget.budget(code, need, 32.0)
+        instructions, per_byte, in_flight, ops, path = sass_budget.budget(code, need, 32.0)
         # The loop without its cold path (3 IMAD): 12 instructions, over 32 DRAM bytes.
         self.assertEqual(instructions, 12)
         self.assertAlmostEqual(per_byte, 12 / 32.0)
         self.assertEqual(ops["IMAD"], 0)
         # 32 bytes copied a stage, 3 stages outstanding at the wait.
         self.assertEqual(in_flight, 96)
+        # The path listed (--path): the counted instructions, a line each, in program order.
+        lines = sass_budget.listing_of(code, path)
+        self.assertEqual(len(lines), 12)
+        self.assertEqual(sum(" LDGSTS" in line for line in lines), 2)
+        self.assertFalse(any(" IMAD" in line for line in lines))
+        addresses = [int(line.split()[0], 16) for line in lines]
+        self.assertEqual(addresses, sorted(addresses))
 
     def test_an_iteration_of_two_stages_keeps_the_same_stages_in_flight(self):
         # The loop body twice over (two stages an iteration, as the GEMM's groups of whole steps
@@ -139,7 +146,7 @@ class SassBudget(unittest.TestCase):
         listing = PIPELINE_LISTING.replace("        /*00e0*/", twice + "        /*00e0*/")
         code = sass_budget.parse_listing(listing)["_Z8pipelinev"]
         need = {"copies": (sass_budget.is_op("LDGSTS"), 4), "products": (sass_budget.is_op("HMMA"), 2)}
-        instructions, per_byte, in_flight, ops = sass_budget.budget(code, need, 64.0)
+        instructions, per_byte, in_flight, ops, _ = sass_budget.budget(code, need, 64.0)
         self.assertEqual(instructions, 22)
         self.assertEqual(in_flight, 96)
 
@@ -163,7 +170,7 @@ class SassBudget(unittest.TestCase):
         need = {"reads": (sass_budget.is_op("LDS"), 1), "products": (sass_budget.is_op("FFMA"), 1),
                 "stores": (sass_budget.is_op("STS"), 1)}
         # The inner loop without its cold IMAD: LDS, FFMA, BRA, STS, BRA; no global loads in flight.
-        instructions, per_byte, in_flight, ops = sass_budget.budget(code, need, 10.0, shared_loop=True)
+        instructions, per_byte, in_flight, ops, _ = sass_budget.budget(code, need, 10.0, shared_loop=True)
         self.assertEqual((instructions, in_flight, ops["IMAD"]), (5, 0, 0))
         self.assertAlmostEqual(per_byte, 0.5)
         # A main-loop model takes the outer, global-loading loop: the inner one once, and its own 3.
