@@ -22,11 +22,12 @@
 // (sm_90 SASS, scripts/sass_budget.py, through relu6): 5.7-5.8 instructions per DRAM byte on 7x7
 // planes, 3.1-3.4 on 8x8, 3.6-3.9 from 14x14 to 7x7 at stride 2 (gated: 5.1-5.2 and 2.4-2.7);
 // of a 7x7 tile's 280, 104 do the work (products, fragment loads, loads, stores, conversions)
-// and most of the rest is address arithmetic: at 128 registers, ptxas rebuilds each element
-// store's 64-bit address from the output parameter (sass_budget.py --path, 3x3: 16 LDC and 38
-// LEA of 285). Neither storing an image's second element under the first's test (272-288 and
-// 145 registers for 3x3) nor addressing the images from the tile's pointer by index (282-343, 4
-// bytes spilled for 5x5) helped: a shorter 7x7 tile needs registers freed first.
+// and most of the rest is address arithmetic: ptxas rebuilds each element store's 64-bit
+// address from the output parameter (sass_budget.py --path, 3x3: 16 LDC and 38 LEA of 285), and
+// not for want of registers (at three resident blocks, 142-152 of them, the counts are within 3).
+// Neither storing an image's second element under the first's test (272-288, 145 registers for
+// 3x3) nor addressing the images from the tile's pointer by index (282-343, 4 bytes spilled for
+// 5x5) helped.
 // Requires what nchw_matrix does, but for even rows: those only at stride 2 (input rows), and
 // output planes of at most 8 x 8 (dispatch/depthwise_nchw_matrix_plan.hpp).
 
