@@ -749,7 +749,8 @@ def demangled(names):
 
 def budget(code, need, dram_bytes, shared_loop=False):
     """(instructions per iteration, per DRAM byte, bytes in flight per thread, op counts, the
-    path's instruction indices) of the cheapest iteration of the outermost global-loading loop; None where no loop qualifies.
+    path's instruction indices) of the cheapest iteration of the outermost global-loading loop;
+    None where no loop qualifies.
     shared_loop: of the narrowest loop, global-loading or not, that has such a path (a loop over
     shared memory inside a kernel's main loop, whose other loops have fewer of the modelled
     instructions); "cheapest": of the global-loading loop whose path is cheapest (a kernel whose
@@ -831,7 +832,8 @@ def main():
     parser.add_argument("cubin")
     parser.add_argument("--kernel", default="", help="only kernels whose name matches")
     parser.add_argument("--path", action="store_true",
-                        help="after each row, the instructions of its cheapest iteration (where the count goes)")
+                        help="after each row (not the per-layer table's), the instructions of its cheapest iteration: "
+                             "where the count goes")
     args = parser.parse_args()
     print("| kernel | iteration | instructions | instr / DRAM byte | issue ceiling | bytes in flight / thread | "
           "global loads | FFMA | conversions |")

@@ -130,7 +130,7 @@ class SassBudget(unittest.TestCase):
         self.assertEqual(ops["IMAD"], 0)
         # 32 bytes copied a stage, 3 stages outstanding at the wait.
         self.assertEqual(in_flight, 96)
-        # The path listed (--path): the counted instructions, a line each, in program order.
+        # The path listed (--path): the counted instructions, a line each, in the order they run.
         lines = sass_budget.listing_of(code, path)
         self.assertEqual(len(lines), 12)
         self.assertEqual(sum(" LDGSTS" in line for line in lines), 2)
