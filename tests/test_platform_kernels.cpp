@@ -4,6 +4,8 @@
 // device reports.
 #include <catch2/catch.hpp>
 
+#include <cmath>
+#include <cstdint>
 #include <numeric>
 #include <vector>
 
@@ -178,6 +180,32 @@ DSCONV_KERNEL void warp_mma_product(const T* a, const T* b, float* d) {
   }
   d[g * 8 + 2 * t] = acc[0], d[g * 8 + 2 * t + 1] = acc[1];
   d[(g + 8) * 8 + 2 * t] = acc[2], d[(g + 8) * 8 + 2 * t + 1] = acc[3];
+}
+
+// One warp multiplies A = a + a_small (16 x 8) by B = b + b_small (8 x 8), every part's
+// elements already tf32, packed by the tf32 layout written out here: into d_split by the
+// split form, into d_three by the three m16n8k8 products the split form documents, in its
+// order, both starting from `start`.
+DSCONV_KERNEL void warp_mma_split_product(const float* parts, float start, float* d_split, float* d_three) {
+  const int lane = static_cast<int>(pf::thread_idx().x), g = lane / 4, t = lane % 4;
+  const auto bits = [](float v) { return dsconv::detail::float_bits(v); };
+  // parts: a, a_small (16 x 8 each), then b, b_small (8 x 8 each), row-major
+  const auto a_frag = [&](const float* m, unsigned (&f)[4]) {
+    f[0] = bits(m[g * 8 + t]), f[1] = bits(m[(g + 8) * 8 + t]), f[2] = bits(m[g * 8 + t + 4]);
+    f[3] = bits(m[(g + 8) * 8 + t + 4]);
+  };
+  const auto b_frag = [&](const float* m, unsigned (&f)[2]) { f[0] = bits(m[t * 8 + g]), f[1] = bits(m[(t + 4) * 8 + g]); };
+  unsigned a[4], a_small[4], b[2], b_small[2];
+  a_frag(parts, a), a_frag(parts + 128, a_small), b_frag(parts + 256, b), b_frag(parts + 320, b_small);
+  float split[4] = {start, start, start, start}, three[4] = {start, start, start, start};
+  pf::mma_16x8x8_tf32_split(split, a, a_small, b, b_small);
+  pf::mma_16x8x8_tf32(three, a_small, b);
+  pf::mma_16x8x8_tf32(three, a, b_small);
+  pf::mma_16x8x8_tf32(three, a, b);
+  for (int r = 0; r < 4; ++r) {
+    const int at = (g + 8 * (r / 2)) * 8 + 2 * t + r % 2;
+    d_split[at] = split[r], d_three[at] = three[r];
+  }
 }
 
 // The same with Turing's instruction, m16n8k8 with half operands (K = 8): a[0] = A[g][2t, 2t+1],
@@ -438,6 +466,45 @@ TEMPLATE_TEST_CASE("a warp matrix multiply-accumulate computes A * B with the do
                                                                           : pf::matrix_unit::mma_sync))
     return;
   check_matrix_product<TestType>(warp_mma_product<TestType>, 32, sizeof(TestType) == 2 ? 16 : 8, 8);
+}
+
+TEST_CASE("the split tf32 product is its three products in order, bit for bit, and A * B to float's accuracy",
+          "[platform]") {
+  if (!has_matrix_instruction(pf::matrix_unit::mma_sync)) return;
+  // Parts of irregular magnitudes, each cut to tf32 (the split form's operands), so that the
+  // fp32 sums round and their order shows in the bits.
+  std::vector<float> parts(2 * 128 + 2 * 64);
+  std::uint32_t state = 12345u;
+  for (std::size_t i = 0; i < parts.size(); ++i) {
+    state = state * 1664525u + 1013904223u;
+    const float scale = (i / 128 == 1 || (i >= 256 && (i - 256) / 64 == 1)) ? 1.f / 2048 : 1.f;  // the small parts
+    const float v = (static_cast<float>(state >> 8) / 16777216.f * 4.f - 2.f) * scale;
+    parts[i] = dsconv::detail::bits_float(dsconv::detail::float_bits(v) & 0xffffe000u);
+  }
+  const float start = 0.3f;
+  dsconv::device_buffer<float> d_parts, d_split, d_three;
+  REQUIRE(d_parts.upload(parts) == dsconv::status::success);
+  REQUIRE(d_split.allocate(128) == dsconv::status::success);
+  REQUIRE(d_three.allocate(128) == dsconv::status::success);
+  REQUIRE(pf::launch(warp_mma_split_product, config({1}, {32}), d_parts.data(), start, d_split.data(),
+                     d_three.data()) == dsconv::status::success);
+  REQUIRE(dsconv::synchronize() == dsconv::status::success);
+  std::vector<float> split, three;
+  REQUIRE(d_split.download(split) == dsconv::status::success);
+  REQUIRE(d_three.download(three) == dsconv::status::success);
+  const float *a = parts.data(), *a_small = a + 128, *b = a + 256, *b_small = a + 320;
+  for (int m = 0; m < 16; ++m)
+    for (int n = 0; n < 8; ++n) {
+      double exact = start, magnitude = std::fabs(start);  // A * B but a_small * b_small
+      for (int k = 0; k < 8; ++k) {
+        const double x = a[m * 8 + k], xs = a_small[m * 8 + k], y = b[k * 8 + n], ys = b_small[k * 8 + n];
+        exact += x * y + xs * y + x * ys;
+        magnitude += std::fabs(x * y);
+      }
+      INFO("D[" << m << "][" << n << "]");
+      REQUIRE(dsconv::detail::float_bits(split[m * 8 + n]) == dsconv::detail::float_bits(three[m * 8 + n]));
+      REQUIRE(std::fabs(split[m * 8 + n] - exact) <= 4e-6 * magnitude);  // 24 fp32 additions
+    }
 }
 
 TEST_CASE("Turing's warp matrix multiply-accumulate (m16n8k8, half) computes A * B with the documented fragment layout",

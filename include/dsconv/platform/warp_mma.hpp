@@ -10,6 +10,9 @@
 //   mma_16x8x8_tf32                A 16x8, B 8x8, operands already rounded to tf32 (round_to_tf32)
 //     a[0] = A[g][t]   a[1] = A[g+8][t]   a[2] = A[g][t+4]   a[3] = A[g+8][t+4]
 //     b[0] = B[t][g]   b[1] = B[t+4][g]
+//   mma_16x8x8_tf32_split          the same for operands split in two tf32 parts (A = a + a_small,
+//     B = b + b_small: "3xTF32"): d += a_small b, then d += a b_small, then d += a b, three
+//     instructions (the host platform's emulation exchanges both parts at one warp barrier)
 //   mma_16x8x8_f16                 A 16x8, B 8x8, half operands (Turing's form)
 //     a[0] = A[g][2t, 2t+1]    a[1] = A[g+8][2t, 2t+1]    b[0] = B[2t, 2t+1][g]
 //   D (all)    d[0] = D[g][2t]   d[1] = D[g][2t+1]   d[2] = D[g+8][2t]   d[3] = D[g+8][2t+1]

@@ -161,9 +161,9 @@ struct mma_sync_unit {
     // mantissa bits), one product; else each split into two tf32 parts, x = big + small (big
     // rounded to tf32, small = x - big cut to tf32: 21 of float's 24 bits, the rest below
     // 2^-21 of x), and three products, small x big, big x small, big x big (small x small,
-    // below 2^-22 of the product, left out): about float's accuracy on the tensor cores, at
-    // three times their work (NVIDIA's "3xTF32"), which the SIMT cores' fp32 multiply-adds do
-    // not match on the wider 1x1 layers.
+    // below 2^-22 of the product, left out; mma_16x8x8_tf32_split, a pair of tiles at a time):
+    // about float's accuracy on the tensor cores, at three times their work (NVIDIA's
+    // "3xTF32"), which the SIMT cores' fp32 multiply-adds do not match on the wider 1x1 layers.
     template <int MI, int NI>
     static DSCONV_DEVICE DSCONV_FORCEINLINE void products(float (&acc)[MI][NI][accumulators], unsigned (&a)[MI][a_regs],
                                                           unsigned (&b)[NI][b_regs], bool single_tf32) {
@@ -172,12 +172,14 @@ struct mma_sync_unit {
           unsigned a_small[MI][a_regs], b_small[NI][b_regs];
           split(a, a_small);
           split(b, b_small);
-          detail_units::each_product<op>(acc, a_small, b);
-          detail_units::each_product<op>(acc, a, b_small);
-        } else {
-          round(a);
-          round(b);
+          DSCONV_UNROLL
+          for (int i = 0; i < MI; ++i)
+            DSCONV_UNROLL
+            for (int j = 0; j < NI; ++j) platform::mma_16x8x8_tf32_split(acc[i][j], a[i], a_small[i], b[j], b_small[j]);
+          return;
         }
+        round(a);
+        round(b);
       }
       detail_units::each_product<op>(acc, a, b);
     }

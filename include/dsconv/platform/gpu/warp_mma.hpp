@@ -91,6 +91,15 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_tf32(float (&d)[4], const unsig
 #endif
 }
 
+// (../warp_mma.hpp: three products, one after another into d.)
+DSCONV_DEVICE DSCONV_FORCEINLINE void mma_16x8x8_tf32_split(float (&d)[4], const unsigned (&a)[4],
+                                                            const unsigned (&a_small)[4], const unsigned (&b)[2],
+                                                            const unsigned (&b_small)[2]) {
+  mma_16x8x8_tf32(d, a_small, b);
+  mma_16x8x8_tf32(d, a, b_small);
+  mma_16x8x8_tf32(d, a, b);
+}
+
 #undef DSCONV_MMA_SYNC
 
 template <bool Trans>

@@ -86,8 +86,9 @@ struct fiber {
   stack_bounds bounds() const { return {stack.bottom(), stack.size()}; }
 };
 
-// Bytes each lane can publish to one warp-collective operation (an mma's A and B fragments).
-inline constexpr std::size_t warp_gather_stride = 32;
+// Bytes each lane can publish to one warp-collective operation (an m16n8k16 product's 12
+// operand elements as floats).
+inline constexpr std::size_t warp_gather_stride = 48;
 
 class block_runner;
 inline block_runner*& current_runner() {

@@ -1,10 +1,11 @@
 #pragma once
 // The host platform's matrix operations (warp_mma.hpp, wave_mfma.hpp) are warp-collective:
-// every lane publishes its fragment registers, and after the warp barrier each lane reads
-// the rows and columns its outputs need from the other lanes' fragments (by the documented
+// every lane publishes the elements of its fragment registers, and after the warp barrier each
+// lane reads the rows and columns its outputs need from the other lanes' (by the documented
 // layout) and computes its own outputs. Products of 16-bit or tf32 operands are exact in
 // fp32, and the sums run in fp32, as on the matrix units.
 
+#include <cstddef>
 #include <cstring>
 #include <stdexcept>
 #include <string>
@@ -15,11 +16,6 @@
 namespace dsconv {
 namespace platform {
 namespace host_detail {
-
-template <int NA, int NB>
-struct fragments {
-  unsigned a[NA], b[NB];
-};
 
 // Faults unless the device and the code it runs offer matrix unit NEEDS (elsewhere a GPU
 // traps) and the calling thread's warp is full and of that unit's width.
@@ -36,30 +32,36 @@ inline block_runner* matrix_warp() {
   return runner;
 }
 
-// Publishes this lane's NA registers of A and NB of B; after the warp barrier, fragments(l)
-// reads lane l's. The instruction needs matrix unit NEEDS (matrix_warp).
-template <matrix_unit NEEDS, int NA, int NB>
-class fragment_exchange {
- public:
-  using lane_fragments = fragments<NA, NB>;
-  static_assert(sizeof(lane_fragments) <= warp_gather_stride, "fragments must fit a lane's slot");
+// A lane's operands of a matrix operation as its products read them: its NA elements of A and
+// NB of B, as floats. Each lane converts its own registers' elements before it publishes them,
+// once, where every lane reading the rows and columns its outputs need had converted each
+// element four times (or 16, on the AMD layout): 64 conversions a lane for an m16n8k16 product
+// where 12 do, most of the time the 16-bit layer sweeps spent in the emulated instruction.
+template <int NA, int NB>
+struct lane_operands {
+  float a[NA], b[NB];
+};
 
-  fragment_exchange(const unsigned (&a)[NA], const unsigned (&b)[NB]) {
+// Publishes this lane's operands; after the warp barrier, a_of(l) and b_of(l) read lane l's.
+// The instruction needs matrix unit NEEDS (matrix_warp).
+template <matrix_unit NEEDS, int NA, int NB>
+class operand_exchange {
+ public:
+  using operands = lane_operands<NA, NB>;
+  static_assert(sizeof(operands) <= warp_gather_stride, "operands must fit a lane's slot");
+
+  explicit operand_exchange(const operands& mine) {
     block_runner* runner = matrix_warp<NEEDS>();
-    lane_fragments mine;
-    std::memcpy(mine.a, a, sizeof mine.a);
-    std::memcpy(mine.b, b, sizeof mine.b);
     slots_ = runner->warp_gather(&mine, sizeof mine);
     lane_ = static_cast<int>(runner->current().lane);
   }
-  lane_fragments of(int lane) const {
-    lane_fragments f;
-    std::memcpy(&f, slots_ + static_cast<std::size_t>(lane) * warp_gather_stride, sizeof f);
-    return f;
-  }
+  // (Copied out, each part alone: the slots are bytes, not operands objects.)
+  void a_of(int lane, float (&a)[NA]) const { std::memcpy(a, slot(lane) + offsetof(operands, a), sizeof a); }
+  void b_of(int lane, float (&b)[NB]) const { std::memcpy(b, slot(lane) + offsetof(operands, b), sizeof b); }
   int lane() const { return lane_; }
 
  private:
+  const unsigned char* slot(int lane) const { return slots_ + static_cast<std::size_t>(lane) * warp_gather_stride; }
   const unsigned char* slots_;
   int lane_;
 };
@@ -70,6 +72,14 @@ inline float element_of(unsigned reg, int upper, const half*) {
 }
 inline float element_of(unsigned reg, int upper, const bfloat16*) {
   return detail::bfloat16_bits_to_float(static_cast<unsigned short>(upper ? reg >> 16 : reg & 0xffffu));
+}
+
+// A lane's registers of 16-bit pairs as floats: element h of register r at 2 r + h.
+template <class T, int R>
+inline void unpack_pairs(const unsigned (&regs)[R], float (&out)[2 * R]) {
+  const T* type = nullptr;
+  for (int r = 0; r < R; ++r)
+    for (int h = 0; h < 2; ++h) out[2 * r + h] = element_of(regs[r], h, type);
 }
 
 // acc[o] + sum_k a[o][k] * b[o][k] for a lane's four outputs of a matrix operation, each

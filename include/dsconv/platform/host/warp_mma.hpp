@@ -21,8 +21,6 @@ inline float round_to_tf32(float x) { return detail::round_to_tf32_soft(x); }
 
 namespace host_detail {
 
-using mma_exchange = fragment_exchange<matrix_unit::mma_sync, 4, 2>;
-
 inline float tf32_bits_of(float x) { return detail::bits_float(detail::float_bits(x) & 0xffffe000u); }
 
 // d[i] += sum_k A[row_i][k] * B[k][col_i] for this lane's four outputs (rows g, g, g+8, g+8;
@@ -32,23 +30,54 @@ inline void accumulate(float (&d)[4], const float (&a_rows)[2][K], const float (
   dot_accumulate<K>(d, {a_rows[0], a_rows[0], a_rows[1], a_rows[1]}, {b_cols[0], b_cols[1], b_cols[0], b_cols[1]});
 }
 
+// Rows g and g + 8 of A and columns 2t and 2t + 1 of B, k in order, that lane (g, t) of an
+// m16n8k8 (E = 1: tf32, a float a register) or m16n8k16 / m16n8k8 (E = 2: 16-bit pairs)
+// product needs, R registers of A a lane, for each of Parts operand pairs the lanes published
+// one after another (lane_operands: part p's A at p E R, its B at p E R / 2). Lanes 4g..4g+3
+// hold those rows (lane 4g + q: k = E q .. E q + E - 1, and 4E on for the second k half where
+// R = 4), lanes 4 * column + q the columns (the same k).
+template <int E, int R, int Parts>
+struct lane_rows {
+  static constexpr int K = 2 * E * R;
+  float a[Parts][2][K], b[Parts][2][K];
+};
+template <int E, int R, int Parts = 1, matrix_unit NEEDS>
+inline lane_rows<E, R, Parts> rows_of(const operand_exchange<NEEDS, Parts * E * R, Parts * E * R / 2>& x) {
+  constexpr int NA = E * R, NB = E * R / 2;
+  const int g = x.lane() / 4, t = x.lane() % 4;
+  lane_rows<E, R, Parts> m;
+  for (int q = 0; q < 4; ++q) {
+    float fa[Parts * NA], fb[Parts * NB];
+    x.a_of(4 * g + q, fa);
+    for (int p = 0; p < Parts; ++p)
+      for (int half_k = 0; half_k < R / 2; ++half_k)
+        for (int e = 0; e < E; ++e) {
+          const int k = 4 * E * half_k + E * q + e;
+          m.a[p][0][k] = fa[p * NA + E * (2 * half_k) + e];
+          m.a[p][1][k] = fa[p * NA + E * (2 * half_k + 1) + e];
+        }
+    for (int col = 0; col < 2; ++col) {
+      x.b_of(4 * (2 * t + col) + q, fb);
+      for (int p = 0; p < Parts; ++p)
+        for (int half_k = 0; half_k < R / 2; ++half_k)
+          for (int e = 0; e < E; ++e) m.b[p][col][4 * E * half_k + E * q + e] = fb[p * NB + E * half_k + e];
+    }
+  }
+  return m;
+}
+
+inline void tf32_operands(const unsigned* regs, int count, float* out) {
+  for (int r = 0; r < count; ++r) out[r] = tf32_bits_of(detail::bits_float(regs[r]));
+}
+
 }  // namespace host_detail
 
-// Each lane rebuilds only what its outputs need: rows g and g+8 of A, which lanes 4g..4g+3
-// hold, and columns 2t and 2t+1 of B, which lanes 4 * column + 0..3 hold.
 DSCONV_NOINLINE inline void mma_16x8x8_f16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[1]) {
-  const host_detail::fragment_exchange<matrix_unit::mma_sync_f16, 2, 1> x(a, b);
-  const int g = x.lane() / 4, t = x.lane() % 4;
-  const half* type = nullptr;
-  float a_rows[2][8], b_cols[2][8];
-  for (int q = 0; q < 4; ++q)
-    for (int h = 0; h < 2; ++h) {
-      const auto fa = x.of(4 * g + q);
-      a_rows[0][2 * q + h] = host_detail::element_of(fa.a[0], h, type);
-      a_rows[1][2 * q + h] = host_detail::element_of(fa.a[1], h, type);
-      for (int col = 0; col < 2; ++col) b_cols[col][2 * q + h] = host_detail::element_of(x.of(4 * (2 * t + col) + q).b[0], h, type);
-    }
-  host_detail::accumulate(d, a_rows, b_cols);
+  host_detail::lane_operands<4, 2> mine;
+  host_detail::unpack_pairs<half>(a, mine.a);
+  host_detail::unpack_pairs<half>(b, mine.b);
+  const auto m = host_detail::rows_of<2, 2>(host_detail::operand_exchange<matrix_unit::mma_sync_f16, 4, 2>(mine));
+  host_detail::accumulate(d, m.a[0], m.b[0]);
 }
 
 template <class T>
@@ -61,45 +90,33 @@ DSCONV_NOINLINE inline void mma_16x8x16(float (&d)[4], const unsigned (&a)[4], c
     mma_16x8x8_f16(d, {a[2], a[3]}, {b[1]});
     return;
   }
-  const host_detail::mma_exchange x(a, b);
-  const int g = x.lane() / 4, t = x.lane() % 4;
-  const T* type = nullptr;
-  float a_rows[2][16], b_cols[2][16];
-  for (int q = 0; q < 4; ++q) {  // the four lanes of a group, each holding two k pairs
-    const auto fa = x.of(4 * g + q);
-    for (int h = 0; h < 2; ++h) {
-      a_rows[0][2 * q + h] = host_detail::element_of(fa.a[0], h, type);
-      a_rows[1][2 * q + h] = host_detail::element_of(fa.a[1], h, type);
-      a_rows[0][2 * q + 8 + h] = host_detail::element_of(fa.a[2], h, type);
-      a_rows[1][2 * q + 8 + h] = host_detail::element_of(fa.a[3], h, type);
-    }
-    for (int col = 0; col < 2; ++col) {
-      const auto fb = x.of(4 * (2 * t + col) + q);
-      for (int h = 0; h < 2; ++h) {
-        b_cols[col][2 * q + h] = host_detail::element_of(fb.b[0], h, type);
-        b_cols[col][2 * q + 8 + h] = host_detail::element_of(fb.b[1], h, type);
-      }
-    }
-  }
-  host_detail::accumulate(d, a_rows, b_cols);
+  host_detail::lane_operands<8, 4> mine;
+  host_detail::unpack_pairs<T>(a, mine.a);
+  host_detail::unpack_pairs<T>(b, mine.b);
+  const auto m = host_detail::rows_of<2, 4>(host_detail::operand_exchange<matrix_unit::mma_sync, 8, 4>(mine));
+  host_detail::accumulate(d, m.a[0], m.b[0]);
 }
 
+// The hardware reads only the tf32 bits of each operand (it truncates the rest).
 DSCONV_NOINLINE inline void mma_16x8x8_tf32(float (&d)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-  const host_detail::mma_exchange x(a, b);
-  const int g = x.lane() / 4, t = x.lane() % 4;
-  // The hardware reads only the tf32 bits of each operand (it truncates the rest).
-  const auto tf32 = [](unsigned reg) { return host_detail::tf32_bits_of(detail::bits_float(reg)); };
-  float a_rows[2][8], b_cols[2][8];
-  for (int q = 0; q < 4; ++q) {
-    const auto fa = x.of(4 * g + q);
-    a_rows[0][q] = tf32(fa.a[0]), a_rows[1][q] = tf32(fa.a[1]);
-    a_rows[0][q + 4] = tf32(fa.a[2]), a_rows[1][q + 4] = tf32(fa.a[3]);
-    for (int col = 0; col < 2; ++col) {
-      const auto fb = x.of(4 * (2 * t + col) + q);
-      b_cols[col][q] = tf32(fb.b[0]), b_cols[col][q + 4] = tf32(fb.b[1]);
-    }
-  }
-  host_detail::accumulate(d, a_rows, b_cols);
+  host_detail::lane_operands<4, 2> mine;
+  host_detail::tf32_operands(a, 4, mine.a);
+  host_detail::tf32_operands(b, 2, mine.b);
+  const auto m = host_detail::rows_of<1, 4>(host_detail::operand_exchange<matrix_unit::mma_sync, 4, 2>(mine));
+  host_detail::accumulate(d, m.a[0], m.b[0]);
+}
+
+// The three products of ../warp_mma.hpp's split form, in its order, from one exchange of both
+// parts (three had taken a warp barrier each: most of the float 1x1 layer sweep's time).
+DSCONV_NOINLINE inline void mma_16x8x8_tf32_split(float (&d)[4], const unsigned (&a)[4], const unsigned (&a_small)[4],
+                                                  const unsigned (&b)[2], const unsigned (&b_small)[2]) {
+  host_detail::lane_operands<8, 4> mine;
+  host_detail::tf32_operands(a, 4, mine.a), host_detail::tf32_operands(a_small, 4, mine.a + 4);
+  host_detail::tf32_operands(b, 2, mine.b), host_detail::tf32_operands(b_small, 2, mine.b + 2);
+  const auto m = host_detail::rows_of<1, 4, 2>(host_detail::operand_exchange<matrix_unit::mma_sync, 8, 4>(mine));
+  host_detail::accumulate(d, m.a[1], m.b[0]);
+  host_detail::accumulate(d, m.a[0], m.b[1]);
+  host_detail::accumulate(d, m.a[0], m.b[0]);
 }
 
 // Each lane loads the 16-byte row its address names (lanes 8i .. 8i + 7: rows 0..7 of matrix

@@ -28,41 +28,46 @@ inline void mfma_accumulate(float (&d)[4], const float (&a_rows)[4][K], const fl
 
 }  // namespace host_detail
 
+namespace host_detail {
+
 // Lane (i, q) computes D[4q + r][i] for r = 0..3: it needs column i of B, which lanes
-// i + 16p hold (k = 4p..4p+3), and rows 4q + r of A, which lanes 4q + r + 16p hold.
+// i + 16p hold (k = E p .. E p + E - 1; E elements a lane), and rows 4q + r of A, which lanes
+// 4q + r + 16p hold.
+template <int E>
+inline void mfma_from(float (&d)[4], const operand_exchange<matrix_unit::mfma, E, E>& x) {
+  const int i = x.lane() % 16, q = x.lane() / 16;
+  float b_col[4 * E], a_rows[4][4 * E];
+  for (int p = 0; p < 4; ++p) {
+    float k_e[E];
+    x.b_of(i + 16 * p, k_e);
+    for (int e = 0; e < E; ++e) b_col[E * p + e] = k_e[e];
+    for (int r = 0; r < 4; ++r) {
+      x.a_of(4 * q + r + 16 * p, k_e);
+      for (int e = 0; e < E; ++e) a_rows[r][E * p + e] = k_e[e];
+    }
+  }
+  mfma_accumulate(d, a_rows, b_col);
+}
+
+}  // namespace host_detail
+
+// A lane's two registers hold the four 16-bit elements k = 4p..4p+3, denormals read as zero.
 template <class T>
 DSCONV_NOINLINE inline void mfma_16x16x16(float (&d)[4], const unsigned (&a)[2], const unsigned (&b)[2]) {
   static_assert(std::is_same<T, half>::value || std::is_same<T, bfloat16>::value,
                 "mfma_16x16x16 takes half or bfloat16 operands");
-  const host_detail::fragment_exchange<matrix_unit::mfma, 2, 2> x(a, b);
-  const int i = x.lane() % 16, q = x.lane() / 16;
   const T* type = nullptr;
-  // The four 16-bit elements k = 4p..4p+3 that a lane's two registers hold.
-  const auto unpack = [type](const unsigned (&regs)[2], float* k4) {
-    for (int h = 0; h < 2; ++h) {
-      k4[h] = host_detail::mfma_operand(host_detail::element_of(regs[0], h, type), type);
-      k4[2 + h] = host_detail::mfma_operand(host_detail::element_of(regs[1], h, type), type);
-    }
-  };
-  float b_col[16], a_rows[4][16];
-  for (int p = 0; p < 4; ++p) {
-    unpack(x.of(i + 16 * p).b, b_col + 4 * p);
-    for (int r = 0; r < 4; ++r) unpack(x.of(4 * q + r + 16 * p).a, a_rows[r] + 4 * p);
-  }
-  host_detail::mfma_accumulate(d, a_rows, b_col);
+  host_detail::lane_operands<4, 4> mine;
+  host_detail::unpack_pairs<T>(a, mine.a);
+  host_detail::unpack_pairs<T>(b, mine.b);
+  for (int e = 0; e < 4; ++e)
+    mine.a[e] = host_detail::mfma_operand(mine.a[e], type), mine.b[e] = host_detail::mfma_operand(mine.b[e], type);
+  host_detail::mfma_from<4>(d, host_detail::operand_exchange<matrix_unit::mfma, 4, 4>(mine));
 }
 
 // The same with K = 4 and one fp32 operand a lane: lanes i + 16p hold A[i][p] and B[p][i].
 DSCONV_NOINLINE inline void mfma_16x16x4_f32(float (&d)[4], float a, float b) {
-  const unsigned a_reg[1] = {detail::float_bits(a)}, b_reg[1] = {detail::float_bits(b)};
-  const host_detail::fragment_exchange<matrix_unit::mfma, 1, 1> x(a_reg, b_reg);
-  const int i = x.lane() % 16, q = x.lane() / 16;
-  float b_col[4], a_rows[4][4];
-  for (int p = 0; p < 4; ++p) {
-    b_col[p] = detail::bits_float(x.of(i + 16 * p).b[0]);
-    for (int r = 0; r < 4; ++r) a_rows[r][p] = detail::bits_float(x.of(4 * q + r + 16 * p).a[0]);
-  }
-  host_detail::mfma_accumulate(d, a_rows, b_col);
+  host_detail::mfma_from<1>(d, host_detail::operand_exchange<matrix_unit::mfma, 1, 1>({{a}, {b}}));
 }
 
 }  // namespace platform
