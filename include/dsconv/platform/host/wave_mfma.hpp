@@ -26,10 +26,6 @@ inline void mfma_accumulate(float (&d)[4], const float (&a_rows)[4][K], const fl
   dot_accumulate<K>(d, {a_rows[0], a_rows[1], a_rows[2], a_rows[3]}, {b_col, b_col, b_col, b_col});
 }
 
-}  // namespace host_detail
-
-namespace host_detail {
-
 // Lane (i, q) computes D[4q + r][i] for r = 0..3: it needs column i of B, which lanes
 // i + 16p hold (k = E p .. E p + E - 1; E elements a lane), and rows 4q + r of A, which lanes
 // 4q + r + 16p hold.
