@@ -140,6 +140,14 @@ std::vector<T> flush_subnormals(std::vector<T> v) {
   return v;
 }
 
+// The reference's output act(z) from its z = conv + bias (+ residual), the activation applied
+// to z in double exactly as the reference applies it: the same bits as a second reference pass
+// with the activation, which on the 1x1 layers costs as much as the first.
+inline std::vector<double> activated(std::vector<double> z, dsconv::activation act) {
+  for (double& v : z) v = dsconv::detail::activate(v, act);
+  return z;
+}
+
 // What a forward call of a test's variant sweep saves for the backward: nothing, z
 // (pre_activation) or act'(z) (activation_derivative). Each sweep turns the variants' forms by
 // one (saved_form_turn, plus the variant's place), so that every variant saves each on some of
