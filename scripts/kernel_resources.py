@@ -718,7 +718,9 @@ def main():
     plan_tool = args.plan_tool or find_plan_tool()
     missing, below_target, launched = False, 0, None
     if plan_tool:
+        occupancy_started = time.monotonic()
         occupancy, note, missing, below_target, launched = occupancy_tables(rows, plan_tool, args.out)
+        print(f"occupancy tables: {time.monotonic() - occupancy_started:.0f} s", file=sys.stderr, flush=True)
         text += ("\n## Occupancy as launched\n\nPer kernel and target, over its launches for every layer of both "
                  "networks (batch 1, 8, 32, 128; every type and layout; forward and both backward passes) and "
                  "every block's forward (unfused and fused) as the "
@@ -732,8 +734,10 @@ def main():
     else:
         print("no dsconv_plan_launches (build the host project first, or pass --plan-tool): occupancy skipped",
               file=sys.stderr)
+    budgets_waited = time.monotonic()
     budget_lines = sass_budget_lines(rows, searches, launched)
     budget_pool.shutdown()
+    print(f"SASS budgets: {time.monotonic() - budgets_waited:.0f} s after the occupancy tables", file=sys.stderr, flush=True)
     text += budget_lines
     print(budget_lines)
     with open(os.path.join(args.out, "kernel_resources.md"), "w") as f:
