@@ -12,7 +12,8 @@ time: OPERATIONS), with each compiler's resource report, prints one table and wr
 results/kernel_resources.md.
 
 With --plan-tool (the host build's bench/dsconv_plan_launches; found in build-ci/ or build/
-when not given), it also lists how each kernel is launched for every layer of both networks
+when not given), sm_75 and sm_80 compile only the kernels their plans launch (PLANNED_ONLY),
+and it also lists how each kernel is launched for every layer of both networks
 (batches 1, 8, 32, 128; every type and layout; forward, backward data and backward weight) and
 every block's forward (unfused and fused) on sm_75, sm_80, sm_90, gfx906 and gfx90a,
 and from its registers, static and dynamic shared memory and threads the blocks and warps
@@ -213,19 +214,30 @@ def shard_flags(operation):
     return ["-DDSCONV_EXTERN_TEMPLATES=1", f"-DDSCONV_RESOURCE_OPERATION={dict(OPERATIONS)[operation]}"]
 
 
-def ptx_rows(ptx_path, archs, name):
+def ptx_rows(ptx_path, archs, name, planned=None):
     """The kernels' rows for the CUDA targets `archs` from one PTX (read for mma.sync, divisions
     and 128-bit loads): ptxas compiles it to a cubin for each (registers, shared memory and
     spills from its report, HMMA from the cubin; kept as kernels_<arch>_<name>.cubin), as nvcc
     itself would. sm_80 and sm_90 share compute_80's: the source branches on no architecture
     past 800, and nvcc's PTX for compute_90 differs from it in its .target line alone (their
-    sm_90 SASS is the same, CUDA 13.0), where sm_90's own front end had been a sixth of the step."""
+    sm_90 SASS is the same, CUDA 13.0), where sm_90's own front end had been a sixth of the step.
+    planned: {arch: launch keys} of the targets that compile only the kernels their plans
+    launch (PLANNED_ONLY; ptxas --entry)."""
     with open(ptx_path) as f:
-        ptx = ptx_counts(f.read())
+        text = f.read()
+    ptx = ptx_counts(text)
+    entries = re.findall(r"^\s*(?:\.\w+\s+)*\.entry\s+(\w+)", text, re.M)
+    keys = dict(zip(entries, (launch_key(short_name(n)) for n in demangle(entries))))
     rows = []
     for arch in archs:
         cubin = os.path.join(KEPT.name, f"kernels_{arch}_{name}.cubin")
-        _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", ptx_path, "-o", cubin])
+        only = []
+        if planned is not None and arch in planned:
+            chosen = [e for e in entries if keys[e] in planned[arch]]
+            if not chosen:
+                continue
+            only = ["--entry", ",".join(chosen)]
+        _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", *only, ptx_path, "-o", cubin])
         hmma = hmma_counts(cubin)
         for r in ptxas_rows(report):
             r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0, "store128": 0}))
@@ -234,14 +246,14 @@ def ptx_rows(ptx_path, archs, name):
     return rows
 
 
-def cuda_rows(archs, operation):
+def cuda_rows(archs, operation, planned=None):
     """The kernels' rows for CUDA targets that share a PTX (ptx_rows): nvcc compiles the
     source's shard to PTX once, for the first of `archs`."""
     with tempfile.TemporaryDirectory() as tmp:
         ptx_path = os.path.join(tmp, "kernels.ptx")
         compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={archs[0]}", "-ptx", "-I", os.path.join(ROOT, "include"),
                          *shard_flags(operation), SOURCE, "-o", ptx_path])
-        return ptx_rows(ptx_path, archs, operation)
+        return ptx_rows(ptx_path, archs, operation, planned)
 
 
 def kept_ptx(folder):
@@ -337,6 +349,16 @@ TARGETS = {
 }
 
 
+# The targets that compile only the kernels their plans launch on the networks' layers (every
+# batch, type, layout and pass, and the blocks; bench/dsconv_plan_launches), where a plan tool
+# is given: sm_80 runs ptxas on the PTX sm_90 compiles whole, and sm_75 is the step's one CUDA
+# target with a front end of its own; their other kernels run only when a caller forces their
+# variant or on shapes no network has. Every kernel is still compiled for sm_90, gfx906 and
+# gfx90a. (On 7a56907 the sm_75 and sm_80 plans launched 223 and 243 of the 528 CUDA kernels,
+# 38 % and 49 % of the PTX; the two targets had been 1400 of the step's 2572 s of compiling.)
+PLANNED_ONLY = ("sm_75", "sm_80")
+
+
 def enum_declarations():
     """{name: [enumerators]} of the library's scoped enums declared without explicit values."""
     enums = {}
@@ -386,18 +408,33 @@ def resident_blocks(row, launch):
     return blocks, min(limits, key=limits.get), warps
 
 
-def occupancy_tables(rows, plan_tool, out_dir):
-    """The occupancy summary (markdown lines) and occupancy.csv from the planner's launches."""
+def plan_listing(plan_tool):
+    """The planner's launches (bench/dsconv_plan_launches: a CSV row each)."""
     listing = subprocess.run([plan_tool], capture_output=True, text=True)
     if listing.returncode != 0:
         sys.exit(f"{plan_tool} failed:\n{listing.stderr}")
+    return listing.stdout
+
+
+def planned_kernels(listing):
+    """{target: launch keys of the kernels its plans launch} for the PLANNED_ONLY targets."""
+    profiles = {TARGETS[t]["profile"]: t for t in PLANNED_ONLY}
+    planned = {t: set() for t in PLANNED_ONLY}
+    for launch in csv.DictReader(io.StringIO(listing)):
+        if launch["device"] in profiles:
+            planned[profiles[launch["device"]]].add(launch_key(launch["kernel"].replace("kernels::", "")))
+    return planned
+
+
+def occupancy_tables(rows, listing, out_dir):
+    """The occupancy summary (markdown lines) and occupancy.csv from the planner's launches."""
     by_build = {(launch_key(r["kernel"]), TARGETS[r["target"]]["profile"]): r for r in rows if r["target"] in TARGETS}
     summary, unknown = collections.OrderedDict(), set()
     launched = collections.Counter()  # launches on sm_90's profile per kernel (launch_key)
     with open(os.path.join(out_dir, "occupancy.csv"), "w") as out:
         out.write("device,layer,pass,type,layout,batch,kernel,block_threads,dynamic_shared_bytes,grid_blocks,"
                   "resident_blocks,limited_by,occupancy,grid_blocks_per_multiprocessor,meets_target\n")
-        for launch in csv.DictReader(io.StringIO(listing.stdout)):
+        for launch in csv.DictReader(io.StringIO(listing)):
             name = launch["kernel"].replace("kernels::", "")
             row = by_build.get((launch_key(name), launch["device"]))
             if row is None:
@@ -589,16 +626,20 @@ def main():
     # The builds: (what they compile, a function returning their rows), one compiler process
     # each, run side by side on the cores, the largest first. A kernel two operations launch
     # (the fused block's helpers) is one row per target.
+    plan_tool = args.plan_tool or find_plan_tool()
+    listing = plan_listing(plan_tool) if plan_tool else None
+    planned = planned_kernels(listing) if listing is not None else None
     builds = []
     if os.path.exists(NVCC):
-        sm75 = [(f"{operation} kernels for sm_75", lambda op=operation: cuda_rows(("sm_75",), op))
+        sm75 = [(f"{operation} kernels for sm_75", lambda op=operation: cuda_rows(("sm_75",), op, planned))
                 for operation, _ in OPERATIONS]
         if args.cuda_ptx:  # (sm_80 and sm_90 from the CUDA build's PTX: no second front end)
             builds += sm75 + [(f"{name} kernels for sm_80+sm_90 (kept PTX)",
-                               lambda path=path, name=name: ptx_rows(path, ("sm_80", "sm_90"), name))
+                               lambda path=path, name=name: ptx_rows(path, ("sm_80", "sm_90"), name, planned))
                               for name, path in kept_ptx(args.cuda_ptx).items()]
         else:
-            builds += [(f"{operation} kernels for sm_80+sm_90", lambda op=operation: cuda_rows(("sm_80", "sm_90"), op))
+            builds += [(f"{operation} kernels for sm_80+sm_90",
+                        lambda op=operation: cuda_rows(("sm_80", "sm_90"), op, planned))
                        for operation, _ in OPERATIONS] + sm75
     else:
         print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
@@ -701,8 +742,11 @@ def main():
     # stores. (The SIMT GEMM stores from its registers, runs of 4 elements.)
     narrow_stores = [r for r in rows if re.match(r"pointwise_gemm_mma<.*(fused|partial)_output", r["kernel"])
                      and not r["store128"]]
-    summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels x "
-               f"{len({r['target'] for r in rows})} targets); {len(spilling)} spill; "
+    per_target = collections.Counter(r["target"] for r in rows)
+    partial = "" if planned is None else "; " + ", ".join(
+        f"{t}: the {per_target[t]} its plans launch" for t in PLANNED_ONLY if t in per_target)
+    summary = (f"{len(rows)} kernel builds ({len({r['kernel'] for r in rows})} kernels on "
+               f"{len(per_target)} targets{partial}); {len(spilling)} spill; "
                f"{len(no_hmma)} tensor-core builds without HMMA; {len(no_mfma)} gfx90a matrix-core builds without MFMA; "
                f"{len(mismatched)} builds whose HMMA count differs from their mma.sync count; "
                f"{len(dividing)} builds dividing inside a loop; "
@@ -715,11 +759,10 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     budget_pool = concurrent.futures.ProcessPoolExecutor(max_workers=os.cpu_count() or 1)
     searches = start_sass_budgets(budget_pool)
-    plan_tool = args.plan_tool or find_plan_tool()
     missing, below_target, launched = False, 0, None
-    if plan_tool:
+    if listing is not None:
         occupancy_started = time.monotonic()
-        occupancy, note, missing, below_target, launched = occupancy_tables(rows, plan_tool, args.out)
+        occupancy, note, missing, below_target, launched = occupancy_tables(rows, listing, args.out)
         print(f"occupancy tables: {time.monotonic() - occupancy_started:.0f} s", file=sys.stderr, flush=True)
         text += ("\n## Occupancy as launched\n\nPer kernel and target, over its launches for every layer of both "
                  "networks (batch 1, 8, 32, 128; every type and layout; forward and both backward passes) and "
