@@ -354,7 +354,7 @@ TARGETS = {
 # is given: sm_80 runs ptxas on the PTX sm_90 compiles whole, and sm_75 is the step's one CUDA
 # target with a front end of its own; their other kernels run only when a caller forces their
 # variant or on shapes no network has. Every kernel is still compiled for sm_90, gfx906 and
-# gfx90a. (On 7a56907 the sm_75 and sm_80 plans launched 223 and 243 of the 528 CUDA kernels,
+# gfx90a. (On 0a3b57d the sm_75 and sm_80 plans launched 223 and 243 of the 528 CUDA kernels,
 # 38 % and 49 % of the PTX; the two targets had been 1400 of the step's 2572 s of compiling.)
 PLANNED_ONLY = ("sm_75", "sm_80")
 
@@ -623,12 +623,12 @@ def main():
                         help="a CUDA build's kept compute_80 PTX of the kernel sources (DSCONV_CUDA_KEEP_PTX_DIR), "
                              "compiled by ptxas for sm_80 and sm_90 instead of compiling the source again")
     args = parser.parse_args()
-    # The builds: (what they compile, a function returning their rows), one compiler process
-    # each, run side by side on the cores, the largest first. A kernel two operations launch
-    # (the fused block's helpers) is one row per target.
     plan_tool = args.plan_tool or find_plan_tool()
     listing = plan_listing(plan_tool) if plan_tool else None
     planned = planned_kernels(listing) if listing is not None else None
+    # The builds: (what they compile, a function returning their rows), one compiler process
+    # each, run side by side on the cores, the largest first. A kernel two operations launch
+    # (the fused block's helpers) is one row per target.
     builds = []
     if os.path.exists(NVCC):
         sm75 = [(f"{operation} kernels for sm_75", lambda op=operation: cuda_rows(("sm_75",), op, planned))
