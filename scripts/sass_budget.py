@@ -134,14 +134,8 @@ def loops(code):
     return [(i, t) for i in range(len(code)) for t in successors(code, i) if t <= i]
 
 
-_blocks_of_code = {}  # id(code) -> (code, basic_blocks(code)): a kernel's loops and stream layers search the same code
-
-
 def basic_blocks(code):
     """[(first, last)] instruction spans of the basic blocks, and the block of each leader."""
-    cached = _blocks_of_code.get(id(code))
-    if cached is not None and cached[0] is code:
-        return cached[1]
     leaders = {0}
     for i, ins in enumerate(code):
         targets = successors(code, i)
@@ -151,8 +145,7 @@ def basic_blocks(code):
                 leaders.add(i + 1)
     starts = sorted(leaders)
     spans = [(s, (starts[n + 1] if n + 1 < len(starts) else len(code)) - 1) for n, s in enumerate(starts)]
-    _blocks_of_code[id(code)] = (code, (spans, {s: n for n, (s, _) in enumerate(spans)}))
-    return _blocks_of_code[id(code)][1]
+    return spans, {s: n for n, (s, _) in enumerate(spans)}
 
 
 def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=None):
@@ -841,7 +834,6 @@ def budgets(cubin, kernel_filter="", with_path=False):
                 continue
             need, dram, what = spec
             rows.append((name, what, counted(code, budget(code, need, dram))))
-    _blocks_of_code.clear()
     return sorted(rows)
 
 

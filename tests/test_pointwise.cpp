@@ -100,17 +100,16 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
   const T* bias_or_null = with_bias ? bias.data() : nullptr;
   const std::vector<T>* residual_or_null = with_residual ? &residual : nullptr;
 
-  const auto reference = [&](const std::vector<T>& x, const std::vector<T>& w) {
-    std::vector<double> ref(pixels * p.c_out);
-    REQUIRE(dsconv::reference::pointwise_forward(p, x.data(), w.data(), bias_or_null,
-                                                 with_residual ? residual.data() : nullptr, ref.data()) == status::success);
-    return ref;
-  };
+  // z = conv + bias (+ residual) of the given operands, without the activation
   dsconv::pointwise_params linear = p;
   linear.act = activation::none;
-  std::vector<double> ref_z(pixels * p.c_out);
-  REQUIRE(dsconv::reference::pointwise_forward(linear, input.data(), weight.data(), bias_or_null,
-                                               with_residual ? residual.data() : nullptr, ref_z.data()) == status::success);
+  const auto reference_z = [&](const std::vector<T>& x, const std::vector<T>& w) {
+    std::vector<double> z(pixels * p.c_out);
+    REQUIRE(dsconv::reference::pointwise_forward(linear, x.data(), w.data(), bias_or_null,
+                                                 with_residual ? residual.data() : nullptr, z.data()) == status::success);
+    return z;
+  };
+  const std::vector<double> ref_z = reference_z(input, weight);
   const std::vector<double> ref = activated(ref_z, p.act);
   std::vector<double> ref_flushed;  // made when a variant needs it
   const error_bound exact = pointwise_bound(p, input, weight, bias_or_null, residual_or_null);
@@ -152,7 +151,7 @@ void check_pointwise(const dsconv::pointwise_params& p, bool with_bias, bool wit
     const bool matrix = on_matrix_unit<T>(variant, p, options, dev);
     const bool as_tf32 = matrix && std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mma_sync;
     const bool flushes = matrix && !std::is_same<T, float>::value && dev.matrix == dsconv::platform::matrix_unit::mfma;
-    if (flushes && ref_flushed.empty()) ref_flushed = reference(flush_subnormals(input), flush_subnormals(weight));
+    if (flushes && ref_flushed.empty()) ref_flushed = activated(reference_z(flush_subnormals(input), flush_subnormals(weight)), p.act);
     const error_bound& bound = as_tf32 ? on_tensor_cores : exact;
     check_close(out.download_checked(), flushes ? ref_flushed : ref, bound);
     if (form == saved_form::nothing) {
