@@ -191,24 +191,26 @@ DSCONV_DEVICE DSCONV_FORCEINLINE register_thread stage_block_weights(const nhwc_
 
 // The strip's epilogue with activation A (a compile-time constant, so the activation's switch
 // folds away): z = acc (or act'(z) where `derivative`: saved_word) into `pre` where given, act(z)
-// into `out`, outputs from `from` and before `count` only.
+// into `out`, outputs from `from` and before `count` only. The words are made for every output
+// and only the stores are conditional, and the pre-activation is tested once a strip (sm_90,
+// float 5x5 strips of 8: a branch an output for each test, 4 instructions an output more).
 template <activation A, class T, int V, int TW>
 DSCONV_DEVICE DSCONV_FORCEINLINE void store_strip(float (&acc)[TW][V], T* out, T* pre, bool derivative, int channel_stride,
                                                  int count, bool aligned, int from = 0) {
   constexpr int E = elements_per_word<T>(), W = V / E;
+  const auto put = [&](T* to, auto saved) {
 DSCONV_UNROLL
-  for (int o = 0; o < TW; ++o) {
-    if (o < from || o >= count) continue;  // (not break: an early exit kept the accumulators out of registers on AMD)
-    platform::vec<unsigned, W> w;
-    if (pre) {
+    for (int o = 0; o < TW; ++o) {
+      platform::vec<unsigned, W> w;
 DSCONV_UNROLL
-      for (int k = 0; k < W; ++k) w[k] = saved_word<A, T>(acc[o] + k * E, derivative);
-      store_words<W>(pre + o * channel_stride, w, aligned);
+      for (int k = 0; k < W; ++k)
+        w[k] = decltype(saved)::value ? saved_word<A, T>(acc[o] + k * E, derivative) : activated_word<A, T>(acc[o] + k * E);
+      // (not break: an early exit kept the accumulators out of registers on AMD)
+      if (o >= from && o < count) store_words<W>(to + o * channel_stride, w, aligned);
     }
-DSCONV_UNROLL
-    for (int k = 0; k < W; ++k) w[k] = activated_word<A, T>(acc[o] + k * E);
-    store_words<W>(out + o * channel_stride, w, aligned);
-  }
+  };
+  if (pre) put(pre, std::true_type{});
+  put(out, std::false_type{});
 }
 
 }  // namespace detail

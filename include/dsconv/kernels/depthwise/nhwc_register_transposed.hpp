@@ -250,16 +250,25 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
 
       // The block's rows (those inside the map), at the strip's columns: where all lie inside the
       // map (every strip but those on its edges) without a test an element.
-      DSCONV_UNROLL
-      for (int r = 0; r < 2; ++r) {
-        const int iy = iy0 + r;
-        if (iy < 0 || iy >= s.h) continue;
-        T* const out = out_row + r * row_pitch;
-        if (detail::transposed_whole_stores && columns_whole)
-          detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, TW, t.aligned);
-        else
-          detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, count, t.aligned, from);
-      }
+      // Whole: the block's rows and columns all inside the map. (Tested once a block, not a row:
+      // ptxas formed the strip's columns again from its index for the second row's test, some
+      // 17 instructions.)
+      const auto store_rows = [&](auto whole) {
+        DSCONV_UNROLL
+        for (int r = 0; r < 2; ++r) {
+          const int iy = iy0 + r;
+          if (!decltype(whole)::value && (iy < 0 || iy >= s.h)) continue;
+          T* const out = out_row + r * row_pitch;
+          if constexpr (decltype(whole)::value)
+            detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, TW, t.aligned);
+          else
+            detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, count, t.aligned, from);
+        }
+      };
+      if (detail::transposed_whole_stores && columns_whole && iy0 >= 0 && iy0 + 2 <= s.h)
+        store_rows(std::true_type{});
+      else
+        store_rows(std::false_type{});
     }
   }
 }
