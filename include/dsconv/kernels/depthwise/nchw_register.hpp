@@ -264,13 +264,6 @@ DSCONV_UNROLL
   }
 }
 
-// One output row (store_chunks) into `pre` where given and into `out`.
-template <activation A, class T, int VO, int CE>
-DSCONV_DEVICE DSCONV_FORCEINLINE void store_row(float (&acc)[VO], T* out, T* pre, bool derivative, int count) {
-  if (pre) store_chunks<A, true, T, VO, CE>(acc, pre, derivative, count);
-  store_chunks<A, false, T, VO, CE>(acc, out, derivative, count);
-}
-
 // A band's TH output rows, row o at element `at` + o `pitch` of `out` (and of `pre`, where given),
 // the first `rows` of them (store_chunks). The pre-activation's test is made once a band, on the
 // tensor's pointer, and each row's address steps from the row before's (sm_90, float 5x5 bands

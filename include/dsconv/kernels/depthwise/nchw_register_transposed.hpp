@@ -144,8 +144,8 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
       for (int r = 0; r < RB; ++r) {
         const int iy = iy0 + r;
         if (iy < 0 || iy >= s.h) continue;
-        detail::store_row<activation::none, T, TW, CE>(acc[r], plane_out + static_cast<index_t>(iy) * s.w + ix0,
-                                                      static_cast<T*>(nullptr), false, s.w - ix0);
+        detail::store_chunks<activation::none, false, T, TW, CE>(acc[r], plane_out + static_cast<index_t>(iy) * s.w + ix0, false,
+                                                                s.w - ix0);
       }
     }
   };
