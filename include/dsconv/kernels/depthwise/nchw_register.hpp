@@ -330,8 +330,14 @@ DSCONV_UNROLL
 DSCONV_UNROLL
     for (int r = 0; r < C; ++r)
       detail::read_band_row<T, K, S, CB, G, false>(source, first_band * TH * S - g::L, r, s.h, s.w, ix, x[r]);
-    // The band's first output, a band's rows on from the one before's (sm_90: 3 instructions a
-    // band fewer than formed from its row)
+    // The band's first output: on NVIDIA a band's rows on from the one before's (sm_90, float 5x5:
+    // 511 instructions a band against 518 formed from its row); on AMD formed from its row (the
+    // 64-bit offset held across the walk spilled gfx906's bands: 131 bytes, 16-bit 3x3 gated).
+#if defined(DSCONV_PLATFORM_HIP)
+    constexpr bool step_band_output = false;
+#else
+    constexpr bool step_band_output = true;
+#endif
     index_t band_at = out_plane + static_cast<index_t>(first_band) * TH * s.out_w + ox0;
     const index_t band_pitch = static_cast<index_t>(TH) * s.out_w;
     for (int i = 0; i < t.bands_per_thread; ++i) {
@@ -354,10 +360,12 @@ DSCONV_UNROLL
         for (int e = 0; e < g::IW; ++e) x[j][e] = x[g::IR - C + j][e];
       // (rows: fewer than TH in the last band of a map whose height TH does not divide)
       detail::with_output_activation<G>(s.act, [&](auto a) {
-        detail::store_band<decltype(a)::value, T, TH, VO, CE>(acc, output, pre_activation, band_at, s.out_w, s.save_derivative,
-                                                              s.out_h - oy0, count);
+        detail::store_band<decltype(a)::value, T, TH, VO, CE>(
+            acc, output, pre_activation,
+            step_band_output ? band_at : out_plane + static_cast<index_t>(oy0) * s.out_w + ox0, s.out_w,
+            s.save_derivative, s.out_h - oy0, count);
       });
-      band_at += band_pitch;
+      if constexpr (step_band_output) band_at += band_pitch;
     }
   };
   switch (t.chunk_bytes) {

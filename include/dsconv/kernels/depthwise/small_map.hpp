@@ -303,13 +303,7 @@ DSCONV_UNROLL
       else
         runs(std::false_type{});
     };
-    // (every activation's case packs all of it; g++ cannot tell, so zeros first on the host
-    // only: on sm_90 they were 8 instructions of a 16-bit 5x5 map's 525)
-#if defined(DSCONV_DEVICE_PASS)
-    unsigned w[W];
-#else
-    unsigned w[W]{};
-#endif
+    unsigned w[W]{};  // (every activation's case packs all of it; g++ cannot tell)
     if (!Gated && pre_activation) {
       detail::with_output_activation<G>(s.act, [&](auto a) { pack(a, std::true_type{}, w); });
       store(pre_activation + out_at, w);
