@@ -63,7 +63,8 @@ bool supports(dsconv::depthwise_variant variant, const dsconv::depthwise_params&
     case dsconv::depthwise_variant::nhwc_matrix: return register_nhwc && tensor_cores;
     case dsconv::depthwise_variant::nchw_matrix:
       return supports<T>(dsconv::depthwise_variant::nchw_register, p) && tensor_cores &&
-             ((p.w % 2 == 0 && p.out_w() % 2 == 0) || nchw_plane(p));
+             ((p.w % 2 == 0 && p.out_w() % 2 == 0) || nchw_plane(p)) &&
+             (!nchw_plane(p) || static_cast<long long>(p.h) * p.w * p.c * 2 < (1LL << 31));
     default: return true;
   }
 }
@@ -663,6 +664,18 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, str
   odd.data_layout = layout::nchw;
   CHECK_FALSE(nchw_plane(odd));
   CHECK(dsconv::can_implement<TestType>(depthwise_variant::nchw_matrix, odd) == status::unsupported_variant);
+  // Images of 2^31 bytes or more are the plane form's to refuse too (it steps from an image's
+  // plane to the next 32 bits wide): 7x7 planes of 2^31 / 98 channels and one more.
+  const int most = static_cast<int>(((1LL << 31) - 1) / 98);
+  dsconv::depthwise_params small = make_params(1, 8, 7, 7, 5, 5, 1, 1, 2, 2, 1, 1, 1);
+  small.data_layout = layout::nchw;
+  REQUIRE(dsconv::detail::nchw_matrix_limits<TestType>(small, dev).empty());
+  for (const int c : {most, most + 1}) {
+    dsconv::depthwise_params wide = small;
+    wide.c = c;
+    CHECK(dsconv::detail::nchw_matrix_limits<TestType>(wide, dev).empty() == (c == most));
+    CHECK(supports<TestType>(depthwise_variant::nchw_matrix, wide) == (c == most));
+  }
 }
 
 TEMPLATE_TEST_CASE("depthwise NCHW register kernel: threads that walk down several bands", "[depthwise][shapes]", float,

@@ -40,7 +40,8 @@ inline bool nchw_matrix_plane_form(const depthwise_params& p) {
 // can): the register kernels' filters with padding K / 2, 16-bit types on NVIDIA tensor cores
 // that multiply them, rows of an even number of elements in and out (the tile form's halo words
 // and outputs move as 32-bit words) or output planes of at most 8 x 8 (the plane form; at stride
-// 2 of even input rows), and planes under 2^31 elements (32-bit offsets inside one).
+// 2 of even input rows), and planes under 2^31 elements (32-bit offsets inside one); the plane
+// form, images under 2^31 bytes (its steps from an image's plane to the next's).
 template <class T>
 std::string nchw_matrix_limits(const depthwise_params& p, const platform::device_properties& dev) {
   if (p.data_layout != layout::nchw) return "needs the nchw layout";
@@ -53,6 +54,8 @@ std::string nchw_matrix_limits(const depthwise_params& p, const platform::device
     return "needs input and output rows of an even number of elements, or output planes of at most 8 x 8 (at stride 2 of "
            "even input rows)";
   if (static_cast<long long>(p.h + 2 * nchw_matrix_side) * p.w >= (1LL << 31)) return "needs planes of fewer than 2^31 elements";
+  if (nchw_matrix_plane_form(p) && static_cast<long long>(p.h) * p.w * p.c * 2 >= (1LL << 31))
+    return "needs images of fewer than 2^31 bytes for output planes of at most 8 x 8 (32-bit steps between an image's planes)";
   return "";
 }
 

@@ -31,5 +31,17 @@ DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int recomputed_test(int bits) {
   return bits;
 }
 
+// unwidened(stride): a 32-bit element stride (a tensor's channels) that NVIDIA's compiler keeps
+// 32-bit, so that a thread's loads or stores stepping by it take one wide multiply-add an address
+// (IMAD.WIDE) where they took a 64-bit add pair: LLVM had merged the stride's widening with
+// that of the same value in the kernel's 64-bit offsets. Nothing on AMD (hipcc's addresses are
+// formed otherwise) or the host platform.
+DSCONV_HOST_DEVICE DSCONV_FORCEINLINE int unwidened(int stride) {
+#if defined(DSCONV_PLATFORM_CUDA) && defined(__CUDA_ARCH__)
+  asm("" : "+r"(stride));
+#endif
+  return stride;
+}
+
 }  // namespace platform
 }  // namespace dsconv

@@ -19,15 +19,17 @@
 // once, never overwritten. The next tile's items are loaded before this tile's products. Lane
 // (g, q) ends with row g, columns 2q and 2q + 1, of each image: stored as a word where the output
 // width is even, else element by element, the bias having started the accumulators. Counted
-// (sm_90 SASS, scripts/sass_budget.py, through relu6): 5.7-5.8 instructions per DRAM byte on 7x7
-// planes, 3.1-3.4 on 8x8, 3.6-3.9 from 14x14 to 7x7 at stride 2 (gated: 5.1-5.2 and 2.4-2.7);
-// of a 7x7 tile's 280, 104 do the work (products, fragment loads, loads, stores, conversions)
-// and most of the rest is address arithmetic: ptxas rebuilds each element store's 64-bit
-// address from the output parameter (sass_budget.py --path, 3x3: 16 LDC and 38 LEA of 285), and
-// not for want of registers (at three resident blocks, 142-152 of them, the counts are within 3).
-// Neither storing an image's second element under the first's test (272-288, 145 registers for
-// 3x3) nor addressing the images from the tile's pointer by index (282-343, 4 bytes spilled for
-// 5x5) helped.
+// (sm_90 SASS, scripts/sass_budget.py, through relu6): 4.7-4.9 instructions per DRAM byte on 7x7
+// planes (scale 3.9-4.1), 2.2-3.2 on 8x8, 3.1-3.4 from 14x14 to 7x7 at stride 2 (gated: 4.7-4.9
+// and 2.4-2.7). Of a 7x7 tile's 229-241, about 104 do the work (products, fragment loads,
+// loads, stores, conversions). The rest had been address arithmetic, 280-285 a tile: with a
+// 64-bit step between images ptxas rebuilt each element store's address from the output
+// parameter (16 LDC and 38 LEA of 285 for 3x3). The steps are 32-bit values LLVM may not widen
+// (platform::unwidened; images of fewer than 2^31 bytes, as the plan requires), added as one
+// wide multiply-add (IMAD.WIDE) to the pointer: 5.8 -> 4.7 (3x3), 5.7 -> 4.9 (5x5). Not for the
+// gated forms' steps (5x5 gated spilled 4 bytes with them). Neither storing an image's second
+// element under the first's test (272-288 for 3x3) nor addressing the images from the tile's
+// pointer by index (282-343, 4 bytes spilled for 5x5) had helped.
 // Requires what nchw_matrix does, but for even rows: those only at stride 2 (input rows), and
 // output planes of at most 8 x 8 (dispatch/depthwise_nchw_matrix_plan.hpp).
 
@@ -35,6 +37,7 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "../../platform/recomputed.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
 #include "../common/gradient_gate.hpp"
@@ -120,12 +123,14 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
   float bias_of = 0.f;
 
   const int plane_in = s.h * s.w, plane_out = s.out_h * s.out_w;
-  // The next image's plane of the channel: c planes on, in bytes. Pointers step by it (an
-  // index stepped by elements had cost a shift and an add more an access).
-  const index_t image_in = static_cast<index_t>(plane_in) * s.c * 2, image_out = static_cast<index_t>(plane_out) * s.c * 2;
-  const auto advanced = [](auto* p, index_t bytes) {
+  // The next image's plane of the channel: c planes on, in bytes, a 32-bit value kept 32-bit
+  // (above). Pointers step by it (an index stepped by elements had cost a shift and an add more
+  // an access); `unit` is a 1 the compiler cannot see, so that a step is one IMAD.WIDE.
+  const int image_in = pf::unwidened(plane_in * s.c * 2), image_out = pf::unwidened(plane_out * s.c * 2);
+  const int unit = pf::unwidened(1);
+  const auto advanced = [unit](auto* p, int bytes, auto wide) {
     using byte = std::conditional_t<std::is_const_v<std::remove_pointer_t<decltype(p)>>, const char, char>;
-    return reinterpret_cast<decltype(p)>(reinterpret_cast<byte*>(p) + bytes);
+    return reinterpret_cast<decltype(p)>(reinterpret_cast<byte*>(p) + (decltype(wide)::value ? static_cast<index_t>(bytes) * unit : bytes));
   };
   // Lane l addresses row m = l % 8 + 8 (l / 8 % 2) of a fragment: output row m % 8 of image m / 8
   // of the M tile, columns 8 (l / 16) on of a window.
@@ -167,10 +172,10 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
         const T* src = input + plane_at;
         [[maybe_unused]] const T* saved = gated ? static_cast<const T*>(gate.saved) + plane_at : nullptr;
         DSCONV_UNROLL
-        for (int im = 0; im < images; ++im, src = advanced(src, image_in)) {
+        for (int im = 0; im < images; ++im, src = advanced(src, image_in, std::bool_constant<!gated>{})) {
           if (!decltype(full)::value && im >= next_images) continue;  // (nothing of a missing image is loaded or staged)
           if constexpr (gated)
-            if (im > 0) saved = advanced(saved, image_in);
+            if (im > 0) saved = advanced(saved, image_in, std::false_type{});
           DSCONV_UNROLL
           for (int j = 0; j < each; ++j) {
             if (!(j == 0 && decltype(first_whole)::value) && !has[j]) continue;
@@ -264,7 +269,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
         T* out = output + tile_out;
         T* pre = pre_activation ? pre_activation + tile_out : nullptr;
         DSCONV_UNROLL
-        for (int im = 0; im < images; ++im, out = advanced(out, image_out)) {
+        for (int im = 0; im < images; ++im, out = advanced(out, image_out, std::bool_constant<!gated>{})) {
           if (!Full && im >= count) continue;
           const float* const f = acc[im / 2] + 2 * (im % 2);
           if (Full ? Pre : pre != nullptr) {
@@ -275,7 +280,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
               const float z[2] = {d ? detail::derivative_at(f[0], s.act) : f[0], d ? detail::derivative_at(f[1], s.act) : f[1]};
               put(pre, detail::narrow<T>(z));
             }
-            pre = advanced(pre, image_out);
+            pre = advanced(pre, image_out, std::bool_constant<!gated>{});
           }
           if constexpr (Full) {
             put(out, detail::activated_word<decltype(act)::value, T>(f));

@@ -25,11 +25,14 @@
 // dividing by its walks down an image): the walk forms the addresses of its first block once and
 // advances them a block at a time, and for 16-bit 5x5 filters keeps the R dz rows a block shares
 // with the next (transposed_keeps_rows). Counted (sm_90 SASS, scripts/sass_budget.py, an
-// iteration of the walk): 16-bit 5x5 through the scale gate 420 instructions a block, 4.38 per
-// DRAM byte (599 and 6.24 with a block a strip and every row loaded), 3x3 2.3, float 1.3-3.1.
+// iteration of the walk): 16-bit 5x5 through the scale gate 372 instructions a block, 3.88 per
+// DRAM byte (599 and 6.24 with a block a strip and every row loaded; 389 and 4.05 with 64-bit
+// steps between a row's columns and a block's stores: platform::unwidened), 3x3 2.1-2.4,
+// float 1.1-2.9.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "../../platform/recomputed.hpp"
 #include "../../problem.hpp"
 #include "../common/gradient_gate.hpp"
 #include "../common/words.hpp"
@@ -159,8 +162,9 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
       };
       const bool row_inside = oy >= 0 && oy < s.out_h;
       if (inside || (row_inside && columns_inside)) {
+        const int column = pf::unwidened(s.c);  // (a 32-bit step between the columns: one instruction an address)
         DSCONV_UNROLL
-        for (int j = 0; j < DW; ++j) load(j, at + j * s.c);
+        for (int j = 0; j < DW; ++j) load(j, at + j * column);
       } else {
         DSCONV_UNROLL
         for (int j = 0; j < DW; ++j) {
@@ -260,7 +264,7 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
           if (!decltype(whole)::value && (iy < 0 || iy >= s.h)) continue;
           T* const out = out_row + r * row_pitch;
           if constexpr (decltype(whole)::value)
-            detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, TW, t.aligned);
+            detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, pf::unwidened(s.c), TW, t.aligned);
           else
             detail::store_strip<activation::none>(acc[r], out, static_cast<T*>(nullptr), false, s.c, count, t.aligned, from);
         }
