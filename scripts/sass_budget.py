@@ -161,24 +161,22 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
     that never exceeds what is left, so the first path found is a cheapest), which leaves
     unsearched the many states whose counts differ off the loop's short way round (with each
     block's successors, bounds and counts computed once: one cubin of the 16-bit NCHW plane
-    kernels in 17 s against 52, the same paths, counts and bytes in flight on it and on the
+    kernels in 17 s against 64, the same paths, counts and bytes in flight on it and on the
     nhwc_register, transposed, column and small-map kernels' cubins)."""
     classes = [v for _, v in sorted(need.items())]
     spans, block_of = basic_blocks(code)
     goal = tuple(n for _, n in classes)
-    to_latch = instructions_to_latch(code, spans, block_of, header, latch, inside)
-    # Per block, once: its length, its modelled instructions (None where it has none) and the
-    # blocks it can go on to that reach the latch, with their bounds; whether it closes the loop.
+    # Per block, once: its length, its modelled instructions (None where it has none), the blocks
+    # it may go on to (back to the header only through the latch's edge, which closes the loop)
+    # and, of those that reach the latch, their bounds.
     length = [last - first + 1 for first, last in spans]
     adds = [tuple(sum(1 for i in range(a, b + 1) if test(code[i])) for test, _ in classes) for a, b in spans]
     adds = [d if any(d) else None for d in adds]
-    onward, closes = [], []
-    for first, last in spans:
-        nexts = successors(code, last)
-        closes.append(last == latch and header in nexts)
-        # (back to the header only through the latch's edge)
-        onward.append([(block_of[n], to_latch[block_of[n]]) for n in nexts
-                       if n != header and n in block_of and (not inside or header <= n <= latch) and block_of[n] in to_latch])
+    closes = [last == latch and header in successors(code, last) for _, last in spans]
+    edges = [[block_of[n] for n in successors(code, last)
+              if n != header and n in block_of and (not inside or header <= n <= latch)] for _, last in spans]
+    to_latch = instructions_to_latch(edges, length, next(b for b, (a, z) in enumerate(spans) if a <= latch <= z))
+    onward = [[(n, to_latch[n]) for n in nexts if n in to_latch] for nexts in edges]
     start = (block_of[header], tuple(0 for _ in classes))
     if start[0] not in to_latch:
         return None
@@ -212,26 +210,23 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
     return None
 
 
-def instructions_to_latch(code, spans, block_of, header, latch, inside):
-    """{block: the fewest instructions from its first through the latch} over the edges
-    cheapest_iteration may take (none back to the header), for the blocks that reach the latch."""
+def instructions_to_latch(edges, length, end):
+    """{block: the fewest instructions from its first through block `end`'s last} along edges
+    (block -> the blocks it may go on to), for the blocks that reach `end`."""
     into = collections.defaultdict(list)  # block -> the blocks that can go on to it
-    for b, (first, last) in enumerate(spans):
-        for s in successors(code, last):
-            if s != header and s in block_of and (not inside or header <= s <= latch):
-                into[block_of[s]].append(b)
-    end = next(b for b, (first, last) in enumerate(spans) if first <= latch <= last)
-    dist = {end: spans[end][1] - spans[end][0] + 1}
+    for b, nexts in enumerate(edges):
+        for n in nexts:
+            into[n].append(b)
+    dist = {end: length[end]}
     heap = [(dist[end], end)]
     while heap:
         d, b = heapq.heappop(heap)
         if d > dist[b]:
             continue
         for a in into[b]:
-            da = d + spans[a][1] - spans[a][0] + 1
-            if da < dist.get(a, 1 << 60):
-                dist[a] = da
-                heapq.heappush(heap, (da, a))
+            if d + length[a] < dist.get(a, 1 << 60):
+                dist[a] = d + length[a]
+                heapq.heappush(heap, (dist[a], a))
     return dist
 
 
