@@ -438,8 +438,9 @@ def register_column_model(k, gate):
     a new input row a row, tw + k - 1 elements and the saved tensor's at their places (4-byte
     loads), each gated, and tw 4-byte stores. The walk is compiled twice, its columns all inside
     the map or not (a compile-time form): the cheapest is the inside one, which the strips away from the
-    map's left and right edges take (the edge form counted 2069 instructions for 5x5 through the
-    scale gate, 4.31 a DRAM byte, against 1637, 3.41, on 6150466's sm_90 SASS), as the other
+    map's left and right edges take (the edge form, all a 14x14 map's strips, counted 1883
+    instructions for 5x5 through the scale gate, 3.92 a DRAM byte, against 1585, 3.30, on sm_90
+    SASS with the stores stepped from a held pointer; 2069 and 1637 before), as the other
     kernels' models count their inside paths."""
     tw = 8  # column_strip (NVIDIA)
     iw = tw + k - 1

@@ -11,8 +11,8 @@
 //             shared_store (memory_access.hpp), DSCONV_LOOP_MARKS (loop_marks.hpp),
 //             async_copy_16 / async_copy_wait (async_copy.hpp),
 //             mma_16x8x16 / mma_16x8x8_tf32(_split) / round_to_tf32 (warp_mma.hpp),
-//             mfma_16x16x16 (wave_mfma.hpp); recomputed / recomputed_test / unwidened (recomputed.hpp,
-//             included where a kernel uses them)
+//             mfma_16x16x16 (wave_mfma.hpp); recomputed / recomputed_test / unwidened /
+//             held_global (recomputed.hpp, included where a kernel uses them)
 // Only files under platform/ name CUDA or HIP symbols.
 
 #include "../config.hpp"

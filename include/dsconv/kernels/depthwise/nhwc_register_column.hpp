@@ -20,6 +20,7 @@
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
+#include "../../platform/recomputed.hpp"
 #include "../../problem.hpp"
 #include "../common/fast_divmod.hpp"
 #include "../common/gradient_gate.hpp"
@@ -137,10 +138,14 @@ DSCONV_UNROLL
           for (int kx = 0; kx < K; ++kx)
 DSCONV_UNROLL
             for (int o = 0; o < TW; ++o) acc[o] += x[(u + ky) % K][o + kx] * w[ky * K + kx];
-        float* out = output + ((static_cast<index_t>(n) * s.out_h + oy0 + i) * s.out_w + ox0) * s.c + c;
+        // (each store one wide multiply-add from the row's first output, platform::held_global and
+        // unwidened: sm_90, 5x5 through the scale gate, 1637 -> 1585 instructions a walk of 5
+        // rows inside the map, the edge strips' form 2075 -> 1883, 4.32 -> 3.92 a DRAM byte)
+        float* const out = pf::held_global(output + ((static_cast<index_t>(n) * s.out_h + oy0 + i) * s.out_w + ox0) * s.c + c);
+        const int column = pf::unwidened(s.c);
 DSCONV_UNROLL
         for (int o = 0; o < TW; ++o)
-          if (decltype(all_inside)::value || o < count) pf::store(out + o * s.c, acc[o]);
+          if (decltype(all_inside)::value || o < count) pf::store(out + o * column, acc[o]);
         if constexpr (U == 1) {
 DSCONV_UNROLL
           for (int r = 0; r < K - 1; ++r)
