@@ -218,9 +218,10 @@ def ptx_rows(ptx_path, archs, name, planned=None):
     """The kernels' rows for the CUDA targets `archs` from one PTX (read for mma.sync, divisions
     and 128-bit loads): ptxas compiles it to a cubin for each (registers, shared memory and
     spills from its report, HMMA from the cubin; kept as kernels_<arch>_<name>.cubin), as nvcc
-    itself would. sm_80 and sm_90 share compute_80's: the source branches on no architecture
-    past 800, and nvcc's PTX for compute_90 differs from it in its .target line alone (their
-    sm_90 SASS is the same, CUDA 13.0), where sm_90's own front end had been a sixth of the step.
+    itself would. sm_80 and sm_90 share compute_80's for float and half: their kernels branch on
+    no architecture past 800, and nvcc's PTX for compute_90 differs from it in its .target line
+    alone (the same sm_90 SASS, CUDA 13.0), where sm_90's own front end had been a sixth of the
+    step. Not bfloat16's (OWN_SM90_TYPES).
     planned: {arch: launch keys} of the targets that compile only the kernels their plans
     launch (PLANNED_ONLY; ptxas --entry)."""
     with open(ptx_path) as f:
@@ -246,14 +247,30 @@ def ptx_rows(ptx_path, archs, name, planned=None):
     return rows
 
 
-def cuda_rows(archs, operation, planned=None):
+# The element types whose kernels branch on an architecture past 800, so that sm_90's SASS
+# comes from a compute_90 PTX of their own: bfloat16's packed clamp gate (platform/float16.hpp
+# packed_gate) needs sm_90, and compute_80's widened one had counted nchw_register's bfloat16
+# 3x3 clamp-gated band 791 instructions, 4.12 a DRAM byte, where the sm_90 kernel has 577, 3.01.
+TYPES = (("float", 1), ("half", 2), ("bfloat16", 3))
+OWN_SM90_TYPES = ("bfloat16",)
+
+
+def cuda_rows(archs, operation, planned=None, type_name=None):
     """The kernels' rows for CUDA targets that share a PTX (ptx_rows): nvcc compiles the
-    source's shard to PTX once, for the first of `archs`."""
+    source's shard (of one element type where `type_name` is given) to PTX once, for the first
+    of `archs`."""
+    only_type = [f"-DDSCONV_RESOURCE_TYPE={dict(TYPES)[type_name]}"] if type_name else []
+    name = f"{operation}_{type_name}" if type_name else operation
     with tempfile.TemporaryDirectory() as tmp:
         ptx_path = os.path.join(tmp, "kernels.ptx")
         compile_listing([NVCC, "-std=c++17", "-x", "cu", f"-arch={archs[0]}", "-ptx", "-I", os.path.join(ROOT, "include"),
-                         *shard_flags(operation), SOURCE, "-o", ptx_path])
-        return ptx_rows(ptx_path, archs, operation, planned)
+                         *shard_flags(operation), *only_type, SOURCE, "-o", ptx_path])
+        return ptx_rows(ptx_path, archs, name, planned)
+
+
+def sm80_sm90(type_name):
+    """The targets that share compute_80's PTX of a type's kernels (ptx_rows)."""
+    return ("sm_80",) if type_name in OWN_SM90_TYPES else ("sm_80", "sm_90")
 
 
 def kept_ptx(folder):
@@ -621,7 +638,8 @@ def main():
     parser.add_argument("--plan-tool", default=None, help="the host build's bench/dsconv_plan_launches")
     parser.add_argument("--cuda-ptx", default=None,
                         help="a CUDA build's kept compute_80 PTX of the kernel sources (DSCONV_CUDA_KEEP_PTX_DIR), "
-                             "compiled by ptxas for sm_80 and sm_90 instead of compiling the source again")
+                             "compiled by ptxas for sm_80 (and for sm_90 but bfloat16's: OWN_SM90_TYPES) instead of "
+                             "compiling the source again")
     args = parser.parse_args()
     plan_tool = args.plan_tool or find_plan_tool()
     listing = plan_listing(plan_tool) if plan_tool else None
@@ -634,13 +652,15 @@ def main():
         sm75 = [(f"{operation} kernels for sm_75", lambda op=operation: cuda_rows(("sm_75",), op, planned))
                 for operation, _ in OPERATIONS]
         if args.cuda_ptx:  # (sm_80 and sm_90 from the CUDA build's PTX: no second front end)
-            builds += sm75 + [(f"{name} kernels for sm_80+sm_90 (kept PTX)",
-                               lambda path=path, name=name: ptx_rows(path, ("sm_80", "sm_90"), name, planned))
-                              for name, path in kept_ptx(args.cuda_ptx).items()]
+            builds += sm75 + [(f"{name} kernels for {'+'.join(sm80_sm90(type_name))} (kept PTX)",
+                               lambda path=path, name=name, archs=sm80_sm90(type_name): ptx_rows(path, archs, name, planned))
+                              for name, path in kept_ptx(args.cuda_ptx).items() for type_name in [name.rsplit("_", 1)[1]]]
         else:
-            builds += [(f"{operation} kernels for sm_80+sm_90",
-                        lambda op=operation: cuda_rows(("sm_80", "sm_90"), op, planned))
-                       for operation, _ in OPERATIONS] + sm75
+            builds += [(f"{operation}_{type_name} kernels for {'+'.join(sm80_sm90(type_name))}",
+                        lambda op=operation, t=type_name: cuda_rows(sm80_sm90(t), op, planned, t))
+                       for operation, _ in OPERATIONS for type_name, _ in TYPES] + sm75
+        builds += [(f"{operation}_{type_name} kernels for sm_90", lambda op=operation, t=type_name: cuda_rows(("sm_90",), op, planned, t))
+                   for operation, _ in OPERATIONS for type_name in OWN_SM90_TYPES]
     else:
         print(f"no nvcc at {NVCC}: CUDA skipped", file=sys.stderr)
     if shutil.which("hipcc"):
