@@ -247,12 +247,41 @@ def ptx_rows(ptx_path, archs, name, planned=None):
     return rows
 
 
-# The element types whose kernels branch on an architecture past 800, so that sm_90's SASS
-# comes from a compute_90 PTX of their own: bfloat16's packed clamp gate (platform/float16.hpp
-# packed_gate) needs sm_90, and compute_80's widened one had counted nchw_register's bfloat16
-# 3x3 clamp-gated band 791 instructions, 4.12 a DRAM byte, where the sm_90 kernel has 577, 3.01.
 TYPES = (("float", 1), ("half", 2), ("bfloat16", 3))
-OWN_SM90_TYPES = ("bfloat16",)
+
+
+def arch_branch_types(text):
+    """The element types whose code in `text` (a header) compute_80 and compute_90 compile
+    differently: an nvidia_arch_for<T, HalfArch, Bf16Arch> threshold that 800 and 900 fall on
+    either side of (half's, bfloat16's), or any such __CUDA_ARCH__ comparison (every type's)."""
+    import operator
+    compare = {">=": operator.ge, ">": operator.gt, "<": operator.lt, "<=": operator.le, "==": operator.eq}
+    splits = lambda test, n: test(800, n) != test(900, n)
+    types = set()
+    for half_arch, bf16_arch in re.findall(r"nvidia_arch_for<\w+,\s*(\d+),\s*(\d+)>", text):
+        types |= {t for t, n in (("half", half_arch), ("bfloat16", bf16_arch)) if splits(operator.ge, int(n))}
+    for op, n in re.findall(r"__CUDA_ARCH__\s*(>=|>|<=|<|==)\s*(\d+)", text):
+        if splits(compare[op], int(n)):
+            types |= {t for t, _ in TYPES}
+    return types
+
+
+def own_sm90_types():
+    """The element types whose kernels branch on an architecture past 800 (arch_branch_types, over
+    the library's headers), so that sm_90's SASS comes from a compute_90 PTX of their own: on
+    this source bfloat16, whose packed clamp gate needs sm_90 (platform/float16.hpp packed_gate;
+    compute_80's widened one had counted nchw_register's bfloat16 3x3 clamp-gated band 791
+    instructions, 4.12 a DRAM byte, where the sm_90 kernel has 577, 3.01)."""
+    found = set()
+    for folder, _, files in os.walk(os.path.join(ROOT, "include")):
+        for name in files:
+            if name.endswith(".hpp"):
+                with open(os.path.join(folder, name)) as f:
+                    found |= arch_branch_types(f.read())
+    return tuple(t for t, _ in TYPES if t in found)
+
+
+OWN_SM90_TYPES = own_sm90_types()
 
 
 def cuda_rows(archs, operation, planned=None, type_name=None):

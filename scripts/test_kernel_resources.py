@@ -251,5 +251,28 @@ class BudgetTable(unittest.TestCase):
         self.assertNotIn("above the aim", kernel_resources.sass_budget_lines(rows, searches))
 
 
+class ArchitectureBranches(unittest.TestCase):
+    """Which element types need sm_90's SASS from a compute_90 PTX of their own (the kept
+    compute_80 PTX would show sm_90 their sm_80 code)."""
+
+    def test_thresholds_that_split_sm_80_from_sm_90_are_found_and_others_are_not(self):
+        branches = kernel_resources.arch_branch_types
+        self.assertEqual(branches("return nvidia_arch_for<T, 530, 900>();"), {"bfloat16"})
+        self.assertEqual(branches("return nvidia_arch_for<T, 860, 800>();"), {"half"})
+        self.assertEqual(branches("return nvidia_arch_for<T, 530, 800>();"), set())
+        self.assertEqual(branches("#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800"), set())
+        self.assertEqual(branches("#if __CUDA_ARCH__ < 750"), set())
+        self.assertEqual(branches("#if __CUDA_ARCH__ >= 900"), {"float", "half", "bfloat16"})
+        self.assertEqual(branches("#if __CUDA_ARCH__ > 800"), {"float", "half", "bfloat16"})
+        # (the threshold's definition names no number)
+        self.assertEqual(branches("__CUDA_ARCH__ >= HalfArch : __CUDA_ARCH__ >= Bf16Arch"), set())
+
+    def test_the_library_branches_past_sm_80_for_bfloat16_alone(self):
+        # packed_gate: bfloat16's packed clamp gate needs sm_90; every other branch is at 800 or below.
+        self.assertEqual(kernel_resources.OWN_SM90_TYPES, ("bfloat16",))
+        self.assertEqual(kernel_resources.sm80_sm90("bfloat16"), ("sm_80",))
+        self.assertEqual(kernel_resources.sm80_sm90("half"), ("sm_80", "sm_90"))
+
+
 if __name__ == "__main__":
     unittest.main()
