@@ -37,6 +37,7 @@ import concurrent.futures
 import csv
 import glob
 import io
+import operator
 import os
 import re
 import shutil
@@ -254,7 +255,6 @@ def arch_branch_types(text):
     """The element types whose code in `text` (a header) compute_80 and compute_90 compile
     differently: an nvidia_arch_for<T, HalfArch, Bf16Arch> threshold that 800 and 900 fall on
     either side of (half's, bfloat16's), or any such __CUDA_ARCH__ comparison (every type's)."""
-    import operator
     compare = {">=": operator.ge, ">": operator.gt, "<": operator.lt, "<=": operator.le, "==": operator.eq}
     splits = lambda test, n: test(800, n) != test(900, n)
     types = set()
