@@ -2,9 +2,9 @@
 // EfficientNet-B0 on each device profile, without running it (host platform, plan-only
 // launches) of each pass (forward, backward data, backward weight), and for every block of both
 // networks each variant of the block's forward that runs it (pass "forward", kind "block"): one
-// CSV row per launch on stdout, with the profile's limits, from which
-// scripts/kernel_resources.py computes each launch's occupancy with the kernel's compiled
-// registers and static shared memory.
+// CSV row per launch on stdout, with the profile's limits and the bytes of the activation tensors
+// the pass reads, from which scripts/kernel_resources.py computes each launch's occupancy and
+// bytes in flight with the kernel's compiled registers, static shared memory and SASS.
 //
 // Options: --device sm75,sm80,sm90,gfx906,gfx90a  --batch 1,8,32,128  --type float,half,bfloat16
 // --layout nchw,nhwc  --pass forward,data,weight
@@ -79,17 +79,34 @@ dsconv::status plan(const dsconv_bench::layer& l, dsconv_bench::layer_pass pass,
     }
   }
 }
+// The bytes of the activation tensors a layer's pass reads, once each (not its weights): the
+// input (forward), grad_output (data), both (weight), and the saved tensor where an activation
+// gates the gradient: what all of the pass's loads can at most keep in flight at once.
+long long read_bytes(const dsconv_bench::layer& l, dsconv_bench::layer_pass pass, int batch, std::size_t element) {
+  using dsconv_bench::layer_pass;
+  const long long in = static_cast<long long>(batch) * l.h_in * l.h_in * l.cin;
+  const long long out = static_cast<long long>(batch) * l.h_out * l.h_out * l.cout;
+  const long long gradient = out * (l.act == dsconv::activation::none ? 1 : 2);
+  const long long elements = pass == layer_pass::backward_data     ? gradient
+                             : pass == layer_pass::backward_weight ? in + gradient
+                                                                   : in + (l.residual ? out : 0);
+  return elements * static_cast<long long>(element);
+}
+
+std::size_t element_bytes(const std::string& type) { return type == "float" ? 4 : 2; }
+
 // One CSV row per launch `recorder` saw.
 void print_launches(const dsconv::host::traffic_recorder& recorder, const std::string& device,
                     const dsconv::platform::device_properties& d, const std::string& layer, const std::string& kind,
-                    const std::string& pass, const std::string& type, const std::string& layout, int batch) {
+                    const std::string& pass, const std::string& type, const std::string& layout, int batch,
+                    long long read) {
   for (const auto& launch : recorder.launches())
-    std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu\n", device.c_str(), d.warp_size,
+    std::printf("%s,%d,%d,%d,%d,%zu,%zu,%s,%s,%s,%s,%s,%d,\"%s\",%llu,%u,%zu,%lld\n", device.c_str(), d.warp_size,
                 d.multiprocessor_count, d.max_threads_per_multiprocessor, d.registers_per_multiprocessor,
                 d.shared_memory_per_multiprocessor, d.shared_memory_reserved_per_block, layer.c_str(), kind.c_str(),
                 pass.c_str(), type.c_str(), layout.c_str(), batch, launch.kernel.c_str(),
                 static_cast<unsigned long long>(launch.grid.x) * launch.grid.y * launch.grid.z,
-                launch.block.x * launch.block.y * launch.block.z, launch.shared_bytes);
+                launch.block.x * launch.block.y * launch.block.z, launch.shared_bytes, read);
 }
 
 // Each variant of the block's forward that can run `p` (unfused, with its workspace, and fused).
@@ -119,7 +136,7 @@ int main(int argc, char** argv) {
   stand_ins buffers;
   std::printf("device,warp_size,multiprocessors,max_threads_per_multiprocessor,registers_per_multiprocessor,"
               "shared_per_multiprocessor,shared_reserved_per_block,layer,kind,pass,type,layout,batch,kernel,grid_blocks,"
-              "block_threads,dynamic_shared_bytes\n");
+              "block_threads,dynamic_shared_bytes,read_bytes\n");
   for (const std::string& device : options::split(opt.get("device", nullptr, "sm75,sm80,sm90,gfx906,gfx90a"))) {
     if (dsconv::host::set_device(device.c_str()) != dsconv::status::success) {
       std::fprintf(stderr, "unknown device profile %s\n", device.c_str());
@@ -145,7 +162,8 @@ int main(int argc, char** argv) {
                            type.c_str(), layout.c_str(), dsconv::last_error_detail());
               return 1;
             }
-            print_launches(recorder, device, d, l.name(), l.kind, pass_name, type, layout, n);
+            print_launches(recorder, device, d, l.name(), l.kind, pass_name, type, layout, n,
+                           read_bytes(l, pass, n, element_bytes(type)));
           }
     // The blocks' forward (both layouts: the unfused sequence runs either; the fused kernel NHWC).
     for (const auto& blk : dsconv_bench::all_blocks())
@@ -163,7 +181,8 @@ int main(int argc, char** argv) {
                            type.c_str(), layout.c_str(), dsconv::last_error_detail());
               return 1;
             }
-            print_launches(recorder, device, d, blk.name(), "block", "forward", type, layout, std::stoi(batch));
+            print_launches(recorder, device, d, blk.name(), "block", "forward", type, layout, std::stoi(batch),
+                           static_cast<long long>(p.n) * p.h * p.w * p.c_in * static_cast<long long>(element_bytes(type)));
           }
   }
   return 0;

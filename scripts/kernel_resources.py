@@ -18,7 +18,9 @@ and it also lists how each kernel is launched for every layer of both networks
 every block's forward (unfused and fused) on sm_75, sm_80, sm_90, gfx906 and gfx90a,
 and from its registers, static and dynamic shared memory and threads the blocks and warps
 that stay resident per multiprocessor (theoretical occupancy): a summary per kernel and
-device in kernel_resources.md, every launch in occupancy.csv. The depthwise kernels' target
+device in kernel_resources.md, every launch in occupancy.csv; and with the SASS budgets, each
+sm_90 depthwise forward and data-gradient launch's bytes in flight per multiprocessor (those
+short of their need are reported: in_flight.csv, in_flight_as_launched). The depthwise kernels' target
 is 50 % occupancy or 4 resident blocks, where the grid has that many blocks per
 multiprocessor (fused block launches below it are reported, not yet failed). Exits 1 when a depthwise tiled launch, forward or backward, is below that target, when
 a kernel spills, when a matrix-unit kernel (pointwise_gemm_mma, and the fused block kernel
@@ -647,6 +649,75 @@ def sass_budget_lines(rows, searches, launched=None):
     return "\n".join(lines) + "\n"
 
 
+def in_flight_as_launched(rows, searches, listing, out_dir=None):
+    """Bytes in flight per multiprocessor of each depthwise forward and data-gradient launch on
+    sm_90's profile as the planner makes it: a thread's (scripts/sass_budget.py: the fewest of
+    its kernel's modelled iterations, of the launch's layout where they name one) times the
+    threads a multiprocessor runs at once, those its registers let reside or, where the grid
+    is smaller, the grid's share (grid threads over the multiprocessors), against 48 KiB, or,
+    where the layer's tensors are smaller, all the bytes the pass reads (plan_launches
+    read_bytes, over the multiprocessors: what can be in flight at once at most). The resident
+    count alone had credited a launch of 29 threads a multiprocessor with 1024 threads' loads.
+    Returns (markdown lines, launches short of their need)."""
+    if not searches or listing is None:
+        return "", 0
+    registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
+    forms = collections.defaultdict(list)  # launch key -> [(iteration, bytes in flight a thread, resident threads)]
+    for search in searches:
+        for name, what, b in search.result():
+            if b is None or isinstance(b, dict):
+                continue
+            threads = resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
+            forms[launch_key(name)].append((what, b[2], threads))
+    summary = collections.OrderedDict()
+    short = 0
+    csv_lines = ["layer,pass,type,layout,batch,kernel,bytes_in_flight_per_thread,threads_at_once,"
+                 "bytes_in_flight_per_multiprocessor,need_bytes,meets"]
+    for launch in csv.DictReader(io.StringIO(listing)):
+        if launch["device"] != "sm90" or launch["kind"] != "dw" or launch["pass"] not in ("forward", "data"):
+            continue
+        name = launch["kernel"].replace("kernels::", "")
+        modelled = forms.get(launch_key(name))
+        if not modelled:
+            continue
+        layout = launch["layout"].upper() + ":"
+        modelled = [f for f in modelled if f[0].startswith(layout)] or modelled
+        per_thread, resident = min(f[1] for f in modelled), min(f[2] for f in modelled)
+        sms = int(launch["multiprocessors"])
+        at_once = min(resident, int(launch["grid_blocks"]) * int(launch["block_threads"]) / sms)
+        need = min(sass_budget.CUB_BYTES_IN_FLIGHT, int(launch["read_bytes"]) / sms)
+        got = per_thread * at_once
+        meets = got >= need
+        short += not meets
+        csv_lines.append(f"{launch['layer']},{launch['pass']},{launch['type']},{launch['layout']},{launch['batch']},"
+                         f"\"{name}\",{per_thread},{at_once:.0f},{got:.0f},{need:.0f},{int(meets)}")
+        s = summary.setdefault(name.split("<")[0], {"launches": 0, "short": 0, "worst": None})
+        s["launches"] += 1
+        s["short"] += not meets
+        ratio = got / need if need else 1.0
+        if s["worst"] is None or ratio < s["worst"][0]:
+            s["worst"] = (ratio, launch, per_thread, at_once, got, need)
+    if out_dir is not None:
+        with open(os.path.join(out_dir, "in_flight.csv"), "w") as f:
+            f.write("\n".join(csv_lines) + "\n")
+    lines = ["", "## Bytes in flight as launched (sm_90, depthwise forward and data gradient)", "",
+             "Per launch of every layer (both networks, batch 1, 8, 32, 128, every type and layout): a thread's bytes in "
+             "flight (the table above) times the threads a multiprocessor runs at once (resident, or the grid's share "
+             "where the grid is smaller), against 48 KiB or, where the layer is smaller, all the bytes the pass reads "
+             "over the multiprocessors. Every launch: in_flight.csv.", "",
+             "| kernel | launches | short | worst: launch | bytes / thread | threads at once | in flight / SM | need |",
+             "|---|---|---|---|---|---|---|---|"]
+    for kernel, s in sorted(summary.items()):
+        ratio, launch, per_thread, at_once, got, need = s["worst"]
+        where = (f"{launch['layer']} {launch['pass']} {launch['type']} {launch['layout']} batch {launch['batch']}"
+                 if ratio < 1 else "-")
+        lines.append(f"| {kernel} | {s['launches']} | {s['short']} | {where} | {per_thread} | {at_once:.0f} | "
+                     f"{got / 1024:.1f} KiB | {need / 1024:.1f} KiB |")
+    lines += ["", f"{short} of {sum(s['launches'] for s in summary.values())} launches short of the bytes in flight "
+              "they need (reported, not yet a failure)."]
+    return "\n".join(lines) + "\n", short
+
+
 # The matrix-unit GEMM's NHWC forward kernels (A k-contiguous, B k-contiguous, the fused epilogue).
 MMA_FORWARD = re.compile(r"pointwise_gemm_mma<(float|dsconv::half|dsconv::bfloat16), mma_tile<(\d+), (\d+), (\d+), (\d+), "
                          r"\d+, mma_sync_unit, true, void>, false, true, fused_output")
@@ -828,6 +899,7 @@ def main():
               file=sys.stderr)
     budgets_waited = time.monotonic()
     budget_lines = sass_budget_lines(rows, searches, launched)
+    budget_lines += in_flight_as_launched(rows, searches, listing, args.out)[0]
     budget_pool.shutdown()
     print(f"SASS budgets: {time.monotonic() - budgets_waited:.0f} s after the occupancy tables", file=sys.stderr, flush=True)
     text += budget_lines

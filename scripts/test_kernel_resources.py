@@ -251,6 +251,41 @@ class BudgetTable(unittest.TestCase):
         self.assertNotIn("above the aim", kernel_resources.sass_budget_lines(rows, searches))
 
 
+class InFlightAsLaunched(unittest.TestCase):
+    """Bytes in flight per multiprocessor of each launch as the planner makes it."""
+
+    HEADER = ("device,warp_size,multiprocessors,max_threads_per_multiprocessor,registers_per_multiprocessor,"
+              "shared_per_multiprocessor,shared_reserved_per_block,layer,kind,pass,type,layout,batch,kernel,grid_blocks,"
+              "block_threads,dynamic_shared_bytes,read_bytes\n")
+
+    def launch(self, layout, batch, grid, read, kernel="depthwise_small_map<half, 5, 1, 4, detail::gate_kind::none>"):
+        return (f"sm90,32,132,2048,65536,233472,1024,net/32/1:depthwise,dw,forward,half,{layout},{batch},"
+                f"\"kernels::{kernel}\",{grid},256,0,{read}\n")
+
+    def test_a_small_grid_is_credited_with_its_own_threads_and_a_small_layer_needs_only_its_bytes(self):
+        name = "depthwise_small_map<dsconv::half, 5, 1, 4, (dsconv::detail::gate_kind)0>"
+        ops = {"LDG": 0}
+        searches = [BudgetTable.Search([(name, "NHWC: a map", (500, 4.0, 64, ops)),
+                                                 (name, "NCHW: a map", (500, 4.0, 32, ops))])]
+        rows = [{"kernel": name.replace("dsconv::", ""), "target": "sm_90", "registers": "128"}]  # 512 resident
+        listing = self.HEADER + "".join([
+            # a full grid: 512 resident threads x 64 bytes = 32 KiB against 48: short
+            self.launch("nhwc", 128, 132 * 8, 10 ** 9),
+            # a grid of 132 blocks, 256 threads on each multiprocessor, each with all of its 64
+            # bytes: 16 KiB, all that 132 x 16 KiB of reads can have in flight: met
+            self.launch("nhwc", 8, 132, 132 * 16 * 1024),
+            # the same grid, NCHW (32 bytes a thread): 8 KiB of 16: short
+            self.launch("nchw", 8, 132, 132 * 16 * 1024),
+            # a data-gradient launch of another kernel without a model: not counted
+            self.launch("nhwc", 8, 132, 1, kernel="depthwise_nhwc_register<half, 3, 1, detail::gate_kind::none>")])
+        text, short = kernel_resources.in_flight_as_launched(rows, searches, listing)
+        self.assertEqual(short, 2)
+        self.assertIn("| depthwise_small_map | 3 | 2 | net/32/1:depthwise forward half nchw batch 8 | 32 | 256 | "
+                      "8.0 KiB | 16.0 KiB |", text)
+        self.assertIn("2 of 3 launches short", text)
+        self.assertEqual(kernel_resources.in_flight_as_launched(rows, searches, None), ("", 0))
+
+
 class ArchitectureBranches(unittest.TestCase):
     """Which element types need sm_90's SASS from a compute_90 PTX of their own (the kept
     compute_80 PTX would show sm_90 their sm_80 code)."""
