@@ -688,8 +688,9 @@ def without_parameters(demangled):
 def matrix_model(t, k, s, gate=NO_GATE, ts=16):
     """depthwise_nhwc_matrix (kernels/depthwise/nhwc_matrix.hpp): one tile of ts x ts output
     pixels x 256 / ts^2 channel vectors (256 pixel vectors: 16 x 16 x 1 or 8 x 8 x 4), a block of
-    4 warps: each thread's 16-byte loads of the next tile's input ((ts - 1) s + k)^2 pixel
-    vectors a channel vector, over the 128 threads), and for each of its warp's four products
+    4 warps: each thread's 16-byte asynchronous copies of the tile its ring's stages - 1 ahead
+    ((ts - 1) s + k)^2 pixel vectors a channel vector, over the 128 threads; their bytes in
+    flight are that many stages' copies), and for each of its warp's four products
     (16 output pixels each) a fragment load and a product per tap pair (HMMA: (k^2 + 1) / 2 a
     product) and a word store per lane and pixel (2 a product), each through relu6 (packed: the
     loop of the relu6 case, not another activation's clamp), on a tile inside the map. Gated (the
@@ -701,7 +702,7 @@ def matrix_model(t, k, s, gate=NO_GATE, ts=16):
     pairs = (k * k + 1) // 2
     tensors = 2 if gate != NO_GATE else 1
     each = -(-vectors * side * side // threads)
-    need = {"vector loads": (is_op("LDG.E.128"), tensors * each),
+    need = {"vector copies": (is_op("LDGSTS.E.BYPASS.128"), tensors * each),
             "products": (is_op("HMMA"), rows * pairs), "fragment loads": (is_op("LDSM"), rows * pairs),
             "stores": (lambda ins: ins.op == "STG.E", 2 * rows)}
     gate_needs(need, gate, 8 * each)

@@ -85,8 +85,8 @@ inline int matrix_side(const depthwise_params& p) { return matrix_use(p, 8) > ma
 
 // The rule where nothing was measured: nhwc_matrix over nhwc_register where at least half of
 // its tiles' outputs lie inside the map (matrix_use). Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
-// through relu6) it issues 2.4, 1.6, 3.6 and 2.0 instructions per DRAM byte on full tiles of
-// 3x3 and 5x5 filters at stride 1 and 2 (8 x 8 tiles: 2.7, 1.6, 3.9, 2.0), where the register
+// through relu6) it issues 2.7, 1.2, 3.7 and 1.7 instructions per DRAM byte on full tiles of
+// 3x3 and 5x5 filters at stride 1 and 2 (8 x 8 tiles: 2.9, 1.2, 3.8, 1.8), where the register
 // kernel issues 5.1, 3.0, 11.7 and 6.5 on strips that waste at most an eighth: half-empty tiles still leave it ahead (maps of
 // 1 to 4 pixels a side, a quarter of an 8 x 8 tile used at most, do not).
 inline bool matrix_preferred(const depthwise_params& p) { return matrix_use(p, matrix_side(p)) >= 0.5; }
