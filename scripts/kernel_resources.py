@@ -656,7 +656,8 @@ def in_flight_as_launched(rows, searches, listing, out_dir=None):
     threads a multiprocessor runs at once, those its registers let reside or, where the grid
     is smaller, the grid's share (grid threads over the multiprocessors), against 48 KiB, or,
     where the layer's tensors are smaller, all the bytes the pass reads (plan_launches
-    read_bytes, over the multiprocessors: what can be in flight at once at most). The resident
+    read_bytes, over the multiprocessors: what can be in flight at once at most; where a pass
+    launches several kernels, a launch's share of them by its grid's threads). The resident
     count alone had credited a launch of 29 threads a multiprocessor with 1024 threads' loads.
     Returns (markdown lines, launches short of their need)."""
     if not searches or listing is None:
@@ -673,19 +674,28 @@ def in_flight_as_launched(rows, searches, listing, out_dir=None):
     short = 0
     csv_lines = ["layer,pass,type,layout,batch,kernel,bytes_in_flight_per_thread,threads_at_once,"
                  "bytes_in_flight_per_multiprocessor,need_bytes,meets"]
+    # (a pass's launches, each modelled one with its kernel's forms; where a pass launches
+    # several, as nhwc_matrix's 8 x 8 tiles and the tail of channels on 16 x 16 ones, each is
+    # held to its share of the pass's bytes, by its grid's threads)
+    passes = collections.OrderedDict()
     for launch in csv.DictReader(io.StringIO(listing)):
         if launch["device"] != "sm90" or launch["kind"] != "dw" or launch["pass"] not in ("forward", "data"):
             continue
         name = launch["kernel"].replace("kernels::", "")
         modelled = forms.get(launch_key(name))
-        if not modelled:
-            continue
+        if modelled:
+            key = tuple(launch[k] for k in ("layer", "pass", "type", "layout", "batch"))
+            passes.setdefault(key, []).append((launch, name, modelled))
+    launches = [(launch, name, modelled, int(launch["grid_blocks"]) * int(launch["block_threads"]) /
+                 sum(int(l["grid_blocks"]) * int(l["block_threads"]) for l, _, _ in group))
+                for group in passes.values() for launch, name, modelled in group]
+    for launch, name, modelled, share in launches:
         layout = launch["layout"].upper() + ":"
         modelled = [f for f in modelled if f[0].startswith(layout)] or modelled
         per_thread, resident = min(f[1] for f in modelled), min(f[2] for f in modelled)
         sms = int(launch["multiprocessors"])
         at_once = min(resident, int(launch["grid_blocks"]) * int(launch["block_threads"]) / sms)
-        need = min(sass_budget.CUB_BYTES_IN_FLIGHT, int(launch["read_bytes"]) / sms)
+        need = min(sass_budget.CUB_BYTES_IN_FLIGHT, share * int(launch["read_bytes"]) / sms)
         got = per_thread * at_once
         meets = got >= need
         short += not meets
@@ -704,7 +714,8 @@ def in_flight_as_launched(rows, searches, listing, out_dir=None):
              "Per launch of every layer (both networks, batch 1, 8, 32, 128, every type and layout): a thread's bytes in "
              "flight (the table above) times the threads a multiprocessor runs at once (resident, or the grid's share "
              "where the grid is smaller), against 48 KiB or, where the layer is smaller, all the bytes the pass reads "
-             "over the multiprocessors. Every launch: in_flight.csv.", "",
+             "over the multiprocessors (a launch's share by its grid's threads, where the pass has several). "
+             "Every launch: in_flight.csv.", "",
              "| kernel | launches | short | worst: launch | bytes / thread | threads at once | in flight / SM | need |",
              "|---|---|---|---|---|---|---|---|"]
     for kernel, s in sorted(summary.items()):

@@ -285,6 +285,19 @@ class InFlightAsLaunched(unittest.TestCase):
         self.assertIn("2 of 3 launches short", text)
         self.assertEqual(kernel_resources.in_flight_as_launched(rows, searches, None), ("", 0))
 
+    def test_a_pass_of_several_launches_holds_each_to_its_share_of_the_bytes(self):
+        name = "depthwise_small_map<dsconv::half, 5, 1, 4, (dsconv::detail::gate_kind)0>"
+        searches = [BudgetTable.Search([(name, "NHWC: a map", (500, 4.0, 64, {"LDG": 0}))])]
+        rows = [{"kernel": name.replace("dsconv::", ""), "target": "sm_90", "registers": "128"}]
+        # one pass (the same layer, pass, type, layout, batch) of a main launch of 3 x 132 blocks
+        # and a tail of 132, the pass's 132 x 64 KiB read: the main launch 512 threads x 64 bytes =
+        # 32 KiB against 48 (short), the tail 256 x 64 = 16 KiB against its quarter, 16 KiB (met)
+        listing = self.HEADER + self.launch("nhwc", 8, 3 * 132, 132 * 64 * 1024) + self.launch("nhwc", 8, 132, 132 * 64 * 1024)
+        text, short = kernel_resources.in_flight_as_launched(rows, searches, listing)
+        self.assertEqual(short, 1)
+        self.assertIn("| depthwise_small_map | 2 | 1 | net/32/1:depthwise forward half nhwc batch 8 | 64 | 512 | "
+                      "32.0 KiB | 48.0 KiB |", text)
+
 
 class ArchitectureBranches(unittest.TestCase):
     """Which element types need sm_90's SASS from a compute_90 PTX of their own (the kept
