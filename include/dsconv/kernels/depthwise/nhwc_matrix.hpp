@@ -264,8 +264,9 @@ void depthwise_nhwc_matrix(detail::depthwise_shape s, detail::nhwc_matrix_tile t
       const index_t first = static_cast<index_t>(at.n) * image_in + ((iy0 * s.w + ix0) * s.c + c0);
       const bool inside = iy0 >= 0 && iy0 + side <= s.h && ix0 >= 0 && ix0 + side <= s.w;
       // (the tile's first pixel, outside the map where it is padding: only offset into it
-      // inside; held, so that each copy's source is one wide multiply-add from it: sm_90, 5x5 on
-      // 16 x 16 tiles, XXX instructions a tile against 284)
+      // inside; held, so that each copy's source is two instructions from it, where the 64-bit
+      // sum with the pointer had taken four and the pointer's reload: sm_90, 5x5 on 16 x 16
+      // tiles, 274 instructions a tile against 284, before the ring kept its places)
       const T* const tile_in = pf::held_global(input + first);
       [[maybe_unused]] const T* const tile_saved = Gated ? pf::held_global(saved + first) : nullptr;
       vector* const to = staged + stage * stage_slots;
