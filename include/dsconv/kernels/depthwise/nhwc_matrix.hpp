@@ -117,6 +117,10 @@ DSCONV_HOST_DEVICE constexpr int matrix_stage_slots(int k, int s, bool gated, in
 // being multiplied, reach 48 KiB a multiprocessor at the kernel's resident blocks (NVIDIA's CUB
 // sizes its streaming kernels so on an H200), as long as one more fits a block's 48 KiB of static
 // shared memory, and at most 4. (Each stage is a copy of the walk's code: the ring is unrolled.)
+// Not yet per device: Turing, whose copies are loads and stores (no overlap within a thread),
+// holds the same stages in its 64 KiB a multiprocessor, which binds its stride-2 and gated forms
+// at 1 or 2 resident blocks where the one staged tile and registers had allowed 2 to 4
+// (kernel_resources.md's occupancy, sm_75); a one-stage form the planner picks there is to come.
 template <int K, int S, gate_kind G, int TS>
 DSCONV_HOST_DEVICE constexpr int matrix_stages() {
   constexpr bool gated = G != gate_kind::none;
