@@ -117,12 +117,15 @@ DSCONV_HOST_DEVICE constexpr int matrix_stage_slots(int k, int s, bool gated, in
 // being multiplied, reach 48 KiB a multiprocessor at the kernel's resident blocks (NVIDIA's CUB
 // sizes its streaming kernels so on an H200), as long as one more fits a block's 48 KiB of static
 // shared memory, and at most 4. (Each stage is a copy of the walk's code: the ring is unrolled.)
-// Not yet per device: Turing, whose copies are loads and stores (no overlap within a thread),
-// holds the same stages in its 64 KiB a multiprocessor, which binds its stride-2 and gated forms
-// at 1 or 2 resident blocks where the one staged tile and registers had allowed 2 to 4
-// (kernel_resources.md's occupancy, sm_75); a one-stage form the planner picks there is to come.
+// Turing, whose copies are loads and stores (no overlap within a thread), takes 2; even so its
+// 64 KiB a multiprocessor binds the stride-2 and gated forms at 1 to 3 resident blocks where
+// the one staged tile and registers had allowed 2 to 4 (kernel_resources.md's occupancy,
+// sm_75): a one-stage form the planner picks there is to come.
 template <int K, int S, gate_kind G, int TS>
 DSCONV_HOST_DEVICE constexpr int matrix_stages() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  return 2;  // (Turing: copies are loads and stores, more stages only take shared memory)
+#endif
   constexpr bool gated = G != gate_kind::none;
   constexpr int threads = static_cast<int>(matrix_block_threads), side = matrix_input_side(K, S, TS);
   constexpr int copied = (gated ? 2 : 1) * 16 * ((matrix_tile_vectors(TS) * side * side + threads - 1) / threads);
