@@ -124,7 +124,9 @@ DSCONV_HOST_DEVICE constexpr int matrix_stage_slots(int k, int s, bool gated, in
 template <int K, int S, gate_kind G, int TS>
 DSCONV_HOST_DEVICE constexpr int matrix_stages() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
-  return 2;  // (Turing: copies are loads and stores, more stages only take shared memory)
+  constexpr bool copies_block = true;  // (Turing: copies are loads and stores, more stages only take shared memory)
+#else
+  constexpr bool copies_block = false;
 #endif
   constexpr bool gated = G != gate_kind::none;
   constexpr int threads = static_cast<int>(matrix_block_threads), side = matrix_input_side(K, S, TS);
@@ -132,7 +134,7 @@ DSCONV_HOST_DEVICE constexpr int matrix_stages() {
   constexpr int stage_in_flight = copied * threads * matrix_resident_blocks<K, S, G, TS>();
   constexpr int stage_bytes = matrix_stage_slots(K, S, gated, TS) * 16;
   int n = 2;
-  while (n < 4 && (n - 1) * stage_in_flight < 48 * 1024 && (n + 1) * stage_bytes <= 48 * 1024) ++n;
+  while (!copies_block && n < 4 && (n - 1) * stage_in_flight < 48 * 1024 && (n + 1) * stage_bytes <= 48 * 1024) ++n;
   return n;
 }
 
