@@ -572,6 +572,19 @@ def resident_threads(registers, block):
     return min(2048, warps // (block // 32) * block)
 
 
+def sm90_resident_threads(rows):
+    """name (c++filt's, as the SASS budgets give it) -> the threads of its blocks that its sm_90
+    registers let a multiprocessor hold (resident_threads; 64 registers where the table has
+    no sm_90 row)."""
+    registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
+    return lambda name: resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
+
+
+def grid_threads(launch):
+    """The threads of a plan_launches row's grid."""
+    return int(launch["grid_blocks"]) * int(launch["block_threads"])
+
+
 def start_sass_budgets(pool):
     """The searches of scripts/sass_budget.py on the sm_90 cubins, a process each (pool), so that
     they run beside each other and beside the occupancy tables (one after the other, after them,
@@ -591,7 +604,7 @@ def sass_budget_lines(rows, searches, launched=None):
     aligned tensors; a kernel no layer launches there runs for other tensors, maps or targets)."""
     if not searches:
         return ""
-    registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
+    resident = sm90_resident_threads(rows)
     lines = ["", "## Instruction and in-flight budgets (sm_90 SASS)", "",
              "scripts/sass_budget.py: the cheapest path once around each kernel's main loop that does what an "
              "iteration of the modelled case does, its instructions over the DRAM bytes the iteration moves (an H200 "
@@ -605,7 +618,7 @@ def sass_budget_lines(rows, searches, launched=None):
     layered = []
     budgets = {(name, what): b for search in searches for name, what, b in search.result()}
     for (name, what), b in sorted(budgets.items(), key=lambda item: item[0]):
-        threads = resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
+        threads = resident(name)
         if isinstance(b, dict):
             layered.append((name, what, b, threads))
             continue
@@ -662,14 +675,13 @@ def in_flight_as_launched(rows, searches, listing, out_dir=None):
     Returns (markdown lines, launches short of their need)."""
     if not searches or listing is None:
         return "", 0
-    registers = {r["kernel"]: int(r["registers"]) for r in rows if r["target"] == "sm_90"}
+    resident_of = sm90_resident_threads(rows)
     forms = collections.defaultdict(list)  # launch key -> [(iteration, bytes in flight a thread, resident threads)]
     for search in searches:
         for name, what, b in search.result():
             if b is None or isinstance(b, dict):
                 continue
-            threads = resident_threads(registers.get(name.replace("dsconv::", ""), 64), block_threads_of(name))
-            forms[launch_key(name)].append((what, b[2], threads))
+            forms[launch_key(name)].append((what, b[2], resident_of(name)))
     summary = collections.OrderedDict()
     short = 0
     csv_lines = ["layer,pass,type,layout,batch,kernel,bytes_in_flight_per_thread,threads_at_once,"
@@ -686,15 +698,14 @@ def in_flight_as_launched(rows, searches, listing, out_dir=None):
         if modelled:
             key = tuple(launch[k] for k in ("layer", "pass", "type", "layout", "batch"))
             passes.setdefault(key, []).append((launch, name, modelled))
-    launches = [(launch, name, modelled, int(launch["grid_blocks"]) * int(launch["block_threads"]) /
-                 sum(int(l["grid_blocks"]) * int(l["block_threads"]) for l, _, _ in group))
+    launches = [(launch, name, modelled, grid_threads(launch) / sum(grid_threads(l) for l, _, _ in group))
                 for group in passes.values() for launch, name, modelled in group]
     for launch, name, modelled, share in launches:
         layout = launch["layout"].upper() + ":"
         modelled = [f for f in modelled if f[0].startswith(layout)] or modelled
         per_thread, resident = min(f[1] for f in modelled), min(f[2] for f in modelled)
         sms = int(launch["multiprocessors"])
-        at_once = min(resident, int(launch["grid_blocks"]) * int(launch["block_threads"]) / sms)
+        at_once = min(resident, grid_threads(launch) / sms)
         need = min(sass_budget.CUB_BYTES_IN_FLIGHT, share * int(launch["read_bytes"]) / sms)
         got = per_thread * at_once
         meets = got >= need
