@@ -320,24 +320,28 @@ def register_model(t, k, s, gate=NO_GATE):
 
 
 def small_map_streams(s, o):
-    """kernels/depthwise/small_map.hpp small_map_streams: whether a thread streams its box a row at a time."""
+    """kernels/depthwise/small_map.hpp small_map_streams: whether a thread holds its box in words and
+    widens it a row at a time."""
     return s * o * s * o + o * o > 64
 
 
 def small_map_vector(size, s, o):
     """kernels/depthwise/small_map.hpp small_map_vector: channels a thread takes."""
-    v = 16 // size
-    floats = (s * o if small_map_streams(s, o) else s * o * s * o) + o * o
-    while v > 1 and floats * v > 64:
-        v //= 2
+    v, b = 16 // size, s * o
+    if small_map_streams(s, o):
+        while v > 1 and b * b * v * size // 4 + o * o * v > 96:
+            v //= 2
+    else:
+        while v > 1 and (b * b + o * o) * v > 64:
+            v //= 2
     return v
 
 
 def small_map_models(t, k, s, o, gate=NO_GATE):
     """depthwise_small_map (kernels/depthwise/small_map.hpp): one image's map of o x o outputs for
-    a thread's v channels, from its whole input of b x b pixels (b = s o; streamed a row at a
-    time at stride 2 onto 4 x 4 maps), each loaded (and gated: the data gradient's saved tensor
-    too) once; the taps' weights as shared loads, of each
+    a thread's v channels, from its whole input of b x b pixels (b = s o; at stride 2 onto 4 x 4
+    maps held as loaded, in words, and widened a row at a time), each loaded (and gated: the data
+    gradient's saved tensor too) once; the taps' weights as shared loads, of each
     tap any output uses (v floats a tap); relu6 through the forward's stores. NHWC: a vector
     access a pixel (v elements); NCHW (whose planes lie one after another): 16-byte accesses,
     the v planes' runs. DRAM: the inputs and the outputs, the minimum."""

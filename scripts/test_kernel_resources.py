@@ -222,6 +222,12 @@ class SassBudget(unittest.TestCase):
         need, dram, _, _ = sass_budget.small_map_models("float", 3, 2, 1)[0]
         self.assertEqual((need["vector loads"][1], need["weight reads"][1], dram), (4, 4, 4 * 4 * (1 + 4)))
         self.assertEqual(sass_budget.small_map_vector(2, 1, 4), 2)  # 4x4 maps: (16 + 16) x 2 floats
+        # Stride 2 onto 4x4 maps: the 8x8 box held in words beside the 16 accumulators, at most 96
+        # registers: float 1 channel (64 + 16), 16-bit 2 (64 words + 32).
+        self.assertEqual((sass_budget.small_map_vector(4, 2, 4), sass_budget.small_map_vector(2, 2, 4)), (1, 2))
+        need, dram, what, _ = sass_budget.small_map_models("float", 3, 2, 4)[0]
+        self.assertEqual((need["vector loads"][1], need["vector stores"][1], dram), (64, 16, 4 * (16 + 64)))
+        self.assertIn("x 1 channels", what)
 
 
 class BudgetTable(unittest.TestCase):

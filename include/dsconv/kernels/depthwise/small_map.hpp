@@ -15,10 +15,14 @@
 //
 // The box is the map's whole input, B x B pixels (B = O at stride 1, 2 O at stride 2: even
 // sides only), so that no access needs a test; a thread holds it whole, or, at stride 2 onto
-// 4 x 4 maps (the 32x32 networks' 8 -> 4 layers: an 8 x 8 box), streams it a row at a time into
-// the outputs (small_map_streams), where the register kernels' strips of 4 outputs had read 11
-// columns of a row, 3 of them padding (16-bit 5x5: 6.4-6.6 instructions per DRAM byte NHWC,
-// 4.5 NCHW). A block takes a group of channel vectors whose
+// 4 x 4 maps (the 32x32 networks' 8 -> 4 layers: an 8 x 8 box), holds it as the loads leave it,
+// in words, all of them in flight at once, and widens it into the outputs a row at a time
+// (small_map_streams; one channel a thread for float, two for 16-bit), where the register
+// kernels' strips of 4 outputs had read 11 columns of a row, 3 of them padding (16-bit 5x5:
+// 6.4-6.6 instructions per DRAM byte NHWC, 4.5 NCHW), and where loading and widening a row at
+// a time had kept an eighth of a thread's box in flight (sm_90 SASS: 32 of 256 bytes 16-bit, 64
+// of 512 float), on grids of 17 to 70 threads a multiprocessor. A block takes a group of channel
+// vectors whose
 // weights and biases it stages in shared memory as floats (the register kernel's runs,
 // stage_register_weights), and its threads take the images, as nhwc_register's take strips.
 // NHWC: a pixel's vector of V channels is one access; NCHW: the thread's V planes lie one after
@@ -47,14 +51,16 @@ DSCONV_HOST_DEVICE constexpr int small_map_box() {
   return S * O;
 }
 
-// Whether a thread streams its box a row at a time (stride 2 onto 4 x 4 maps: an 8 x 8 box and
-// the 16 accumulators are 80 floats a channel) instead of holding it whole.
+// Whether a thread holds its box as the loads leave it, in words, and widens it a row at a time
+// (stride 2 onto 4 x 4 maps: an 8 x 8 box and the 16 accumulators would be 80 floats a
+// channel), instead of holding it widened.
 DSCONV_HOST_DEVICE constexpr bool small_map_streams(int s, int o) { return s * o * s * o + o * o > 64; }
 
-// Rows of a streamed box whose loads a thread issues together: all B on NVIDIA, one at a time on
-// AMD (hipcc hoisted all 8 rows' loads and spilled 400 to 1900 bytes a lane, gfx906 and gfx90a,
-// as it had the register kernels': register_rows_unrolled).
-DSCONV_HOST_DEVICE constexpr int small_map_rows_unrolled(int b) {
+// Rows of a box held in words (small_map_streams) that a thread loads together before it widens
+// them: all B on NVIDIA, one at a time on AMD (hipcc spilled 133 to 170 VGPRs of the 16-bit
+// forms holding all 8 rows on gfx906, as it had the register kernels' rows:
+// register_rows_unrolled).
+DSCONV_HOST_DEVICE constexpr int small_map_held_rows(int b) {
 #if defined(DSCONV_PLATFORM_HIP)
   static_cast<void>(b);
   return 1;
@@ -64,14 +70,36 @@ DSCONV_HOST_DEVICE constexpr int small_map_rows_unrolled(int b) {
 }
 
 // Channels a thread takes, for elements of `element_bytes` at stride s onto maps of o outputs a
-// side: the widest power of two up to a 16-byte vector whose box (a row of it where the thread
-// streams it) and accumulators take at most 64 of the thread's registers (B^2 + O^2 floats a
-// channel, B + O^2 streamed: 16-bit 2x2 maps 8 channels; 4x4 maps 2).
+// side: the widest power of two up to a 16-byte vector whose box and accumulators take at most
+// 64 of the thread's registers as floats (B^2 + O^2 a channel: 16-bit 2x2 maps 8 channels, 4x4
+// maps 2), or, where the thread holds its box in words (small_map_streams), at most 96 as words
+// and floats (B^2 v bytes / 4 + O^2 v: float 1 channel, 16-bit 2, one word a pixel), so that
+// all of its box's loads are in flight at once within the 128 registers of 2 resident blocks
+// (small maps are small grids: 17 to 70 threads a multiprocessor at batch 1 and 8, whose
+// loads a row at a time had kept 32 or 64 of a thread's 256 or 512 bytes in flight).
 DSCONV_HOST_DEVICE constexpr int small_map_vector(int element_bytes, int s, int o) {
   int v = 16 / element_bytes;
-  const int floats = (small_map_streams(s, o) ? s * o : s * o * s * o) + o * o;
-  while (v > 1 && floats * v > 64) v /= 2;
+  const int b = s * o;
+  if (small_map_streams(s, o)) {
+    while (v > 1 && b * b * v * element_bytes / 4 + o * o * v > 96) v /= 2;
+  } else {
+    while (v > 1 && (b * b + o * o) * v > 64) v /= 2;
+  }
   return v;
+}
+
+// Blocks of register_block_threads a multiprocessor keeps of a form (its launch bounds: 2, at
+// most 128 registers a thread, as the register kernels), but 1 where a box held in words would
+// not fit 128 with the rest: its held rows' words, accumulators, a widened row and a row of taps'
+// weights (V floats a tap) beside about 8 registers of addresses and indices (all 8 rows held:
+// float 3x3 and 5x5 99 and 101; 16-bit 3x3 126; 16-bit 5x5 130, which spilled 260 bytes on sm_90
+// at 2 blocks). One block of 256 threads still has 64 KiB of loads in flight (256 bytes a thread).
+template <class T, int K, int S, int O>
+DSCONV_HOST_DEVICE constexpr int small_map_resident_blocks() {
+  constexpr int v = small_map_vector(static_cast<int>(sizeof(T)), S, O), b = S * O;
+  constexpr int estimate =
+      small_map_held_rows(b) * b * v * static_cast<int>(sizeof(T)) / 4 + O * O * v + b * v + K * v + 8;
+  return small_map_streams(S, O) && estimate > 128 ? 1 : register_resident_blocks;
 }
 
 // Whether output (oy, ox)'s tap (ky, kx) reads a pixel of the box (else padding or past the map).
@@ -128,8 +156,8 @@ namespace kernels {
 // gated by the activation's derivative from the saved tensor at its place as it arrives
 // (kernels/common/gradient_gate.hpp). t: nhwc_register's walk with one strip an image.
 template <class T, int K, int S, int O, detail::gate_kind G = detail::gate_kind::none>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, detail::register_resident_blocks)
-DSCONV_WAVES_PER_SIMD(detail::register_resident_blocks)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, (detail::small_map_resident_blocks<T, K, S, O>()))
+DSCONV_WAVES_PER_SIMD((detail::small_map_resident_blocks<T, K, S, O>()))
 void depthwise_small_map(detail::depthwise_shape s, detail::nhwc_register_tile t, const T* __restrict__ input,
                          detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias,
                          T* __restrict__ output, T* __restrict__ pre_activation) {
@@ -163,6 +191,7 @@ DSCONV_UNROLL
     }
     // Row iy of the box into every output that reads it, from each used tap's weights (an
     // output's taps in ky, kx order, held box or streamed).
+    constexpr bool Streamed = detail::small_map_streams(S, O);
     const auto multiply_row = [&](int iy, const float(&row)[B][V]) {
 DSCONV_UNROLL
       for (int oy = 0; oy < O; ++oy) {
@@ -185,28 +214,20 @@ DSCONV_UNROLL
       }
     };
 
-    // The box, gated and widened: box[y][x][e] (streamed: a row at a time into the outputs). The
-    // accesses' width is a compile-time fact of each copy (aligned: vectors), not a test at every
-    // access.
-    constexpr bool Streamed = detail::small_map_streams(S, O);
+    // The box, gated and widened: box[y][x][e]; or, where the thread holds it in words
+    // (small_map_streams), R rows of it at a time (small_map_held_rows: all of them on NVIDIA) in
+    // `held`, every load of those rows issued before the first is widened, then each widened into
+    // box[0] and multiplied. The accesses' width is a compile-time fact of each copy (aligned:
+    // vectors), not a test at every access.
+    constexpr int R = detail::small_map_held_rows(B), row_words = B * V / E;
+    static_assert(!Streamed || (!Gated && V % E == 0 && row_words % 4 == 0 && B % R == 0),
+                  "held boxes: stride 2 (no gate), whole words a pixel, whole 16-byte pieces of a plane's row");
     float box[Streamed ? 1 : B][B][V];
-    // Row y of the box into `row` (NHWC: a pixel's vector at a time; NCHW: each plane's row, in
-    // 16-byte pieces where aligned and the thread streams its box, else element by element).
+    [[maybe_unused]] unsigned held[Streamed ? R * row_words : 1];
+    // Row y of the box into `row` (NHWC: a pixel's vector at a time; NCHW: element by element).
     // (`vectors` a constant at each call: cicc 13.0 crashed on this lambda as a generic one
     // called from the generic load_box.)
     const auto load_row = [&](int y, float(&row)[B][V], bool vectors) {
-      if constexpr (Streamed) {
-        if (vectors && nchw) {
-DSCONV_UNROLL
-          for (int e = 0; e < V; ++e) {
-            float f[B];
-            detail::load_gated_run<B, G>(in + e * B * B + y * B, Gated ? saved + e * B * B + y * B : nullptr, gate, true, f);
-DSCONV_UNROLL
-            for (int x = 0; x < B; ++x) row[x][e] = f[x];
-          }
-          return;
-        }
-      }
       if (!nchw) {
 DSCONV_UNROLL
         for (int x = 0; x < B; ++x) {
@@ -227,17 +248,56 @@ DSCONV_UNROLL
           }
       }
     };
+    // The held rows' words from row y0 on, aligned: NHWC a pixel's V / E words at a time, each
+    // address one wide multiply-add from the box's (platform::held_global, unwidened: no 64-bit
+    // offset formed per pixel); NCHW each plane's row in 16-byte pieces. Words held[r][x] (NHWC)
+    // or held[e][r][x] (NCHW: all of the box as it lies in memory, where R = B; the order that
+    // kept 16-bit forms 100 instructions shorter than [r][e][x] on sm_90).
+    const auto load_held = [&](int y0) {
+      if (nchw) {
+DSCONV_UNROLL
+        for (int k = 0; k < R * row_words; k += 4) {
+          const int e = k / (R * B / E), r = k % (R * B / E) / (B / E), x = k % (B / E) * E;
+          const pf::vec<unsigned, 4> v = detail::load_words<4>(in + e * B * B + (y0 + r) * B + x, true);
+DSCONV_UNROLL
+          for (int j = 0; j < 4; ++j) held[k + j] = v[j];
+        }
+      } else {
+        constexpr int P = V / E;
+        const T* const box_at = pf::held_global(in);
+        const int pixel = pf::unwidened(s.c);
+DSCONV_UNROLL
+        for (int p = 0; p < R * B; ++p) {
+          const pf::vec<unsigned, P> v = detail::load_words<P>(box_at + (y0 * B + p) * pixel, true);
+DSCONV_UNROLL
+          for (int j = 0; j < P; ++j) held[p * P + j] = v[j];
+        }
+      }
+    };
+    // Held row r, widened into `row`.
+    const auto widen_row = [&](int r, float(&row)[B][V]) {
+      float f[B > V ? B : V];  // (a plane's row, or a pixel's vector)
+      if (nchw) {
+DSCONV_UNROLL
+        for (int e = 0; e < V; ++e) {
+DSCONV_UNROLL
+          for (int k = 0; k < B / E; ++k) detail::widen<T>(held[(e * R + r) * (B / E) + k], f + k * E);
+DSCONV_UNROLL
+          for (int x = 0; x < B; ++x) row[x][e] = f[x];
+        }
+      } else {
+DSCONV_UNROLL
+        for (int x = 0; x < B; ++x) {
+DSCONV_UNROLL
+          for (int k = 0; k < V / E; ++k) detail::widen<T>(held[r * row_words + x * (V / E) + k], f + k * E);
+DSCONV_UNROLL
+          for (int e = 0; e < V; ++e) row[x][e] = f[e];
+        }
+      }
+    };
     const auto load_box = [&](auto aligned) {
       constexpr bool vectors = decltype(aligned)::value;
-      // (declared here: clang takes an unroll count from the lambda's own scope only)
-      [[maybe_unused]] constexpr int row_unroll = detail::small_map_rows_unrolled(B);  // (host: no pragma)
-      if constexpr (Streamed) {
-DSCONV_UNROLL_BY(row_unroll)
-        for (int y = 0; y < B; ++y) {
-          load_row(y, box[0], vectors);
-          multiply_row(y, box[0]);
-        }
-      } else if (nchw && vectors) {
+      if (nchw && vectors) {
         // the V planes' B x B elements, one after another: whole 16-byte vectors (V B^2
         // elements are a multiple of 16 bytes: small_map_vector)
         constexpr int n = V * B * B;
@@ -252,13 +312,34 @@ DSCONV_UNROLL
         for (int y = 0; y < B; ++y) load_row(y, box[y], vectors);
       }
     };
-    if (t.aligned)
-      load_box(std::true_type{});
-    else
-      load_box(std::false_type{});
-
-    // A box held whole: its rows into the outputs, as the streamed box's.
-    if constexpr (!Streamed) {
+    if constexpr (Streamed) {
+      // (not aligned: element by element, a row at a time, as loaded: 64 words held that way
+      // took 64 addresses, and spilled on sm_90)
+      const auto stream = [&](auto aligned) {
+        // (one group of rows on NVIDIA; AMD's rows one at a time stay a loop, as the register
+        // kernels' do, where unrolled hipcc hoists the loads of all)
+DSCONV_NO_UNROLL
+        for (int y0 = 0; y0 < B; y0 += R) {
+          if constexpr (decltype(aligned)::value) load_held(y0);
+DSCONV_UNROLL
+          for (int r = 0; r < R; ++r) {
+            if constexpr (decltype(aligned)::value)
+              widen_row(r, box[0]);
+            else
+              load_row(y0 + r, box[0], false);
+            multiply_row(y0 + r, box[0]);
+          }
+        }
+      };
+      if (t.aligned)
+        stream(std::true_type{});
+      else
+        stream(std::false_type{});
+    } else {
+      if (t.aligned)
+        load_box(std::true_type{});
+      else
+        load_box(std::false_type{});
 DSCONV_UNROLL
       for (int y = 0; y < B; ++y) multiply_row(y, box[y]);
     }
