@@ -861,7 +861,8 @@ def main():
     # most 16 x 16 start where their image and channel put them; nchw_matrix_plane.hpp.)
     # (The NCHW stride-2 data gradient loads grad_output element by element: its blocks' dz
     # windows start at any column; nchw_register_transposed.hpp. The float NHWC data gradient
-    # through a gate takes one channel a thread: nhwc_register_column.hpp.)
+    # through a gate takes one channel a thread, or two, 4- or 8-byte accesses:
+    # nhwc_register_column.hpp.)
     plane_items = lambda r: r["kernel"].startswith(("depthwise_nchw_matrix_plane<", "depthwise_nchw_register_transposed<",
                                                     "depthwise_nhwc_register_column<"))
     # (The small-map kernel's forms of 2 channels a thread, stride 2 onto 2 x 2 maps, move 4- or

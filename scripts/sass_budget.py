@@ -436,22 +436,24 @@ def nchw_register_transposed_model(t, k, gate=NO_GATE):
     return need, rb * tw * size * (1 + tensors / 4), "band: %d rows x %d elements%s" % (rb, tw, gate_label(gate))
 
 
-def register_column_model(k, gate):
+def register_column_model(k, gate, v=1):
     """depthwise_nhwc_register_column (kernels/depthwise/nhwc_register_column.hpp): k output rows of
-    a thread's walk (its loop, unrolled k rows at a time), tw outputs of one float channel each:
-    a new input row a row, tw + k - 1 elements and the saved tensor's at their places (4-byte
-    loads), each gated, and tw 4-byte stores. The walk is compiled twice, its columns all inside
-    the map or not (a compile-time form): the cheapest is the inside one, which the strips away from the
-    map's left and right edges take (the edge form, all a 14x14 map's strips, counted 1883
-    instructions for 5x5 through the scale gate, 3.92 a DRAM byte, against 1585, 3.30, on sm_90
-    SASS with the stores stepped from a held pointer; 2069 and 1637 before), as the other
-    kernels' models count their inside paths."""
-    tw = 8  # column_strip (NVIDIA)
+    a thread's walk (its loop, unrolled k rows at a time), tw outputs of v float channels each
+    (column_vector: 2 for 3x3 filters where the plan allows; column_strip: 8 outputs for one
+    channel, 4 for two): a new input row a row, tw + k - 1 pixels' vectors and the saved tensor's
+    at their places (4- or 8-byte loads), each gated, and tw stores. The walk is compiled twice,
+    its columns all inside the map or not (a compile-time form): the cheapest is the inside one,
+    which the strips away from the map's left and right edges take (the edge form, all a 14x14
+    map's strips, counted 1883 instructions for 5x5 through the scale gate, 3.92 a DRAM byte,
+    against 1585, 3.30, on sm_90 SASS with the stores stepped from a held pointer; 2069 and 1637
+    before), as the other kernels' models count their inside paths."""
+    tw = 8 if v == 1 else 4  # column_strip (NVIDIA)
     iw = tw + k - 1
-    need = {"loads": (is_op("LDG.E"), 2 * iw * k), "stores": (is_op("STG.E"), tw * k)}
-    gate_needs(need, gate, iw * k)
+    load, store = ("LDG.E", "STG.E") if v == 1 else ("LDG.E.64", "STG.E.64")
+    need = {"loads": (is_op(load), 2 * iw * k), "stores": (is_op(store), tw * k)}
+    gate_needs(need, gate, iw * k * v)
     # k rows of tw outputs: each reads grad_output and the saved tensor and writes grad_input (4 bytes each)
-    return [(need, k * tw * 4 * 3, "%d rows of %d outputs%s" % (k, tw, gate_label(gate)), "cheapest")]
+    return [(need, k * tw * v * 4 * 3, "%d rows of %d outputs x %d channels%s" % (k, tw, v, gate_label(gate)), "cheapest")]
 
 
 def register_weight_model(t, k, s, gated=False):
@@ -664,8 +666,8 @@ KERNELS = [
     (re.compile(r"depthwise_nhwc_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),
-    (re.compile(r"depthwise_nhwc_register_column<(\d), \(dsconv::detail::gate_kind\)(\d)>"),
-     lambda m: register_column_model(int(m.group(1)), gate_of(m.group(2)))),
+    (re.compile(r"depthwise_nhwc_register_column<(\d), \(dsconv::detail::gate_kind\)(\d), (\d)>"),
+     lambda m: register_column_model(int(m.group(1)), gate_of(m.group(2)), int(m.group(3)))),
     (re.compile(r"depthwise_small_map<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d), (\d), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: small_map_models(m.group(1).replace("dsconv::", ""), int(m.group(2)), int(m.group(3)), int(m.group(4)),

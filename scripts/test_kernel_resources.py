@@ -228,6 +228,13 @@ class SassBudget(unittest.TestCase):
         need, dram, what, _ = sass_budget.small_map_models("float", 3, 2, 4)[0]
         self.assertEqual((need["vector loads"][1], need["vector stores"][1], dram), (64, 16, 4 * (16 + 64)))
         self.assertIn("x 1 channels", what)
+        # The float NHWC data gradient through a gate: 3 rows of 4 outputs x 2 channels, 6 pixels'
+        # 8-byte vectors of grad_output and of the saved tensor a row, 4 stores a row.
+        need, dram, what, _ = sass_budget.register_column_model(3, sass_budget.SCALE, 2)[0]
+        self.assertEqual((need["loads"][1], need["stores"][1], need["scale products"][1], dram),
+                         (2 * 6 * 3, 4 * 3, 6 * 3 * 2 // 2, 3 * 4 * 2 * 4 * 3))
+        self.assertEqual((need["loads"][0](sass_budget.Instruction(0, None, "LDG.E.64", "")),
+                          need["loads"][0](sass_budget.Instruction(0, None, "LDG.E", ""))), (True, False))
 
 
 class BudgetTable(unittest.TestCase):

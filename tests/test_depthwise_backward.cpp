@@ -480,34 +480,40 @@ TEST_CASE("depthwise backward: the float NHWC data gradient through a gate on th
   // a thread many rows only where the grid fills the device twice over, which no test-sized
   // problem does on a real profile: planned here for a one-multiprocessor device (walks of 12 and
   // 11 rows: the ring wraps, and a walk ends inside an unrolled iteration), launched as the
-  // dispatch launches it, against the reference; 7 channels (a warp's threads span pixels), 19
-  // columns (strips over both edges and a strip of 3), every padding a filter's transposed
-  // problem admits at its ends and middle.
+  // dispatch launches it, against the reference; 7 channels (one a thread; a warp's threads span
+  // pixels) and 14 (two a thread for 3x3 filters: column_vector), 19 columns (strips over both
+  // edges and a strip of 3), every padding a filter's transposed problem admits at its ends and
+  // middle.
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
   for (const int k : {3, 5})
     for (const int pad : {0, k / 2, k - 1})
-      for (const gate_case gate : {register_gates[2], register_gates[1]}) {
-        dsconv::depthwise_params p = make_params(32, 7, 23, 19, k, k, 1, 1, pad, pad, 1, 1, 1);
-        p.data_layout = layout::nhwc;
-        p.act = gate.act;
-        INFO(describe(p) << ", device " << dev.name);
-        check_transposed_launch<float>(p, gate.derivative, [&](auto kind, const auto& q, const auto& rotated, const auto& gate, const float* dy,
-                                              const float* w, float* grad) {
-          constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
-          if constexpr (G == dsconv::detail::gate_kind::none) {  // (the kernel is compiled for the gates only)
-            FAIL("no gate");
-            return status::unsupported_variant;
-          } else {
-            dsconv::detail::register_column_plan plan;
-            REQUIRE(dsconv::detail::plan_nhwc_register_column(q, dev, plan));
-            CHECK(plan.tile.rows_per_thread == 12);
-            CHECK(plan.tile.row_groups == 2);
-            return dsconv::platform::launch(dsconv::detail::register_column_kernel<G>(q), plan.launch({}), rotated, plan.tile,
-                                            dy, gate, w, grad);
-          }
-        });
-      }
+      for (const int channels : {7, 14})
+        for (const gate_case gate : {register_gates[2], register_gates[1]}) {
+          // (threads enough for walks of 12 and 11 rows either way: 32 images of 7 vectors in 3
+          // strips a row, 19 of 7 two-channel vectors in 5 strips of 4, 16 of 14 in 3)
+          const int images = channels == 7 ? 32 : k == 3 ? 19 : 16;
+          dsconv::depthwise_params p = make_params(images, channels, 23, 19, k, k, 1, 1, pad, pad, 1, 1, 1);
+          p.data_layout = layout::nhwc;
+          p.act = gate.act;
+          INFO(describe(p) << ", device " << dev.name);
+          check_transposed_launch<float>(p, gate.derivative, [&](auto kind, const auto& q, const auto& rotated, const auto& gate, const float* dy,
+                                                const float* w, float* grad) {
+            constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
+            if constexpr (G == dsconv::detail::gate_kind::none) {  // (the kernel is compiled for the gates only)
+              FAIL("no gate");
+              return status::unsupported_variant;
+            } else {
+              dsconv::detail::register_column_plan plan;
+              REQUIRE(dsconv::detail::plan_nhwc_register_column(q, dev, dy, gate.saved, grad, plan));
+              CHECK(plan.tile.vector == (k == 3 && channels % 2 == 0 ? 2 : 1));
+              CHECK(plan.tile.rows_per_thread == 12);
+              CHECK(plan.tile.row_groups == 2);
+              return dsconv::platform::launch(dsconv::detail::register_column_kernel<G>(q, plan.tile), plan.launch({}), rotated,
+                                              plan.tile, dy, gate, w, grad);
+            }
+          });
+        }
 }
 
 TEMPLATE_TEST_CASE("depthwise backward: every variant matches the reference on every depthwise layer of both networks",

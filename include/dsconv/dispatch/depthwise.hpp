@@ -69,7 +69,7 @@ std::string register_refusal(depthwise_variant variant, const depthwise_params& 
     }
     if (runs_column<T>(gated)) {
       register_column_plan plan;
-      return plan_nhwc_register_column(p, dev, plan);
+      return plan_nhwc_register_column(p, dev, nullptr, nullptr, nullptr, plan);
     }
     register_plan plan;
     return plan_nhwc_register<T>(p, dev, nullptr, nullptr, nullptr, plan, gated);
@@ -205,8 +205,9 @@ status launch_forward_register(depthwise_variant variant, const depthwise_params
   if (variant == depthwise_variant::nhwc_register) {
     if constexpr (runs_column<T>(G != gate_kind::none)) {
       register_column_plan cp;
-      if (plan_nhwc_register_column(p, dev, cp))
-        return platform::launch(register_column_kernel<G>(p), cp.launch(stream), s, cp.tile, input, gate, weight, output);
+      if (plan_nhwc_register_column(p, dev, input, gate.saved, output, cp))
+        return platform::launch(register_column_kernel<G>(p, cp.tile), cp.launch(stream), s, cp.tile, input, gate, weight,
+                                output);
     } else {
       register_plan rp;
       if (plan_nhwc_register<T>(p, dev, least, output, pre_activation, rp, G != gate_kind::none))
