@@ -33,10 +33,10 @@ constexpr bool runs_column(bool gated) {
 // The plan for `p` (the data gradient's transposed problem, which register_limits accepts, of
 // stride 1) with the call's tensors (grad_output, the saved tensor, grad_input; null: for
 // feasibility only): vectors of column_vector channels where the channels and every tensor allow
-// them (8-byte accesses), strips of column_strip(vector) outputs, each thread walking down as many rows as
-// leave the grid filling every multiprocessor's residency twice (the longer the walk, the fewer
-// of its input rows it reads twice: K - 1 a walk). False where the input has 2^31 elements or more
-// (the kernel's 32-bit offsets) or the grid exceeds the device's.
+// them (8-byte accesses), strips of column_strip(vector) outputs, each thread walking down as
+// many rows as leave the grid filling every multiprocessor's residency twice (the longer the
+// walk, the fewer of its input rows it reads twice: K - 1 a walk). False where the input has
+// 2^31 elements or more (the kernel's 32-bit offsets) or the grid exceeds the device's.
 inline bool plan_nhwc_register_column(const depthwise_params& p, const platform::device_properties& dev,
                                       const void* input, const void* saved, const void* output,
                                       register_column_plan& plan) {

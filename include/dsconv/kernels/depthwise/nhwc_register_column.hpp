@@ -6,10 +6,10 @@
 // vector a thread) read each input row once per strip that reads it, K times for the K output rows
 // under it and about twice across its strips' halos: the gate's 8 instructions an element (silu's
 // from z, which these kernels computed then) were spent 10 times over for a 5x5 filter, 11.3
-// instructions per DRAM byte on sm_90. Here a thread takes one channel (or two) and a strip of column_strip outputs along a row, and
-// walks down rows_per_thread output rows: the K - 1 input rows the next output row shares with
-// this one stay in registers, gated, so each input element is loaded and gated once
-// per walk (and (TW + K - 1) / TW times across the strips of a row). One channel a thread, or
+// instructions per DRAM byte on sm_90. Here a thread takes one channel (or two) and a strip of
+// column_strip outputs along a row, and walks down rows_per_thread output rows: the K - 1 input
+// rows the next output row shares with this one stay in registers, gated, so each input element
+// is loaded and gated once per walk (and (TW + K - 1) / TW times across the strips of a row). One channel a thread, or
 // two for 3x3 filters (column_vector): the window of K rows of a 16-byte vector would not fit the
 // registers (5 rows x 12 columns x 4 channels); threads take consecutive channel vectors of a
 // pixel first, so a warp's 4- or 8-byte loads cover 128 or 256 contiguous bytes, then strip
