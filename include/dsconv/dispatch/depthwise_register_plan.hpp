@@ -100,13 +100,14 @@ inline bool walk_strips(const depthwise_params& p, int group, int tw, nhwc_regis
 }
 
 // The grid of plan.tile's strips over `groups` channel groups (register_block): one strip per
-// thread where that fills the device 8 times over at the blocks' residency; more (up to 4, each
-// block staging its weights once for them) where the grid is larger. False where the groups
-// exceed the grid's x.
-inline bool spread_register_strips(long long groups, const platform::device_properties& dev, register_plan& plan) {
+// thread where that fills the device 8 times over at the blocks' residency (`resident_blocks`,
+// the kernel's launch bounds); more (up to 4, each block staging its weights once for them) where
+// the grid is larger. False where the groups exceed the grid's x.
+inline bool spread_register_strips(long long groups, const platform::device_properties& dev, register_plan& plan,
+                                   int resident_blocks = register_resident_blocks) {
   nhwc_register_tile& t = plan.tile;
   const long long lane_strips = (static_cast<long long>(t.strips) + t.pixel_lanes - 1) / t.pixel_lanes;
-  const long long wave = 8LL * dev.multiprocessor_count * register_resident_blocks;
+  const long long wave = 8LL * dev.multiprocessor_count * resident_blocks;
   long long per_thread = lane_strips * groups / wave;
   per_thread = per_thread < 1 ? 1 : per_thread > 4 ? 4 : per_thread;
   // (more where the strip blocks would exceed the grid's y: inputs of thousands of images)

@@ -43,7 +43,8 @@ bool plan_small_map(const depthwise_params& p, int side, const platform::device_
   if (!walk_rows(p.n, 1, 1, group, t)) return false;  // (one strip an image)
   t.aligned = input && all_aligned(16, {input, saved, output, pre});
   plan.shared_bytes = static_cast<std::size_t>(group) * register_weight_pitch(p.kernel_h, v) * sizeof(float);
-  return spread_register_strips(vectors / group, dev, plan);
+  return spread_register_strips(vectors / group, dev, plan,
+                                small_map_resident_blocks(static_cast<int>(sizeof(T)), p.kernel_h, p.stride_h, side));
 }
 
 // The kernel specialisation for the problem's filter, stride and `side` (small_map_side; G !=

@@ -94,12 +94,12 @@ DSCONV_HOST_DEVICE constexpr int small_map_vector(int element_bytes, int s, int 
 // weights (V floats a tap) beside about 8 registers of addresses and indices (all 8 rows held:
 // float 3x3 and 5x5 99 and 101; 16-bit 3x3 126; 16-bit 5x5 130, which spilled 260 bytes on sm_90
 // at 2 blocks). One block of 256 threads still has 64 KiB of loads in flight (256 bytes a thread).
-template <class T, int K, int S, int O>
-DSCONV_HOST_DEVICE constexpr int small_map_resident_blocks() {
-  constexpr int v = small_map_vector(static_cast<int>(sizeof(T)), S, O), b = S * O;
-  constexpr int estimate =
-      small_map_held_rows(b) * b * v * static_cast<int>(sizeof(T)) / 4 + O * O * v + b * v + K * v + 8;
-  return small_map_streams(S, O) && estimate > 128 ? 1 : register_resident_blocks;
+// (Of elements of `element_bytes`, k x k filters at stride s onto maps of o a side: the kernel's
+// launch bounds, and the plan's waves.)
+DSCONV_HOST_DEVICE constexpr int small_map_resident_blocks(int element_bytes, int k, int s, int o) {
+  const int v = small_map_vector(element_bytes, s, o), b = s * o;
+  const int estimate = small_map_held_rows(b) * b * v * element_bytes / 4 + o * o * v + b * v + k * v + 8;
+  return small_map_streams(s, o) && estimate > 128 ? 1 : register_resident_blocks;
 }
 
 // Whether output (oy, ox)'s tap (ky, kx) reads a pixel of the box (else padding or past the map).
@@ -156,8 +156,9 @@ namespace kernels {
 // gated by the activation's derivative from the saved tensor at its place as it arrives
 // (kernels/common/gradient_gate.hpp). t: nhwc_register's walk with one strip an image.
 template <class T, int K, int S, int O, detail::gate_kind G = detail::gate_kind::none>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads, (detail::small_map_resident_blocks<T, K, S, O>()))
-DSCONV_WAVES_PER_SIMD((detail::small_map_resident_blocks<T, K, S, O>()))
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::register_block_threads,
+                                   (detail::small_map_resident_blocks(static_cast<int>(sizeof(T)), K, S, O)))
+DSCONV_WAVES_PER_SIMD((detail::small_map_resident_blocks(static_cast<int>(sizeof(T)), K, S, O)))
 void depthwise_small_map(detail::depthwise_shape s, detail::nhwc_register_tile t, const T* __restrict__ input,
                          detail::register_gate gate, const T* __restrict__ weight, const T* __restrict__ bias,
                          T* __restrict__ output, T* __restrict__ pre_activation) {
