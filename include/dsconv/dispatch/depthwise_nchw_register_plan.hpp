@@ -47,14 +47,15 @@ int nchw_register_chunk(const depthwise_params& p, const void* input, const void
 }
 
 // The threads' bands of plan.tile's strip_cols x bands a plane: one band per thread where that
-// fills the device 8 times over at two resident blocks; more (up to 8, each thread loading its
-// taps once for them, and the forward kernel reading the rows two bands share once) where the
-// grid is larger. False where the grid exceeds the device's.
-inline bool spread_nchw_bands(const depthwise_params& p, const platform::device_properties& dev, nchw_register_plan& plan) {
+// fills the device 8 times over at the kernel's resident blocks; more (up to 8, each thread
+// loading its taps once for them, and the forward kernel reading the rows two bands share once)
+// where the grid is larger. False where the grid exceeds the device's.
+inline bool spread_nchw_bands(const depthwise_params& p, const platform::device_properties& dev, nchw_register_plan& plan,
+                              int resident_blocks = nchw_register_resident_blocks) {
   nchw_register_tile& t = plan.tile;
   const long long planes = static_cast<long long>(p.n) * p.c;
   const long long one_each = planes * t.bands * t.strip_cols;
-  t.bands_per_thread = walk_length(one_each, dev, nchw_register_resident_blocks, nchw_register_block_threads);
+  t.bands_per_thread = walk_length(one_each, dev, resident_blocks, nchw_register_block_threads);
   t.band_groups = (t.bands + t.bands_per_thread - 1) / t.bands_per_thread;
   const long long items = planes * t.band_groups * t.strip_cols;
   if (!item_grid(items, nchw_register_block_threads, dev, plan.grid)) return false;
@@ -85,7 +86,7 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
 // register filter of stride 2, pad <= kernel - 1) with the call's grad_input (null: for
 // feasibility only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored
 // 16 bytes at a time where grad_input's rows and pointer allow, else element by element; the
-// forward's spread.
+// forward's spread at the kernel's resident blocks.
 template <class T>
 bool plan_nchw_register_transposed(const depthwise_params& p, const platform::device_properties& dev, const void* grad_input,
                                    nchw_register_plan& plan) {
@@ -94,7 +95,7 @@ bool plan_nchw_register_transposed(const depthwise_params& p, const platform::de
   t.chunk_bytes = grad_input && (p.w * element) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grad_input) % 16 == 0 ? 16 : element;
   t.strip_cols = (p.w + 16 / element - 1) / (16 / element);
   t.bands = (p.h + p.pad_h % 2 + nchw_transposed_rows - 1) / nchw_transposed_rows;
-  return spread_nchw_bands(p, dev, plan);
+  return spread_nchw_bands(p, dev, plan, nchw_transposed_resident_blocks(element, p.kernel_h));
 }
 
 // The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1).

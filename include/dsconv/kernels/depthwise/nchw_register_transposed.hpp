@@ -42,13 +42,27 @@ DSCONV_HOST_DEVICE constexpr bool nchw_transposed_rolls(int element_bytes, int k
   return element_bytes == 2 && k == 5 && gated;
 }
 
+// Blocks of nchw_register_block_threads a multiprocessor holds (the kernel's launch bounds, the
+// plan's waves): on NVIDIA 4 for 16-bit 3x3 filters, whose 68-72 registers had let 3 reside on
+// sm_90 (768 threads x a gated block's 60 bytes of loads: 45 of CUB's 48 KiB); at 64 registers
+// 4 do (60 KiB; no spills on sm_75, sm_80, sm_90). Elsewhere, and on AMD (where 4 waves a SIMD
+// spilled the ungated half kernel on gfx906), the forward's 2.
+DSCONV_HOST_DEVICE constexpr int nchw_transposed_resident_blocks(int element_bytes, int k) {
+#if defined(DSCONV_PLATFORM_HIP)
+  return (void)element_bytes, (void)k, nchw_register_resident_blocks;
+#else
+  return element_bytes == 2 && k == 3 ? 4 : nchw_register_resident_blocks;
+#endif
+}
+
 }  // namespace detail
 
 namespace kernels {
 
 template <class T, int K, detail::gate_kind G = detail::gate_kind::none>
-DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads, detail::nchw_register_resident_blocks)
-DSCONV_WAVES_PER_SIMD(detail::nchw_register_resident_blocks)
+DSCONV_KERNEL DSCONV_LAUNCH_BOUNDS(detail::nchw_register_block_threads,
+                                   (detail::nchw_transposed_resident_blocks(static_cast<int>(sizeof(T)), K)))
+DSCONV_WAVES_PER_SIMD((detail::nchw_transposed_resident_blocks(static_cast<int>(sizeof(T)), K)))
 void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_register_tile t,
                                         const T* __restrict__ grad_output, detail::register_gate gate,
                                         const T* __restrict__ weight, T* __restrict__ grad_input) {
