@@ -236,6 +236,18 @@ class SassBudget(unittest.TestCase):
         self.assertEqual((need["loads"][0](sass_budget.Instruction(0, None, "LDG.E.64", "")),
                           need["loads"][0](sass_budget.Instruction(0, None, "LDG.E", ""))), (True, False))
 
+    def test_register_model_takes_two_float_channels_at_stride_2(self):
+        # Float 3x3 strips at stride 2: 4 outputs x 2 channels (8-byte vectors), 3 rows of (4 - 1)
+        # x 2 + 3 pixels; 16-bit ones 4 channels (8 bytes); float 5x5 and at stride 1 4 (16).
+        need, dram, what = sass_budget.register_model("float", 3, 2)
+        self.assertEqual((need["vector loads"][1], need["vector stores"][1], need["weight reads"][1]), (3 * 9, 4, 9 * 2 // 4))
+        self.assertTrue(need["vector loads"][0](sass_budget.Instruction(0, None, "LDG.E.64.CONSTANT", "")))
+        self.assertEqual(dram, 4 * 2 * 4 * (4 + 1))
+        self.assertIn("x 2 channels", what)
+        self.assertIn("x 4 channels", sass_budget.register_model("float", 3, 1)[2])
+        self.assertIn("x 4 channels", sass_budget.register_model("half", 5, 2)[2])
+        self.assertIn("x 4 channels", sass_budget.register_model("float", 5, 2)[2])
+
 
 class BudgetTable(unittest.TestCase):
     class Search:
