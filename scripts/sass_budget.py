@@ -722,28 +722,41 @@ def matrix_model(t, k, s, gate=NO_GATE, ts=16):
 def nchw_matrix_model(t, k, s, gate=NO_GATE):
     """depthwise_nchw_matrix (kernels/depthwise/nchw_matrix.hpp) in its 16-byte form: one warp
     tile of 16 x 16 outputs at the same place of im planes of a channel (two images at stride 1,
-    one at stride 2), inside the map: each lane's 16-byte loads of the next tile's (15 s + k) rows
-    x 16 s columns an image and its halo words (a left one a row, and a right one where the filter
-    reaches past the columns under the outputs), their stores to shared memory (two 8-byte ones a
-    16-byte load), a fragment load per window and filter row (2 at stride 1, 3 at stride 2) and a
-    product per n-tile and band (2, 4), an image each, four word stores a lane an image through
-    relu6. Gated (the data gradient): the saved tensor's loads too, no activation after. DRAM:
-    the tile's 256 outputs and s^2 as many inputs (of each tensor) an image, the minimum, over
-    the warp's 32 lanes."""
+    one at stride 2), inside the map. The forward: each lane's asynchronous copies of a tile its
+    ring's stages - 1 ahead ((15 s + k) rows x 16 s columns an image, two 8-byte copies a 16-byte
+    item, and its halo words, 4-byte copies: a left one a row, and a right one where the filter
+    reaches past the columns under the outputs; every lane all of its items' copies; their bytes
+    in flight are that many stages' copies), and where the halo words have columns to clear, the
+    lane's own landed halo words read back, masked and stored. The data gradient: the next tile's
+    16-byte loads and halo words of both tensors, gated and stored to shared memory (two 8-byte
+    stores a 16-byte load). Then a fragment load per window and filter row (2 at stride 1, 3 at
+    stride 2) and a product per n-tile and band (2, 4), an image each, four word stores a lane an
+    image, through relu6 in the forward. DRAM: the tile's 256 outputs and s^2 as many inputs (of
+    each tensor) an image, the minimum, over the warp's 32 lanes."""
     im = 2 if s == 1 else 1
     rows = 15 * s + k
-    halo_words = 1 + (1 if 15 * s + k - k // 2 > 16 * s else 0)
-    tensors = 2 if gate != NO_GATE else 1
+    right_halo = 15 * s + k - k // 2 > 16 * s
+    halo_words = 1 + (1 if right_halo else 0)
     main = -(-rows * 2 * s // 32)  # 16-byte items a row: 16 s columns
     halo = -(-rows * halo_words // 32)
-    need = {"vector loads": (is_op("LDG.E.128"), im * tensors * main),
-            "halo loads": (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), im * tensors * halo),
-            "products": (is_op("HMMA"), im * k * 2 * s), "fragment loads": (is_op("LDSM"), im * k * (2 if s == 1 else 3)),
-            "stores": (lambda ins: ins.op == "STG.E", 4 * im),
-            "staging stores": (is_op("STS"), im * (2 * main + halo))}
-    gate_needs(need, gate, im * (8 * main + 2 * halo))
-    if gate == NO_GATE:  # (relu6 on every output word: each image's stores, not the pre-activation's)
-        need["relu6"] = (RELU6[0], 4 * im)
+    need = {"products": (is_op("HMMA"), im * k * 2 * s), "fragment loads": (is_op("LDSM"), im * k * (2 if s == 1 else 3)),
+            "stores": (lambda ins: ins.op == "STG.E", 4 * im)}
+    if gate == NO_GATE:
+        # (columns to clear: a 3x3 filter's left word holds column -2, and a right word at stride
+        # 2 column 16 s + 1)
+        masks = k == 3 or (right_halo and s == 2)
+        need["vector copies"] = (lambda ins: ins.op == "LDGSTS.E.64", im * main * 2)
+        need["halo copies"] = (lambda ins: ins.op == "LDGSTS.E", im * halo)
+        if masks:
+            need["halo words cleared"] = (is_op("STS"), im * halo)
+        need["relu6"] = (RELU6[0], 4 * im)  # (on every output word: each image's stores, not the pre-activation's)
+        tensors = 1
+    else:
+        tensors = 2
+        need["vector loads"] = (is_op("LDG.E.128"), im * tensors * main)
+        need["halo loads"] = (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), im * tensors * halo)
+        need["staging stores"] = (is_op("STS"), im * (2 * main + halo))
+        gate_needs(need, gate, im * (8 * main + 2 * halo))
     return [(need, im * 16 * (1 + s * s * tensors),
              "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + gate_label(gate), "cheapest")]
 

@@ -248,6 +248,23 @@ class SassBudget(unittest.TestCase):
         self.assertIn("x 4 channels", sass_budget.register_model("half", 5, 2)[2])
         self.assertIn("x 4 channels", sass_budget.register_model("float", 5, 2)[2])
 
+    def test_nchw_matrix_model_copies_the_forward_and_loads_the_gradient(self):
+        # The forward's ring: two 8-byte copies a 16-byte item and a 4-byte copy a halo word, two
+        # images at stride 1 (5x5: 20 rows x 2 items, 2 halo words a row: 2 and 2 a lane); the
+        # halo words read back and cleared where a column lies outside the filter's reach (3x3,
+        # and stride 2's right word).
+        need, dram, _, _ = sass_budget.nchw_matrix_model("half", 5, 1)[0]
+        self.assertEqual((need["vector copies"][1], need["halo copies"][1], dram), (2 * 2 * 2, 2 * 2, 2 * 16 * 2))
+        self.assertNotIn("halo words cleared", need)
+        self.assertFalse(need["halo copies"][0](sass_budget.Instruction(0, None, "LDGSTS.E.64", "")))
+        need, _, _, _ = sass_budget.nchw_matrix_model("half", 5, 2)[0]
+        self.assertEqual((need["vector copies"][1], need["halo copies"][1], need["halo words cleared"][1]), (5 * 2, 3, 3))
+        self.assertEqual(sass_budget.nchw_matrix_model("half", 3, 1)[0][0]["halo words cleared"][1], 2 * 2)
+        # The gated data gradient: both tensors' loads, gated into shared memory.
+        need, dram, _, _ = sass_budget.nchw_matrix_model("half", 5, 1, sass_budget.SCALE)[0]
+        self.assertEqual((need["vector loads"][1], need["halo loads"][1], need["staging stores"][1]), (8, 8, 2 * (4 + 2)))
+        self.assertEqual(dram, 2 * 16 * 3)
+
 
 class BudgetTable(unittest.TestCase):
     class Search:

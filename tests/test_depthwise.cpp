@@ -597,21 +597,30 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel: a warp's run of tiles across i
   // The plan gives a warp a run of several tiles only where the grid would fill the device 8
   // times over: planned here for a one-multiprocessor device (27 channels of 5 images, maps of 2
   // x 3 tiles: 18 tiles a channel at stride 1, the last of each with one image; runs of 5 that
-  // cross channels; in the last block a whole run, a run of one and two warps without a tile),
-  // launched directly with the pre-activation tensor, both outputs checked against the reference.
+  // cross channels; in the last block a whole run, a run of one and two warps without a tile;
+  // at stride 2, maps of 2 x 3 tiles of one image, runs of 8, and in the last block a whole run,
+  // a run of two and two warps without a tile), launched directly with the pre-activation tensor,
+  // both outputs checked against the reference. The forward's ring of stages wraps in each run
+  // of 5 and 8, and a run of one or two leaves stages unused.
   using dsconv::depthwise_variant;
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
-  for (const int k : {3, 5}) {
-    dsconv::depthwise_params p = make_params(5, 27, 20, 36, k, k, 1, 1, k / 2, k / 2, 1, 1, 1);
-    p.data_layout = layout::nchw;
-    p.act = activation::hardswish;
-    check_nchw_matrix_launch<TestType>(p, dev, [](const dsconv::detail::nchw_matrix_plan& plan) {
-      REQUIRE(plan.tile.tiles == 27 * 3 * 6);
-      REQUIRE(plan.tile.tiles_per_warp == 5);
-      REQUIRE(plan.tile.tiles % (4 * plan.tile.tiles_per_warp) == plan.tile.tiles_per_warp + 1);
-    });
-  }
+  struct run_case {
+    int s, h, w, tiles, run, last_run;  // stride, input map, the plan's tiles, run and the last block's second run
+    activation act;
+  };
+  for (const int k : {3, 5})
+    for (const run_case& rc : {run_case{1, 20, 36, 27 * 3 * 6, 5, 1, activation::hardswish},
+                               run_case{2, 40, 72, 27 * 5 * 6, 8, 2, activation::relu6}}) {
+      dsconv::depthwise_params p = make_params(5, 27, rc.h, rc.w, k, k, rc.s, rc.s, k / 2, k / 2, 1, 1, 1);
+      p.data_layout = layout::nchw;
+      p.act = rc.act;
+      check_nchw_matrix_launch<TestType>(p, dev, [&](const dsconv::detail::nchw_matrix_plan& plan) {
+        REQUIRE(plan.tile.tiles == rc.tiles);
+        REQUIRE(plan.tile.tiles_per_warp == rc.run);
+        REQUIRE(plan.tile.tiles % (4 * plan.tile.tiles_per_warp) == plan.tile.tiles_per_warp + rc.last_run);
+      });
+    }
 }
 
 TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, stride and plane, image groups cut by the batch, "

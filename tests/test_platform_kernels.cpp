@@ -132,10 +132,31 @@ DSCONV_KERNEL void async_copy_groups(const float* in, float* early, float* late)
   }
 }
 
-// A copy whose source is 4 bytes off 16-byte alignment: cp.async faults on that.
+// Each thread copies floats 4t and 4t + 1 as one 8-byte piece to shared floats 4t + 1 and
+// 4t + 2 (8-byte aligned, off a 16-byte slot) and float 4t + 3 as a 4-byte one to 4t + 3, every
+// fifth thread's 8-byte piece and every third's 4-byte one zero-filled (whole false), over
+// shared memory holding -1; then it writes its four shared floats out (float 4t stays -1:
+// narrower copies land only their own bytes).
+DSCONV_KERNEL void narrow_async_copies(const float* in, float* out) {
+  DSCONV_SHARED_ARRAY(float, tile, [32 * 4]);
+  const unsigned t = pf::thread_idx().x;
+  for (int i = 0; i < 4; ++i) pf::shared_store(tile + 4 * t + i, -1.f);
+  pf::async_copy_whole<8>(tile + 4 * t + 2, in + 4 * t, t % 5 != 0);
+  pf::async_copy_whole<4>(tile + 4 * t + 1, in + 4 * t + 3, t % 3 != 0);
+  pf::async_copy_wait();
+  for (int i = 0; i < 4; ++i) pf::store(out + 4 * t + i, pf::shared_load(tile + 4 * t + i));
+}
+
+// A copy whose source is 4 bytes off 16-byte alignment: cp.async faults on that; and one of 8
+// bytes 4 bytes off 8-byte alignment.
 DSCONV_KERNEL void misaligned_async_copy(const float* in) {
   DSCONV_SHARED_ARRAY(float, tile, [8]);
   pf::async_copy_16(tile, in + 1, 16);
+  pf::async_copy_wait();
+}
+DSCONV_KERNEL void misaligned_narrow_async_copy(const float* in) {
+  DSCONV_SHARED_ARRAY(float, tile, [8]);
+  pf::async_copy_whole<8>(tile + 2, in + 1, true);
   pf::async_copy_wait();
 }
 
@@ -372,6 +393,23 @@ TEST_CASE("asynchronous copies to shared memory copy or zero-fill 16 bytes", "[p
   }
 }
 
+TEST_CASE("asynchronous copies of 8 and 4 bytes copy or zero-fill their own bytes only", "[platform]") {
+  const auto input = iota_floats(32 * 4);
+  dsconv::device_buffer<float> in, out;
+  REQUIRE(in.upload(input) == dsconv::status::success);
+  REQUIRE(out.allocate(input.size()) == dsconv::status::success);
+  REQUIRE(pf::launch(narrow_async_copies, config({1}, {32}), in.data(), out.data()) == dsconv::status::success);
+  std::vector<float> host;
+  REQUIRE(out.download(host) == dsconv::status::success);
+  for (unsigned t = 0; t < 32; ++t) {
+    INFO("thread " << t);
+    CHECK(host[4 * t] == -1.f);
+    CHECK(host[4 * t + 1] == (t % 3 != 0 ? input[4 * t + 3] : 0.f));
+    CHECK(host[4 * t + 2] == (t % 5 != 0 ? input[4 * t] : 0.f));
+    CHECK(host[4 * t + 3] == (t % 5 != 0 ? input[4 * t + 1] : 0.f));
+  }
+}
+
 TEST_CASE("asynchronous copies complete by commit group", "[platform]") {
   const auto input = iota_floats(3 * 32 * 4);
   dsconv::device_buffer<float> in, early, late;
@@ -402,7 +440,9 @@ TEST_CASE("asynchronous copies between misaligned addresses fault, as cp.async d
   dsconv::device_buffer<float> in;
   REQUIRE(in.allocate(16) == dsconv::status::success);
   CHECK(pf::launch(misaligned_async_copy, config({1}, {1}), in.data()) == dsconv::status::kernel_fault);
-  CHECK(std::string(dsconv::last_error_detail()).find("16-byte aligned") != std::string::npos);
+  CHECK(std::string(dsconv::last_error_detail()).find("not both aligned to its size") != std::string::npos);
+  CHECK(pf::launch(misaligned_narrow_async_copy, config({1}, {1}), in.data()) == dsconv::status::kernel_fault);
+  CHECK(std::string(dsconv::last_error_detail()).find("not both aligned to its size") != std::string::npos);
 }
 #endif
 

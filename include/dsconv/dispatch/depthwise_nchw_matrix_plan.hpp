@@ -81,13 +81,14 @@ inline double nchw_matrix_tile_use(const depthwise_params& p) {
 
 // The rule where nothing was measured: nchw_matrix over nchw_register for 5x5 filters where at
 // least half of its tiles' outputs are used. Counted (sm_90 SASS, scripts/sass_budget.py, 16-bit,
-// through relu6, whole tiles) it issues 3.6 and 2.5 instructions per DRAM byte for 5x5 filters at
-// stride 1 and 2 (gated, the data gradient: 3.5), where nchw_register issues 9.5 and 4.4 (gated
+// through relu6, whole tiles) it issues 3.9 and 3.0 instructions per DRAM byte for 5x5 filters at
+// stride 1 and 2 (gated, the data gradient: 3.6), where nchw_register issues 9.5 and 4.4 (gated
 // 8.4) on bands that waste little; the plane form 5.7 on 7x7 planes (3.4 on 8x8; 3.9 at stride 2
 // to 7x7), where nchw_register's bands of 7 columns take about 15 (estimated). For 3x3 filters
-// the counts are close, 3.4 and 2.2 against 3.8 and 2.3 (gated 3.4 against 3.5; the plane form
-// 5.8 on 7x7 planes), and nchw_register keeps twice the bytes in flight (52-85 KiB a
-// multiprocessor against 16-35): those layers stay with it until a GPU measures both.
+// the counts are close, 4.0 and 2.7 against 3.8 and 2.3 (gated 3.4 against 3.5; the plane form
+// 5.8 on 7x7 planes), and both keep 48 KiB or more in flight a multiprocessor (nchw_register
+// 52-85 KiB, nchw_matrix's ring 60-70): those layers stay with nchw_register until a GPU
+// measures both.
 inline bool nchw_matrix_preferred(const depthwise_params& p) { return p.kernel_h == 5 && nchw_matrix_tile_use(p) >= 0.5; }
 
 // The plan for `p` (which nchw_matrix_limits accepts) with the call's input tensors (null: a

@@ -80,6 +80,31 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_16_whole(T* dst, const T* src, 
 #endif
 }
 
+// Copies the N bytes (4, 8 or 16) at `src` (global) to `dst` (shared), both aligned to N,
+// where `whole`, else zero-fills `dst` (reading nothing; `src` still a valid global address):
+// pieces narrower than a 16-byte slot, or placed off one (nchw_matrix stages a row's columns 8
+// bytes past a slot, where its fragments' windows start). cp.async.ca: .cg moves 16 bytes only.
+template <int N, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_whole(T* dst, const T* src, bool whole DSCONV_CALL_SITE) {
+  static_assert((N == 4 || N == 8 || N == 16) && N % sizeof(T) == 0, "cp.async moves 4, 8 or 16 bytes of whole elements");
+#if defined(DSCONV_HAS_CP_ASYNC)
+  const unsigned shared_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile(
+      "{\n .reg .pred ignore;\n setp.eq.u32 ignore, %2, 0;\n"
+      " cp.async.ca.shared.global [%0], [%1], %3, ignore;\n}\n" ::"r"(shared_addr),
+      "l"(src), "r"(static_cast<unsigned>(whole)), "n"(N));
+#elif defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) {
+    if (whole) host_detail::record_access(src, static_cast<std::size_t>(N), false);
+    host_detail::record_shared(dst, N, true, site_file, site_line);
+  }
+  host_detail::async_copy(dst, src, whole ? N : 0, N);
+#else
+  using words = vec<unsigned, N / 4>;
+  shared_store(reinterpret_cast<words*>(dst), load_vec_or_zero<N / 4>(reinterpret_cast<const unsigned*>(src), whole));
+#endif
+}
+
 // (A bool would convert to 1 byte.)
 template <class T>
 void async_copy_16(T* dst, const T* src, bool valid) = delete;

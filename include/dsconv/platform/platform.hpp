@@ -9,7 +9,7 @@
 //             DSCONV_SHARED_ARRAY(T, name, extents) (a static shared array),
 //             load / store / load_vec / store_vec and shared_load / shared_load_as /
 //             shared_store (memory_access.hpp), DSCONV_LOOP_MARKS (loop_marks.hpp),
-//             async_copy_16 / async_copy_wait (async_copy.hpp),
+//             async_copy_16 / async_copy_whole<N> / async_copy_wait (async_copy.hpp),
 //             mma_16x8x16 / mma_16x8x8_tf32(_split) / round_to_tf32 (warp_mma.hpp),
 //             mfma_16x16x16 (wave_mfma.hpp); recomputed / recomputed_test / unwidened /
 //             held_global (recomputed.hpp, included where a kernel uses them)

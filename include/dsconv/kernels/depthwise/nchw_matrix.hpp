@@ -19,9 +19,9 @@
 // band spends 25 and 9 fp32 multiply-adds an output. At stride 1 a warp tile is the same 16 x 16
 // outputs of two images' planes of the channel (one B for both), so that the tile's fixed costs
 // (addresses, edge tests, barriers) are paid once for twice the bytes. Counted (sm_90 SASS,
-// scripts/sass_budget.py, through relu6, tiles inside the map, 16-byte loads): 3.4, 2.2, 3.6 and
-// 2.5 instructions per DRAM byte for 3x3 and 5x5 filters at stride 1 and 2, the gated data
-// gradient 3.4 and 3.5, where nchw_register issues 3.8, 2.3, 9.5 and 4.4 (gated 3.5 and 8.4).
+// scripts/sass_budget.py, through relu6, tiles inside the map, 16-byte granules): 4.0, 2.7, 3.9
+// and 3.0 instructions per DRAM byte for 3x3 and 5x5 filters at stride 1 and 2, the gated data
+// gradient 3.4 and 3.6, where nchw_register issues 3.8, 2.3, 9.5 and 4.4 (gated 3.5 and 8.4).
 //
 // Each warp stages its own tile's input, 15 S + K rows of the 16 S columns under its outputs and
 // the halo words either side (loaded whole, the columns outside the filter's reach cleared, so
@@ -31,12 +31,15 @@
 // a fragment's 8 rows, input rows 2m + ky, lie one row pitch apart (an odd number of 16-byte
 // slots: no bank conflicts). The main columns move in granules of 16, 8 or 4 bytes (the plan's:
 // the widest dividing the rows' bytes and the tensors' alignment; the halo words need rows of an
-// even number of elements). The next tile's loads are issued before this tile's products, so
-// that they are in flight across them. A block is 4 warps, each walking its own run of
-// consecutive tiles (columns, rows, images, then channels: a warp's run keeps its channel, and
-// its B bands, across images); the barriers are the block's, a warp without a tile left passes
-// them. Lane (g, q) ends with outputs (row g and g + 8, columns 2q and 2q + 1 of each n-tile),
-// which leave as words, the bias having started the accumulators.
+// even number of elements). The forward copies its tiles asynchronously (cp.async) into a ring
+// of stages, two tiles ahead of the one multiplied (60-70 KiB in flight a multiprocessor, where
+// the next tile's loads into registers had kept 30-35); the data gradient loads the next tile's
+// items of both tensors into registers before this tile's products, so that they are in flight
+// across them (60 KiB), and gates them as it stages them. A block is 4 warps, each walking its
+// own run of consecutive tiles (columns, rows, images, then channels: a warp's run keeps its
+// channel, and its B bands, across images); the barriers are the block's, a warp without a tile
+// left passes them. Lane (g, q) ends with outputs (row g and g + 8, columns 2q and 2q + 1 of
+// each n-tile), which leave as words, the bias having started the accumulators.
 // Requires multiplier 1, a specialised filter (register_filter) with padding K / 2, 16-bit
 // elements, even input and output widths, 4-byte aligned tensors and planes of fewer than 2^31
 // elements (dispatch/depthwise_nchw_matrix_plan.hpp).
@@ -44,6 +47,7 @@
 #include <type_traits>
 
 #include "../../config.hpp"
+#include "../../platform/async_copy.hpp"
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
 #include "../common/activation.hpp"
@@ -98,10 +102,30 @@ struct nchw_matrix_geometry {
 
 // Blocks resident per multiprocessor the kernel is compiled for: three (170 registers a
 // thread; at four, 128, ptxas spilled the 3x3 stride-1 forms on sm_90 and the 5x5 stride-1
-// forward on sm_75, where a 16-bit product is two). Bytes of loads in flight a thread, 16-byte
-// form, up to 80 at stride 1 (two images; gated 160) and 88-92 at stride 2: 30-35 KiB a
-// multiprocessor.
+// forward on sm_75, where a 16-bit product is two).
 inline constexpr int nchw_matrix_resident_blocks = 3;
+
+// Staged tiles a warp keeps: the forward's ring (the kernel's walk), the fewest stages (at least
+// 2) whose copies in flight, all stages but the one being multiplied, reach 48 KiB a
+// multiprocessor at the kernel's resident blocks (CUB's aim on an H200), as long as one more
+// fits a block's 48 KiB of static shared memory, and at most 4: a thread copies, 16-byte form,
+// 80 bytes a tile at stride 1 (two images) and 88-92 at stride 2, 30-35 KiB a multiprocessor a
+// stage, so three stages. Turing, whose copies are loads and stores (no overlap within a
+// thread), takes 2. The data gradient (G != none) stages one tile, its next one's loads in
+// registers.
+template <int K, int S, gate_kind G>
+DSCONV_HOST_DEVICE constexpr int nchw_matrix_stages() {
+  constexpr bool copies_block = !platform::async_copies_overlap;
+  if (G != gate_kind::none) return 1;
+  using geo = nchw_matrix_geometry<K, S>;
+  constexpr int main_each = (geo::rows * geo::main_columns / 8 + 31) / 32, halo_each = (geo::rows * geo::halo_words + 31) / 32;
+  constexpr int copied = geo::images * (16 * main_each + 4 * halo_each);
+  constexpr int stage_in_flight = copied * static_cast<int>(nchw_matrix_block_threads) * nchw_matrix_resident_blocks;
+  constexpr int stage_bytes = nchw_matrix_warps * geo::elements * 2;
+  int n = 2;
+  while (!copies_block && n < 4 && (n - 1) * stage_in_flight < 48 * 1024 && (n + 1) * stage_bytes <= 48 * 1024) ++n;
+  return n;
+}
 
 struct nchw_matrix_tile {
   int tiles_x, tiles_y;  // warp tiles (16 x 16 outputs) along out_w and out_h (the plane form: 1, 1)
@@ -177,11 +201,15 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
   using geo = detail::nchw_matrix_geometry<K, S>;
   constexpr bool gated = G != detail::gate_kind::none;
   constexpr int warps = detail::nchw_matrix_warps, side = detail::nchw_matrix_side;
-  DSCONV_SHARED_ARRAY(T, staged, [warps * geo::elements]);
+  // A warp's staged tiles: the forward's ring of `stages`, the data gradient's one (the walk).
+  constexpr int stages = detail::nchw_matrix_stages<K, S, G>();
+  static_assert(warps * stages * geo::elements * 2 <= 48 * 1024, "the ring fits a block's static shared memory");
+  DSCONV_SHARED_ARRAY(T, staged, [warps * stages * geo::elements]);
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
-  T* const own = detail::nchw_matrix_own_staging(staged, geo::elements, warp, lane);
+  T* const own = detail::nchw_matrix_own_staging(staged, stages * geo::elements, warp, lane);
+  pf::sync_threads();  // (the zeros are in before any lane's copies land)
 
   // The warp's run of tiles, and the first one's place (tile column, row, first image,
   // channel; plane: image x channels + channel).
@@ -230,7 +258,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
     // the halo words a row divide 32, so the lane keeps its column and steps 32 / per_row rows
     // (32 / halo_words for the halo words) an item; at stride 2 that step is even, so the row's
     // parity, and its half of the staged rows, stays too. Its offsets from the tile's first
-    // input element are the same in every tile.
+    // input element, and its places in a staged tile, are the same in every tile.
     constexpr int main_step = 32 / per_row, halo_step = 32 / geo::halo_words;
     const int main_row = lane / per_row, main_col = lane % per_row * GE;
     const int halo_row = lane / geo::halo_words, halo_col = lane % geo::halo_words == 0 ? -2 : geo::main_columns;
@@ -241,106 +269,33 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
     const int main_in_step = main_step * s.w, halo_in_step = halo_step * s.w;
     const bool main_last = main_items % 32 == 0 || main_row + (main_each - 1) * main_step < geo::rows;
     const bool halo_last = halo_items % 32 == 0 || halo_row + (halo_each - 1) * halo_step < geo::rows;
-    chunk next[IM][main_each]{};
-    unsigned next_halo[IM][halo_each]{};
-    [[maybe_unused]] chunk kept[gated ? IM : 1][gated ? main_each : 1]{};
-    [[maybe_unused]] unsigned kept_halo[gated ? IM : 1][gated ? halo_each : 1]{};
-    bool next_second = false;  // the fetched tile has a second image
-
-    // Tile `at`'s input into next (zeros outside the map): without tests where the whole tile
-    // lies inside it (Inside). Offsets inside a plane are 32-bit (the plan keeps planes under
-    // 2^31 elements).
-    const auto fetch_tile = [&](const place& at, auto inside) {
-      constexpr bool Inside = decltype(inside)::value;
-      const int iy0 = at.ty * side * S - geo::P, ix0 = at.tx * side * S, tile_in = iy0 * s.w + ix0;
-      next_second = IM > 1 && at.n + 1 < s.n;
-      DSCONV_UNROLL
-      for (int im = 0; im < IM; ++im) {
-        if (im > 0 && !next_second) break;  // (nothing of a missing image is staged)
-        const index_t plane_at = static_cast<index_t>(at.plane) * plane_in + im * image_in + tile_in;
-        const T* const src = input + plane_at;
-        [[maybe_unused]] const T* const saved = gated ? static_cast<const T*>(gate.saved) + plane_at : nullptr;
-        DSCONV_UNROLL
-        for (int j = 0; j < main_each; ++j) {
-          const int r = main_row + j * main_step;
-          const bool in = Inside || (static_cast<unsigned>(iy0 + r) < static_cast<unsigned>(s.h) && ix0 + main_col < s.w);
-          if (!Inside) {  // (zeros where the tile leaves the map; inside it every staged item loads)
-            next[im][j] = chunk{};
-            if constexpr (gated) kept[im][j] = chunk{};
-          }
-          if ((j + 1 < main_each || main_last) && in) {
-            const int at_in = main_in + j * main_in_step;
-            next[im][j] = pf::load_vec<GW>(reinterpret_cast<const unsigned*>(src + at_in));
-            if constexpr (gated) kept[im][j] = pf::load_vec<GW>(reinterpret_cast<const unsigned*>(saved + at_in));
-          }
-        }
-        DSCONV_UNROLL
-        for (int j = 0; j < halo_each; ++j) {
-          const int r = halo_row + j * halo_step, ix = ix0 + halo_col;
-          const bool in = Inside || (static_cast<unsigned>(iy0 + r) < static_cast<unsigned>(s.h) && ix >= 0 && ix < s.w);
-          if (!Inside) {
-            next_halo[im][j] = 0u;
-            if constexpr (gated) kept_halo[im][j] = 0u;
-          }
-          if ((j + 1 < halo_each || halo_last) && in) {
-            const int at_in = halo_in + j * halo_in_step;
-            next_halo[im][j] = pf::load(reinterpret_cast<const unsigned*>(src + at_in));
-            if constexpr (gated) kept_halo[im][j] = pf::load(reinterpret_cast<const unsigned*>(saved + at_in));
-          }
-        }
-      }
+    // (whether this lane has a j-th item: a test of the last one only)
+    const auto main_item = [&](int j) { return j + 1 < main_each || main_last; };
+    const auto halo_item = [&](int j) { return j + 1 < halo_each || halo_last; };
+    // Where item j lies in an image's staged tile.
+    const auto main_place = [&](int j) { return main_at + geo::row_at(j * main_step) * geo::pitch; };
+    const auto halo_place = [&](int j) { return halo_at + geo::row_at(j * halo_step) * geo::pitch; };
+    // Whether an item lies inside the map (Inside: the whole tile does).
+    const auto main_inside = [&](auto inside, int iy0, int ix0, int j) {
+      return decltype(inside)::value ||
+             (static_cast<unsigned>(iy0 + main_row + j * main_step) < static_cast<unsigned>(s.h) && ix0 + main_col < s.w);
     };
-    const auto fetch = [&](const place& at) {
+    const auto halo_inside = [&](auto inside, int iy0, int ix0, int j) {
+      const int ix = ix0 + halo_col;
+      return decltype(inside)::value ||
+             (static_cast<unsigned>(iy0 + halo_row + j * halo_step) < static_cast<unsigned>(s.h) && ix >= 0 && ix < s.w);
+    };
+    // f(at, inside) with the tile's test of lying inside the map made a compile-time constant.
+    const auto with_tile = [&](const place& at, auto f) {
       const int iy0 = at.ty * side * S - geo::P, ix0 = at.tx * side * S;
       if (iy0 >= 0 && iy0 + geo::rows <= s.h && ix0 > 0 && ix0 + geo::main_columns + 2 <= s.w)
-        fetch_tile(at, std::true_type{});
+        f(std::true_type{});
       else
-        fetch_tile(at, std::false_type{});
-    };
-    // The fetched tile into this warp's part of shared memory (gated first), the main columns
-    // as 8-byte halves where the granule is 16 (the window lead puts them 8 bytes past a slot).
-    // A missing second image stages nothing: its products are made of whatever its part holds,
-    // and not stored.
-    const auto stage = [&](bool second) {
-      DSCONV_UNROLL
-      for (int im = 0; im < IM; ++im) {
-        if (im > 0 && !second) break;
-        T* const image = own + im * geo::image_elements;
-        DSCONV_UNROLL
-        for (int j = 0; j < main_each; ++j) {
-          if (!(j + 1 < main_each || main_last)) continue;
-          chunk v = next[im][j];
-          if constexpr (gated) v = detail::gated_words<T, G, GW>(v, kept[im][j], gate);
-          T* to = image + main_at + geo::row_at(j * main_step) * geo::pitch;
-          if constexpr (GW == 4) {
-            pf::shared_store(reinterpret_cast<pf::vec<unsigned, 2>*>(to), pf::vec<unsigned, 2>{v[0], v[1]});
-            pf::shared_store(reinterpret_cast<pf::vec<unsigned, 2>*>(to + 4), pf::vec<unsigned, 2>{v[2], v[3]});
-          } else {
-            pf::shared_store(reinterpret_cast<chunk*>(to), v);
-          }
-        }
-        DSCONV_UNROLL
-        for (int j = 0; j < halo_each; ++j) {
-          if (!(j + 1 < halo_each || halo_last)) continue;
-          unsigned v = next_halo[im][j];
-          if constexpr (gated) v = detail::gated_word<T, G>(v, kept_halo[im][j], gate);
-          pf::shared_store(reinterpret_cast<unsigned*>(image + halo_at + geo::row_at(j * halo_step) * geo::pitch),
-                           v & halo_mask);
-        }
-      }
+        f(std::false_type{});
     };
 
-    if (count > 0) fetch(next_at);
-    for (int i = 0; i < block_count; ++i) {
-      const place at = next_at;
-      const bool mine = i < count, second = next_second;
-      next_at.step(t, s.n, s.c);
-      pf::sync_threads();  // (the previous tile's fragment loads are done)
-      if (mine) stage(second);
-      pf::sync_threads();
-      if (i + 1 < count) fetch(next_at);
-      if (!mine) continue;
-
+    // Tile `at`'s products from its staged input at `staged_tile` (IM images), and its outputs.
+    const auto multiply = [&](const place& at, const T* staged_tile, bool second) {
       if (at.c != b_channel) {
         detail::nchw_matrix_bands<T, K, S>(weight, at.c, s.rotate_filter, g, q, b);
         b_channel = at.c;
@@ -358,7 +313,7 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
         DSCONV_UNROLL
         for (int im = 0; im < IM; ++im) {
           // Input row S m + ky of the tile for the lane's row m: rows one pitch apart for every m.
-          const T* const rows = lane_rows + im * geo::image_elements + geo::row_at(ky) * geo::pitch;
+          const T* const rows = lane_rows + (staged_tile - own) + im * geo::image_elements + geo::row_at(ky) * geo::pitch;
           unsigned a[geo::windows][4];
           DSCONV_UNROLL
           for (int w = 0; w < geo::windows; ++w) pf::ldmatrix_x4<false>(a[w], rows + w * geo::window_step);
@@ -399,6 +354,197 @@ void depthwise_nchw_matrix(detail::depthwise_shape s, detail::nchw_matrix_tile t
         store_with(std::true_type{});
       else
         store_with(std::false_type{});
+    };
+
+    if constexpr (!gated) {
+      // The forward: a ring of `stages` staged tiles a warp, copied asynchronously (cp.async:
+      // sm_80 and newer; loads and stores on sm_75) stages - 1 tiles ahead of the one multiplied,
+      // so that a multiprocessor has 48 KiB or more of copies in flight (nchw_matrix_stages):
+      // copies hold no registers while in flight, where the next tile's loads into registers
+      // had allowed one tile ahead (80-92 bytes a thread, 30-35 KiB a multiprocessor).
+      // Tile `at` into `stage`, one commit group (the caller's), zeros outside the map (reading
+      // nothing there): the lane's main items and halo words, each copy's source one wide
+      // multiply-add from the lane's first item of the image (platform::held_global,
+      // unwidened: its 32-bit offset added to the pointer had taken four instructions a copy), the
+      // last ones where the lane has them. A missing second image copies nothing: its products
+      // are made of whatever its part holds, and not stored. The main columns move as 8-byte
+      // halves where the granule is 16 (the window lead puts them 8 bytes past a slot).
+      const int main_step_in = pf::unwidened(main_in_step), halo_step_in = pf::unwidened(halo_in_step);
+      const auto copy = [&](const place& at, T* stage) {
+        with_tile(at, [&](auto inside) {
+          const int iy0 = at.ty * side * S - geo::P, ix0 = at.tx * side * S, tile_in = iy0 * s.w + ix0;
+          const bool second = IM > 1 && at.n + 1 < s.n;
+          // (offsets inside a plane are 32-bit: the plan keeps planes under 2^31 elements)
+          const index_t tile_at = static_cast<index_t>(at.plane) * plane_in + tile_in;
+          // Image im's main item j and halo word j (`input`: a valid address where nothing is read).
+          const auto main_copy = [&](int im, int j) {
+            const bool in = main_inside(inside, iy0, ix0, j);
+            const T* const first = pf::held_global(input + (tile_at + im * image_in + main_in));
+            const T* const from = in ? first + j * main_step_in : input;
+            T* const to = stage + im * geo::image_elements + main_place(j);
+            if constexpr (GB == 16) {
+              pf::async_copy_whole<8>(to, from, in);
+              pf::async_copy_whole<8>(to + 4, in ? from + 4 : input, in);
+            } else {
+              pf::async_copy_whole<GB>(to, from, in);
+            }
+          };
+          const auto halo_copy = [&](int im, int j) {
+            const bool in = halo_inside(inside, iy0, ix0, j);
+            const T* const first = pf::held_global(input + (tile_at + im * image_in + halo_in));
+            pf::async_copy_whole<4>(stage + im * geo::image_elements + halo_place(j), in ? first + j * halo_step_in : input, in);
+          };
+          // (the items every lane has, then the last ones where the lane has them, of both
+          // images together: ptxas puts three idle shared loads before each run of cp.async after
+          // a branch, sm_90)
+          DSCONV_UNROLL
+          for (int im = 0; im < IM; ++im) {
+            if (im > 0 && !second) break;
+            DSCONV_UNROLL
+            for (int j = 0; j + 1 < main_each; ++j) main_copy(im, j);
+            DSCONV_UNROLL
+            for (int j = 0; j + 1 < halo_each; ++j) halo_copy(im, j);
+          }
+          DSCONV_UNROLL
+          for (int im = 0; im < IM; ++im) {
+            if (im > 0 && !second) break;
+            if (main_last) main_copy(im, main_each - 1);
+            if (halo_last) halo_copy(im, halo_each - 1);
+          }
+        });
+      };
+      // This lane's halo words of the tile in `stage`, landed, with the columns outside the
+      // filter's reach cleared (before the tile's barrier: no other lane reads them before it),
+      // so that a non-finite input reaches exactly the outputs whose window holds it.
+      constexpr bool masks = geo::left_mask != 0xffffffffu || (geo::right_halo && geo::right_mask != 0xffffffffu);
+      const auto clear_halo = [&](T* stage, bool second) {
+        DSCONV_UNROLL
+        for (int im = 0; im < IM; ++im) {
+          if (im > 0 && !second) break;
+          DSCONV_UNROLL
+          for (int j = 0; j < halo_each; ++j) {
+            if (!halo_item(j)) continue;
+            unsigned* const at = reinterpret_cast<unsigned*>(stage + im * geo::image_elements + halo_place(j));
+            pf::shared_store(at, pf::shared_load(at) & halo_mask);
+          }
+        }
+      };
+
+      // Stages 0 .. stages - 2 go in flight first, a commit group each (empty past the warp's
+      // tiles, so that the count of groups stays that of tiles); then each tile waits for its
+      // own, copies the one stages - 1 ahead into the stage the previous tile used and
+      // multiplies. Every warp passes block_count barriers, a warp past its tiles too. (The ring
+      // is a loop, its stage a run-time offset: unrolled, with three stages the walk's code grew
+      // past what nvcc inlines, and the kernel passed its state to a call through a 440-500 byte
+      // stack frame.)
+      place copy_at = next_at, tile_at = next_at;
+      DSCONV_UNROLL
+      for (int k = 0; k < stages - 1; ++k) {
+        if (k < count) copy(copy_at, own + k * geo::elements), copy_at.step(t, s.n, s.c);
+        pf::async_copy_commit();
+      }
+      int stage = 0;
+      for (int i = 0; i < block_count; ++i) {
+        const int ahead = stage == 0 ? stages - 1 : stage - 1;  // (the stage tile i - 1 used)
+        const bool mine = i < count, second = IM > 1 && tile_at.n + 1 < s.n;
+        T* const own_stage = own + stage * geo::elements;
+        pf::async_copy_wait_pending<stages - 2>();  // (this lane's copies of tile i have landed)
+        if constexpr (masks)
+          if (mine) clear_halo(own_stage, second);
+        pf::sync_threads();  // (every lane's items of tile i are in; tile i - 1's fragment loads are done)
+        if (i + stages - 1 < count) copy(copy_at, own + ahead * geo::elements), copy_at.step(t, s.n, s.c);
+        pf::async_copy_commit();
+        stage = stage + 1 == stages ? 0 : stage + 1;
+        if (!mine) continue;
+        multiply(tile_at, own_stage, second);
+        tile_at.step(t, s.n, s.c);  // (after: tile i's place is not copied)
+      }
+    } else {
+      // The data gradient: the next tile's items loaded into registers, in flight across this
+      // tile's products (both tensors: 160 bytes a thread, 60 KiB a multiprocessor, as a ring
+      // of two stages would have; a ring's landed items gated from shared memory had counted
+      // 4.4-4.6 instructions per DRAM byte through the clamp gate against 3.4-3.6, sm_90), then
+      // gated into the warp's staged tile.
+      chunk next[IM][main_each]{}, kept[IM][main_each]{};
+      unsigned next_halo[IM][halo_each]{}, kept_halo[IM][halo_each]{};
+      bool next_second = false;  // the fetched tile has a second image
+
+      // Tile `at`'s items into next and kept (zeros outside the map): without tests where the
+      // whole tile lies inside it.
+      const auto fetch = [&](const place& at) {
+        with_tile(at, [&](auto inside) {
+          const int iy0 = at.ty * side * S - geo::P, ix0 = at.tx * side * S, tile_in = iy0 * s.w + ix0;
+          next_second = IM > 1 && at.n + 1 < s.n;
+          DSCONV_UNROLL
+          for (int im = 0; im < IM; ++im) {
+            if (im > 0 && !next_second) break;  // (nothing of a missing image is staged)
+            const index_t plane_at = static_cast<index_t>(at.plane) * plane_in + im * image_in + tile_in;
+            const T* const src = input + plane_at;
+            const T* const saved = static_cast<const T*>(gate.saved) + plane_at;
+            DSCONV_UNROLL
+            for (int j = 0; j < main_each; ++j) {
+              const bool in = main_inside(inside, iy0, ix0, j);
+              if (!decltype(inside)::value) next[im][j] = kept[im][j] = chunk{};  // (zeros where the tile leaves the map)
+              if (main_item(j) && in) {
+                const int at_in = main_in + j * main_in_step;
+                next[im][j] = pf::load_vec<GW>(reinterpret_cast<const unsigned*>(src + at_in));
+                kept[im][j] = pf::load_vec<GW>(reinterpret_cast<const unsigned*>(saved + at_in));
+              }
+            }
+            DSCONV_UNROLL
+            for (int j = 0; j < halo_each; ++j) {
+              const bool in = halo_inside(inside, iy0, ix0, j);
+              if (!decltype(inside)::value) next_halo[im][j] = kept_halo[im][j] = 0u;
+              if (halo_item(j) && in) {
+                const int at_in = halo_in + j * halo_in_step;
+                next_halo[im][j] = pf::load(reinterpret_cast<const unsigned*>(src + at_in));
+                kept_halo[im][j] = pf::load(reinterpret_cast<const unsigned*>(saved + at_in));
+              }
+            }
+          }
+        });
+      };
+      // The fetched tile, gated, into this warp's staged tile, the main columns as 8-byte halves
+      // where the granule is 16 (the window lead puts them 8 bytes past a slot), the halo words'
+      // columns outside the filter's reach cleared. A missing second image stages nothing: its
+      // products are made of whatever its part holds, and not stored.
+      const auto stage = [&](bool second) {
+        DSCONV_UNROLL
+        for (int im = 0; im < IM; ++im) {
+          if (im > 0 && !second) break;
+          T* const image = own + im * geo::image_elements;
+          DSCONV_UNROLL
+          for (int j = 0; j < main_each; ++j) {
+            if (!main_item(j)) continue;
+            const chunk v = detail::gated_words<T, G, GW>(next[im][j], kept[im][j], gate);
+            T* const to = image + main_place(j);
+            if constexpr (GW == 4) {
+              pf::shared_store(reinterpret_cast<pf::vec<unsigned, 2>*>(to), pf::vec<unsigned, 2>{v[0], v[1]});
+              pf::shared_store(reinterpret_cast<pf::vec<unsigned, 2>*>(to + 4), pf::vec<unsigned, 2>{v[2], v[3]});
+            } else {
+              pf::shared_store(reinterpret_cast<chunk*>(to), v);
+            }
+          }
+          DSCONV_UNROLL
+          for (int j = 0; j < halo_each; ++j) {
+            if (!halo_item(j)) continue;
+            pf::shared_store(reinterpret_cast<unsigned*>(image + halo_place(j)),
+                             detail::gated_word<T, G>(next_halo[im][j], kept_halo[im][j], gate) & halo_mask);
+          }
+        }
+      };
+
+      if (count > 0) fetch(next_at);
+      for (int i = 0; i < block_count; ++i) {
+        const place at = next_at;
+        const bool mine = i < count, second = next_second;
+        next_at.step(t, s.n, s.c);
+        pf::sync_threads();  // (the previous tile's fragment loads are done)
+        if (mine) stage(second);
+        pf::sync_threads();
+        if (i + 1 < count) fetch(next_at);
+        if (mine) multiply(at, own, second);
+      }
     }
   };
   switch (t.granule) {

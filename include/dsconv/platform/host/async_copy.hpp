@@ -24,19 +24,21 @@ inline fiber& async_copier() {
   return runner->current();
 }
 
-// Issues the copy of `src_bytes` (0..16) bytes from `src` into the 16 bytes at `dst`, the
-// rest zero.
-DSCONV_NOINLINE inline void async_copy(void* dst, const void* src, int src_bytes) {
-  current_runner()->check_shared(dst, 16);
-  if (reinterpret_cast<std::uintptr_t>(dst) % 16 || reinterpret_cast<std::uintptr_t>(src) % 16)
-    throw std::logic_error("an asynchronous 16-byte copy between addresses not both 16-byte aligned");
-  if (src_bytes < 0 || src_bytes > 16) throw std::logic_error("an asynchronous copy of more than 16 bytes");
+// Issues the copy of `src_bytes` (0..size) bytes from `src` into the `size` (4, 8 or 16) bytes
+// at `dst`, the rest zero.
+DSCONV_NOINLINE inline void async_copy(void* dst, const void* src, int src_bytes, int size = 16) {
+  current_runner()->check_shared(dst, static_cast<std::size_t>(size));
+  if (size != 4 && size != 8 && size != 16) throw std::logic_error("an asynchronous copy of other than 4, 8 or 16 bytes");
+  if (reinterpret_cast<std::uintptr_t>(dst) % size || reinterpret_cast<std::uintptr_t>(src) % size)
+    throw std::logic_error("an asynchronous copy between addresses not both aligned to its size");
+  if (src_bytes < 0 || src_bytes > size) throw std::logic_error("an asynchronous copy of more bytes than its size");
   fiber& f = async_copier();
   pending_copy c;
   c.dst = static_cast<unsigned char*>(dst);
   c.group = f.copy_groups;
+  c.size = static_cast<unsigned char>(size);
   std::memcpy(c.bytes, src, static_cast<std::size_t>(src_bytes));
-  std::memset(c.bytes + src_bytes, 0, static_cast<std::size_t>(16 - src_bytes));
+  std::memset(c.bytes + src_bytes, 0, static_cast<std::size_t>(size - src_bytes));
   f.pending_copies.push_back(c);
 }
 
@@ -50,7 +52,7 @@ inline void async_copy_land(unsigned pending, bool all) {
   std::size_t kept = 0;
   for (const pending_copy& c : f.pending_copies) {
     if (all || c.group + pending < f.copy_groups)
-      std::memcpy(c.dst, c.bytes, sizeof c.bytes);
+      std::memcpy(c.dst, c.bytes, c.size);
     else
       f.pending_copies[kept++] = c;
   }

@@ -65,6 +65,7 @@ enum class fiber_state : unsigned char { runnable, at_block_barrier, at_warp_bar
 struct pending_copy {
   unsigned char* dst;
   unsigned group;
+  unsigned char size;  // bytes it lands: 4, 8 or 16
   unsigned char bytes[16];
 };
 
