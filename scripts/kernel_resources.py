@@ -846,15 +846,15 @@ def main():
     # (The NCHW weight gradient stages element by element on AMD, to fit 4 waves per SIMD,
     # and for 16-bit elements of 5x5 and 7x7 filters, to fit 4 blocks without spilling:
     # kernels/depthwise/weight_reduce.hpp, weight_stages_elements.)
-    # (The register-blocked depthwise kernel's 16-bit 5x5 and stride-2 forms and its float 3x3
-    # stride-2 form, and its stride-2 data gradient's 16-bit 5x5 form, move 8-byte vectors:
+    # (The register-blocked depthwise kernel's 16-bit 5x5 and stride-2 forms and its float
+    # stride-2 forms, and its stride-2 data gradient's 16-bit 5x5 form, move 8-byte vectors:
     # kernels/depthwise/nhwc_register.hpp, register_vector.)
     # (The NCHW one's 5x5 filters move at most 8 bytes at a time on AMD:
     # kernels/depthwise/nchw_register.hpp, nchw_register_widest_chunk.)
     # (The NHWC weight gradient's vectors are 4 channels for 3x3 filters, 2 for 5x5: 16 bytes for
     # float 3x3 only; kernels/depthwise/nhwc_register_weight.hpp, register_weight_vector.)
     eight_byte_vectors = lambda r: (re.match(r"depthwise_nhwc_register<(dsconv::)?(half|bfloat16), (5, \d|3, 2),", r["kernel"]) or
-                                    re.match(r"depthwise_nhwc_register<float, 3, 2,", r["kernel"]) or
+                                    re.match(r"depthwise_nhwc_register<float, \d, 2,", r["kernel"]) or
                                     re.match(r"depthwise_nhwc_register_transposed<(dsconv::)?(half|bfloat16), 5,", r["kernel"]) or
                                     re.match(r"depthwise_nhwc_register_weight<((dsconv::)?(half|bfloat16)|float, 5),", r["kernel"]) or
                                     (re.match(r"depthwise_nchw_register<[^,]*, 5,", r["kernel"]) and r["target"].startswith("gfx")))

@@ -238,7 +238,7 @@ class SassBudget(unittest.TestCase):
 
     def test_register_model_takes_two_float_channels_at_stride_2(self):
         # Float 3x3 strips at stride 2: 4 outputs x 2 channels (8-byte vectors), 3 rows of (4 - 1)
-        # x 2 + 3 pixels; 16-bit ones 4 channels (8 bytes); float 5x5 and at stride 1 4 (16).
+        # x 2 + 3 pixels; 16-bit ones 4 channels (8 bytes); float at stride 1 4 (16).
         need, dram, what = sass_budget.register_model("float", 3, 2)
         self.assertEqual((need["vector loads"][1], need["vector stores"][1], need["weight reads"][1]), (3 * 9, 4, 9 * 2 // 4))
         self.assertTrue(need["vector loads"][0](sass_budget.Instruction(0, None, "LDG.E.64.CONSTANT", "")))
@@ -246,7 +246,10 @@ class SassBudget(unittest.TestCase):
         self.assertIn("x 2 channels", what)
         self.assertIn("x 4 channels", sass_budget.register_model("float", 3, 1)[2])
         self.assertIn("x 4 channels", sass_budget.register_model("half", 5, 2)[2])
-        self.assertIn("x 4 channels", sass_budget.register_model("float", 5, 2)[2])
+        # Float 5x5 at stride 2: strips of 3 outputs x 2 channels, 5 rows of (3 - 1) x 2 + 5 pixels.
+        need, dram, what = sass_budget.register_model("float", 5, 2)
+        self.assertEqual((need["vector loads"][1], need["vector stores"][1], dram), (5 * 9, 3, 3 * 2 * 4 * (4 + 1)))
+        self.assertIn("3 outputs x 2 channels", what)
 
     def test_nchw_matrix_model_copies_the_forward_and_loads_the_gradient(self):
         # The forward's ring: two 8-byte copies a 16-byte item and a 4-byte copy a halo word, two

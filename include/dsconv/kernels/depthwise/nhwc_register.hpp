@@ -45,40 +45,43 @@ inline constexpr int register_resident_blocks = 2;
 // 16-bit type for 5x5 filters and at stride 2, so that the strip's widened input row (4 floats a
 // vector) stays in the 128 registers a thread of two resident blocks has while the strip is
 // long enough to reuse each input for several outputs (ptxas spilled 16-byte vectors there at
-// any strip worth having); and 8 bytes (2 channels) of float for 3x3 filters at stride 2, so
-// that all three of a strip's input rows fit those registers and their loads are in flight at
-// once (register_inside_path): with 4 channels a row at a time was in flight, 144 bytes a
-// thread (sm_90), and the small grids of the networks' stride-2 layers at batch 1 to 32 (23
-// to 213 threads a multiprocessor) held 3.3 to 30 KiB of the 4.5 to 44.5 KiB they read; with 2
-// channels twice the threads hold 216 bytes each. (Float 5x5 at stride 2 with 2 channels: its 5 rows, 110
-// words, fit sm_90's registers, but spilled 16 and 24 bytes on sm_75 and sm_80.)
+// any strip worth having); and 8 bytes (2 channels) of float at stride 2, so that all of a
+// strip's input rows fit those registers and their loads are in flight at once
+// (register_inside_path; 5x5 filters with strips of 3 outputs, register_strip): with 4 channels
+// a row at a time was in flight (sm_90: 144 bytes a thread for 3x3 filters, 176 for 5x5), and
+// the small grids of the networks' stride-2 layers at batch 1 to 32 (23 to 213 threads a
+// multiprocessor) held 3.3 to 30 KiB of the 4.5 to 44.5 KiB they read; with 2 channels two to
+// three times the threads hold 216 bytes each (3x3), 360 (5x5).
 template <class T, int K, int S>
 DSCONV_HOST_DEVICE constexpr int register_vector() {
-  return sizeof(T) == 2 && (K == 5 || S == 2) ? 4 : sizeof(T) == 4 && K == 3 && S == 2 ? 2 : static_cast<int>(16 / sizeof(T));
+  return sizeof(T) == 2 && (K == 5 || S == 2) ? 4 : sizeof(T) == 4 && S == 2 ? 2 : static_cast<int>(16 / sizeof(T));
 }
 
 // Outputs per thread along a row: 4, and 8 for 5x5 filters at stride 1 (the widened input row,
 // 12 vectors of 4 floats, fits; each input then serves up to 5 outputs: float's count went
 // from 6.2 to 4.9 instructions per DRAM byte, its 25 multiply-adds an output 3.1 of them) but
-// for the data gradient's (Gated: the saved row's words in registers too; ptxas spilled 8).
+// for the data gradient's (Gated: the saved row's words in registers too; ptxas spilled 8); 3
+// for float 5x5 filters at stride 2, whose 5 rows of 9 two-channel vectors (90 words) take the
+// unchecked path (strips of 4: 110 words, which spilled 16 and 24 bytes on sm_75 and sm_80).
 template <class T, int K, int S, bool Gated = false>
 DSCONV_HOST_DEVICE constexpr int register_strip() {
 #if defined(DSCONV_PLATFORM_HIP)
   return 2;  // hipcc keeps an address offset per input column in scalar registers: more spilled
 #else
-  return K == 5 && S == 1 && !Gated ? 8 : 4;
+  return K == 5 && S == 1 && !Gated ? 8 : sizeof(T) == 4 && K == 5 && S == 2 ? 3 : 4;
 #endif
 }
 
-// Input rows whose loads a thread issues together: all K of a 3x3 filter on NVIDIA, else one
-// row at a time (its loads still in flight together), for the same reason (hipcc hoists a whole
-// unrolled filter's loads, which spilled on gfx906).
+// Input rows whose loads a thread issues together: all K of a 3x3 filter, and of float's at
+// stride 2 (two channels a thread), on NVIDIA; else one row at a time (its loads still in flight
+// together), for the same reason (hipcc hoists a whole unrolled filter's loads, which spilled on
+// gfx906).
 template <class T, int K, int S>
 DSCONV_HOST_DEVICE constexpr int register_rows_unrolled() {
 #if defined(DSCONV_PLATFORM_HIP)
   return 1;
 #else
-  return K == 3 ? K : 1;
+  return K == 3 || (sizeof(T) == 4 && S == 2) ? K : 1;
 #endif
 }
 
@@ -96,7 +99,7 @@ inline constexpr bool register_row_pointer =
 // Whether strips that lie inside the map take their own unchecked path (the kernel's `rows`),
 // whose loads of the unrolled rows may all be issued at once: where those rows' words take at
 // most 96 of the 128 registers a thread has (float 3x3 at stride 2 with 4 channels, 108, spilled
-// on sm_90; with 2, register_vector, 54).
+// on sm_90; with 2, register_vector, 54; float 5x5 at stride 2, 2 channels and strips of 3, 90).
 template <class T, int K, int S, bool Gated>
 DSCONV_HOST_DEVICE constexpr bool register_inside_path() {
   constexpr int words = register_vector<T, K, S>() * static_cast<int>(sizeof(T)) / 4;
