@@ -123,20 +123,26 @@ def division_counts(body, division, label, back_branch):
 PTX_DIVISION = r"^\s*(?:@!?%p\d+\s+)?(?:div|rem)\.[su](?:32|64)\s+%\w+,\s*%\w+,\s*%\w+;"
 PTX_LOAD_128 = (r"^\s*(?:@!?%p\d+\s+)?(?:ld\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s|"
                 r"cp\.async\.c[ag]\.shared\.global\s+\[[^\]]+\],\s*\[[^\]]+\],\s*16\s*[,;])")
+# Global reads of 8 bytes: loads, or asynchronous copies into shared memory (a 16-byte run
+# that lies 8 bytes past a 16-byte slot moves as two: platform::async_copy_whole<8>, or on
+# Turing its two 8-byte loads).
+PTX_LOAD_64 = (r"^\s*(?:@!?%p\d+\s+)?(?:ld\.global(?:\.\w+)*\.(?:v2\.[bfsu]32|[bfsu]64)\s|"
+               r"cp\.async\.ca\.shared\.global\s+\[[^\]]+\],\s*\[[^\]]+\],\s*8\s*[,;])")
 # Global stores of 16 bytes (the PTX of platform::store_vec).
 PTX_STORE_128 = r"^\s*(?:@!?%p\d+\s+)?st\.global(?:\.\w+)*\.(?:v4\.[bfsu]32|v2\.[bfsu]64)\s"
 PTX_LABEL, PTX_BRANCH = r"^(\$L__BB\d+_\d+):", r"bra(?:\.uni)?\s+(\$L__BB\d+_\d+)"
 
 
 def ptx_counts(ptx):
-    """Per kernel (mangled name) in a PTX listing: mma.sync, divisions (all, in loops) and
-    128-bit global loads."""
+    """Per kernel (mangled name) in a PTX listing: mma.sync, divisions (all, in loops),
+    128-bit global loads and stores, and 8-byte global reads."""
     counts = {}
     for name, body in kernel_bodies(ptx, r".*\.entry\s+(\w+)", None).items():
         counts[name] = {"mma": sum("mma.sync" in line for line in body),
                         "division": division_counts(body, PTX_DIVISION, PTX_LABEL, PTX_BRANCH),
                         "load128": sum(bool(re.search(PTX_LOAD_128, line)) for line in body),
-                        "store128": sum(bool(re.search(PTX_STORE_128, line)) for line in body)}
+                        "store128": sum(bool(re.search(PTX_STORE_128, line)) for line in body),
+                        "load64": sum(bool(re.search(PTX_LOAD_64, line)) for line in body)}
     return counts
 
 
@@ -244,7 +250,7 @@ def ptx_rows(ptx_path, archs, name, planned=None):
         _, report = compile_listing([PTXAS, f"-arch={arch}", "-v", *only, ptx_path, "-o", cubin])
         hmma = hmma_counts(cubin)
         for r in ptxas_rows(report):
-            r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0, "store128": 0}))
+            r.update(ptx.get(r["mangled"], {"mma": 0, "division": (0, 0), "load128": 0, "store128": 0, "load64": 0}))
             r["hmma"] = hmma.get(r["mangled"], 0)
             rows.append(r)
     return rows
@@ -878,9 +884,14 @@ def main():
                              re.search(r"gemm_tiled<float, gemm_tile<128, 128, .*, true>", r["kernel"]))
     staged_by_element = lambda r: (re.match(r"depthwise_nchw_backward_weight<", r["kernel"]) and
                                    (r["target"].startswith("gfx") or re.match(r"[^<]*<(half|bfloat16), [57],", r["kernel"])))
+    # (The NCHW matrix forward stages its tiles in shared memory where a row's 16-byte runs lie
+    # 8 bytes past a 16-byte slot, where its fragments' windows start: on NVIDIA each run is
+    # two 8-byte cp.async copies, two 8-byte loads on Turing; nchw_matrix.hpp. It must have them.)
+    copied_in_halves = lambda r: (re.match(r"depthwise_nchw_matrix<[^>]*gate_kind\)0>", r["kernel"]) and
+                                  not r["target"].startswith("gfx") and r.get("load64"))
     # (A matrix-unit kernel that only traps on its target, bfloat16 on sm_75, loads nothing.)
     narrow = [r for r in rows if expects_128(r) and not staged_by_element(r) and not r["load128"] and
-              not (matrix_kernel(r) and traps_on_turing(r))]
+              not copied_in_halves(r) and not (matrix_kernel(r) and traps_on_turing(r))]
     # The matrix-unit GEMM's epilogue stores 16-byte runs of C (fused, or split-K's partial sums)
     # where C allows (kernels/pointwise/staged_epilogue.hpp): nvcc had split them into 4-byte
     # stores. (The SIMT GEMM stores from its registers, runs of 4 elements.)

@@ -47,8 +47,8 @@ class PtxasReport(unittest.TestCase):
 
 
 # PTX of one kernel, as nvcc 13 prints it: a 16-byte vector load and store, a predicated
-# 8-byte pair store, four 4-byte stores (what nvcc had made of a 16-byte store) and a 16-byte
-# asynchronous copy.
+# 8-byte pair store, four 4-byte stores (what nvcc had made of a 16-byte store), 16-, 8- and
+# 4-byte asynchronous copies, and 8- and 4-byte loads.
 PTX_LISTING = """\
 .visible .entry _Z6vectorv(
 )
@@ -61,6 +61,10 @@ PTX_LISTING = """\
 	st.global.u32 	[%rd4+8], %r3;
 	st.global.u32 	[%rd4+12], %r4;
 	cp.async.cg.shared.global [%r5], [%rd5], 16, %r6;
+	cp.async.ca.shared.global [%r7], [%rd6], 8, ignore;
+	cp.async.ca.shared.global [%r8], [%rd7], 4, ignore;
+	ld.global.v2.u32 	{%r9, %r10}, [%rd8];
+	ld.global.u32 	%r11, [%rd8];
 	ret;
 }
 """
@@ -71,6 +75,7 @@ class PtxCounts(unittest.TestCase):
         counts = kernel_resources.ptx_counts(PTX_LISTING)["_Z6vectorv"]
         self.assertEqual(counts["load128"], 2)   # ld.global.v4 and the 16-byte cp.async
         self.assertEqual(counts["store128"], 1)  # st.global.v4 only: v2 of 32-bit words is 8 bytes
+        self.assertEqual(counts["load64"], 2)    # the 8-byte cp.async and load, not the 4- or 16-byte ones
 
 # nvdisasm -c, shaped as it prints a kernel: a prologue, then a main loop of two asynchronous
 # 16-byte copies of a 4-stage pipeline (the wait leaves the 2 newest stages' copies in flight),
