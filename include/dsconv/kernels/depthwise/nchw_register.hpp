@@ -43,7 +43,7 @@ inline constexpr int nchw_register_resident_blocks = 2;
 // + K rows for TH rows); but all of a band's rows are in registers at once. 8 for 16-bit 3x3
 // filters at stride 1 on NVIDIA (the 64 accumulators and 10 rows of 16 bytes fit 128 registers:
 // 3.8 instructions per DRAM byte on sm_90 where 4 rows took 4.6; hipcc spilled them on gfx906: 4
-// there), 4 for float, 2 for the other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows
+// there; accumulated and stored in halves, nchw_register_geometry::halves), 4 for float, 2 for the other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows
 // and 25 taps) and for 5x5 filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half
 // that where memory moves in chunks of 4 bytes or less, one register per element or pair (ptxas
 // spilled the 16-bit 5x5 stride 2 band otherwise). Gated (the data gradient, whose saved rows are
@@ -127,6 +127,24 @@ struct nchw_register_geometry {
   static constexpr int G = sizeof(T) == 4 && CB >= 8 ? 2 : CB >= 4 ? E : 1;
 #endif
   static constexpr int LG = (L + G - 1) / G, RG = (R + G - 1) / G;
+  // Bands of 8 rows (16-bit 3x3 filters at stride 1, ungated, on NVIDIA) issue all their input
+  // rows' loads first and accumulate and store their output rows in two halves of 4: with the 8
+  // rows' 64 accumulators live through the band, ptxas had kept 5 of its 10 rows' loads in flight
+  // at 128 registers. sm_90 SASS: 120 -> 198 bytes in flight a thread for half (160 -> 236 for
+  // bfloat16, whose halo loads are words), 942 -> 939 instructions a band (934 -> 946); the 2 rows
+  // both halves read are widened once, kept as floats across the first half's stores.
+  static constexpr bool halves = TH == 8;
+};
+
+// A band row's words as loaded (ungated, chunks and halo granules of 4 bytes or more): its VO S
+// columns' chunks and the halo granules either side, widened only where the arithmetic needs them.
+template <class T, int K, int S, int CB>
+struct band_row_words {
+  using g = nchw_register_geometry<T, K, S, CB>;
+  static constexpr int W = CB / 4, GW = g::G * static_cast<int>(sizeof(T)) / 4;
+  static_assert(W >= 1 && GW >= 1, "chunks and halo granules of whole words");
+  platform::vec<unsigned, W> chunk[g::VO * S / g::CE];
+  platform::vec<unsigned, GW> left[g::LG], right[g::RG];
 };
 
 // A read of grad_output gated by the saved tensor at the same offsets (kernels/common/
@@ -194,6 +212,40 @@ DSCONV_UNROLL
   }
 }
 
+// The input row under the strip whose VO S columns start at column ix (`at`: that column's
+// element) as words (zeros where !row_ok: the padding), each access predicated as
+// read_input_row's; widen_row_words makes them read_input_row's IW floats.
+template <class T, int K, int S, int CB>
+DSCONV_DEVICE DSCONV_FORCEINLINE void load_row_words(const T* at, int ix, int w, bool row_ok, band_row_words<T, K, S, CB>& row) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+  const auto load = [&](auto& v, int off, bool inside) {
+    v = {};
+    if (inside) v = load_words<static_cast<int>(sizeof(v) / sizeof(unsigned))>(at + off, true);
+  };
+DSCONV_UNROLL
+  for (int q = 0; q < g::VO * S / g::CE; ++q) load(row.chunk[q], q * g::CE, row_ok && (q == 0 || ix + q * g::CE < w));
+DSCONV_UNROLL
+  for (int k = 0; k < g::LG; ++k) load(row.left[k], -(g::LG - k) * g::G, row_ok && ix - (g::LG - k) * g::G >= 0);
+DSCONV_UNROLL
+  for (int k = 0; k < g::RG; ++k) load(row.right[k], g::VO * S + k * g::G, row_ok && ix + g::VO * S + k * g::G + g::G <= w);
+}
+template <class T, int K, int S, int CB>
+DSCONV_DEVICE DSCONV_FORCEINLINE void widen_row_words(const band_row_words<T, K, S, CB>& row,
+                                                      float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+DSCONV_UNROLL
+  for (int q = 0; q < g::VO * S / g::CE; ++q) widen_words<T>(row.chunk[q], x + g::L + q * g::CE);
+  float f[(g::LG > g::RG ? g::LG : g::RG) * g::G];
+DSCONV_UNROLL
+  for (int k = 0; k < g::LG; ++k) widen_words<T>(row.left[k], f + k * g::G);
+DSCONV_UNROLL
+  for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
+DSCONV_UNROLL
+  for (int k = 0; k < g::RG; ++k) widen_words<T>(row.right[k], f + k * g::G);
+DSCONV_UNROLL
+  for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
+}
+
 // Input row r of a band whose first input row is iy0 (row iy0 + r of the plane `plane.at`; G !=
 // none: gated by `plane.saved`) into x, zeros for a row outside the map (Inside: the caller knows
 // it inside).
@@ -209,6 +261,22 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void read_band_row(const row_source<T>& plane, 
   const int at = (row_ok ? iy * w : 0) + ix;
   read_input_row<T, K, S, CB, G>(row_source<T>{plane.at + at, G != gate_kind::none ? plane.saved + at : nullptr, plane.gate}, ix, w,
                                  row_ok, x);
+}
+
+// Input row r of a band (widened: x) times the taps, added to the accumulators of the band's
+// output rows o0 .. o0 + N - 1 that read it: input row r is filter row r - o S of output row o.
+template <int K, int S, int IW, int N, int VO>
+DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_row(const float (&x)[IW], int r, int o0, const float (&taps)[K * K],
+                                                     float (&acc)[N][VO]) {
+DSCONV_UNROLL
+  for (int o = 0; o < N; ++o) {
+    const int ky = r - (o0 + o) * S;
+    if (ky < 0 || ky >= K) continue;  // (compile-time after unrolling)
+DSCONV_UNROLL
+    for (int kx = 0; kx < K; ++kx)
+DSCONV_UNROLL
+      for (int e = 0; e < VO; ++e) acc[o][e] += x[e * S + kx] * taps[ky * K + kx];
+  }
 }
 
 // Adds a band's input rows, times the taps, to the TH x VO accumulators: its first C rows from x
@@ -227,16 +295,7 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void accumulate_band(const row_source<T>& plane
 DSCONV_UNROLL
   for (int r = 0; r < g::IR; ++r) {
     if (r >= g::C) read_band_row<T, K, S, CB, G, Inside>(plane, iy0, r, h, w, ix, x[r]);
-    // Input row r is filter row r - o S of output row o.
-DSCONV_UNROLL
-    for (int o = 0; o < g::TH; ++o) {
-      const int ky = r - o * S;
-      if (ky < 0 || ky >= K) continue;  // (compile-time after unrolling)
-DSCONV_UNROLL
-      for (int kx = 0; kx < K; ++kx)
-DSCONV_UNROLL
-        for (int e = 0; e < g::VO; ++e) acc[o][e] += x[r][e * S + kx] * taps[ky * K + kx];
-    }
+    accumulate_row<K, S>(x[r], r, 0, taps, acc);
   }
 }
 
@@ -265,17 +324,17 @@ DSCONV_UNROLL
 }
 
 // A band's TH output rows, row o at element `at` + o `pitch` of `out` (and of `pre`, where given),
-// the first `rows` of them (store_chunks). The pre-activation's test is made once a band, on the
-// tensor's pointer, and each row's address steps from the row before's (sm_90, float 5x5 bands
-// of 4 rows: a test a row and each row's address formed from its index, 4.3 instructions per
-// DRAM byte; this, 4.0).
+// the first `rows` of them (store_chunks; the first untested where first_row: a band starts at an
+// output). The pre-activation's test is made once a band, on the tensor's pointer, and each row's
+// address steps from the row before's (sm_90, float 5x5 bands of 4 rows: a test a row and each
+// row's address formed from its index, 4.3 instructions per DRAM byte; this, 4.0).
 template <activation A, class T, int TH, int VO, int CE>
 DSCONV_DEVICE DSCONV_FORCEINLINE void store_band(float (&acc)[TH][VO], T* out, T* pre, index_t at, int pitch, bool derivative,
-                                                 int rows, int count) {
+                                                 int rows, int count, bool first_row = true) {
   const auto rows_into = [&](T* to, auto saved) {
 DSCONV_UNROLL
     for (int o = 0; o < TH; ++o, to += pitch)
-      if (o == 0 || o < rows) store_chunks<A, decltype(saved)::value, T, VO, CE>(acc[o], to, derivative, count);
+      if ((o == 0 && first_row) || o < rows) store_chunks<A, decltype(saved)::value, T, VO, CE>(acc[o], to, derivative, count);
   };
   if (pre) rows_into(pre + at, std::true_type{});
   rows_into(out + at, std::false_type{});
@@ -344,6 +403,59 @@ DSCONV_UNROLL
       const int band = first_band + i;
       if (band >= t.bands) break;
       const int oy0 = band * TH;
+      if constexpr (g::halves) {
+        // All IR rows' loads first (words, unwidened); then each half's output rows from its
+        // input rows, stored before the next half's accumulators start.
+        static_assert(!Gated && C == 0 && step_band_output && S == 1, "halves: ungated bands of stride 1 that keep no rows");
+        constexpr int half = TH / 2;
+        const int iy0 = oy0 - g::L;
+        detail::band_row_words<T, K, S, CB> rows[g::IR];
+        const auto load_rows = [&](auto inside) {
+DSCONV_UNROLL
+          for (int r = 0; r < g::IR; ++r) {
+            const int iy = iy0 + r;
+            const bool row_ok = decltype(inside)::value || static_cast<unsigned>(iy) < static_cast<unsigned>(s.h);
+            detail::load_row_words<T, K, S, CB>(source.at + (row_ok ? iy * s.w : 0) + ix, ix, s.w, row_ok, rows[r]);
+          }
+        };
+        if (iy0 >= 0 && iy0 + g::IR <= s.h)
+          load_rows(std::true_type{});
+        else
+          load_rows(std::false_type{});
+        float shared[K - 1][g::IW];  // the input rows both halves read, widened by the first
+DSCONV_UNROLL
+        for (int h = 0; h < 2; ++h) {
+          float acc[half][VO];
+DSCONV_UNROLL
+          for (int o = 0; o < half; ++o)
+DSCONV_UNROLL
+            for (int e = 0; e < VO; ++e) acc[o][e] = b;
+          // (input rows h half .. h half + half + K - 2)
+DSCONV_UNROLL
+          for (int r = h * half; r < h * half + half - 1 + K; ++r) {
+            float x[g::IW];
+            if (h == 1 && r < half + K - 1) {
+DSCONV_UNROLL
+              for (int e = 0; e < g::IW; ++e) x[e] = shared[r - half][e];
+            } else {
+              detail::widen_row_words<T, K, S, CB>(rows[r], x);
+            }
+            if (h == 0 && r >= half) {
+DSCONV_UNROLL
+              for (int e = 0; e < g::IW; ++e) shared[r - half][e] = x[e];
+            }
+            detail::accumulate_row<K, S>(x, r, h * half, w, acc);
+          }
+          // (a map's last band may end in its first half: the second's rows all tested)
+          detail::with_output_activation<G>(s.act, [&](auto a) {
+            detail::store_band<decltype(a)::value, T, half, VO, CE>(
+                acc, output, pre_activation, band_at + static_cast<index_t>(h * half) * s.out_w, s.out_w, s.save_derivative,
+                s.out_h - oy0 - h * half, count, h == 0);
+          });
+        }
+        band_at += band_pitch;
+        continue;
+      }
       float acc[TH][VO];
 DSCONV_UNROLL
       for (int o = 0; o < TH; ++o)
