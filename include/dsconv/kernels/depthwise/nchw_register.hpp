@@ -43,8 +43,9 @@ inline constexpr int nchw_register_resident_blocks = 2;
 // + K rows for TH rows); but all of a band's rows are in registers at once. 8 for 16-bit 3x3
 // filters at stride 1 on NVIDIA (the 64 accumulators and 10 rows of 16 bytes fit 128 registers:
 // 3.8 instructions per DRAM byte on sm_90 where 4 rows took 4.6; hipcc spilled them on gfx906: 4
-// there; accumulated and stored in halves, nchw_register_geometry::halves), 4 for float, 2 for the other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows
-// and 25 taps) and for 5x5 filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half
+// there; accumulated and stored in halves, nchw_register_geometry::halves), 4 for float, 2 for
+// the other 16-bit forms (stride 2: 9 rows of 32 bytes; 5x5: 8 rows and 25 taps) and for 5x5
+// filters at stride 2 (11 float rows spilled on sm_75 and gfx906); half
 // that where memory moves in chunks of 4 bytes or less, one register per element or pair (ptxas
 // spilled the 16-bit 5x5 stride 2 band otherwise). Gated (the data gradient, whose saved rows are
 // loaded too): 4 rows for 16-bit 3x3 filters (6, before the bands kept their overlap, counted
