@@ -130,15 +130,20 @@ bool plan_nhwc_matrix(const depthwise_params& p, const platform::device_properti
 }
 
 // The kernel specialisation for the problem's filter and the tiles' side (G != none: the data
-// gradient's, stride 1); T half or bfloat16, compiled where mma.sync is.
+// gradient's, stride 1); T half or bfloat16, compiled where mma.sync is (elsewhere null: no
+// such kernel, and no plan launches one).
 template <class T, gate_kind G = gate_kind::none>
-auto matrix_kernel(const depthwise_params& p, int side) {
-  return register_filter_case<G != gate_kind::none>(p, [side](auto k, auto s) {
-    constexpr int K = decltype(k)::value, S = decltype(s)::value;
-    constexpr auto needs = kernels::mma_sync_unit::needs<T>;
-    return side == 8 ? platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 8>, needs>()
-                     : platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 16>, needs>();
-  });
+forward_kernel_pointer<T, nhwc_matrix_tile> matrix_kernel(const depthwise_params& p, int side) {
+  if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
+    return register_filter_case<G != gate_kind::none>(p, [side](auto k, auto s) {
+      constexpr int K = decltype(k)::value, S = decltype(s)::value;
+      constexpr auto needs = kernels::mma_sync_unit::needs<T>;
+      return side == 8 ? platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 8>, needs>()
+                       : platform::registered<kernels::depthwise_nhwc_matrix<T, K, S, G, 16>, needs>();
+    });
+  } else {
+    return (void)p, (void)side, nullptr;
+  }
 }
 
 // Launches nhwc_matrix (the caller checked matrix_limits) on the forward of shape `s` (the

@@ -119,15 +119,20 @@ bool plan_nchw_matrix(const depthwise_params& p, const platform::device_properti
 }
 
 // The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1);
-// T half or bfloat16, compiled where mma.sync is.
+// T half or bfloat16, compiled where mma.sync is (elsewhere null: no such kernel, and no plan
+// launches one).
 template <class T, gate_kind G = gate_kind::none>
-auto nchw_matrix_kernel(const depthwise_params& p, bool plane) {
-  return register_filter_case<G != gate_kind::none>(p, [plane](auto k, auto s) {
-    constexpr int K = decltype(k)::value, S = decltype(s)::value;
-    constexpr platform::matrix_unit needs = kernels::mma_sync_unit::needs<T>;
-    return plane ? platform::registered<kernels::depthwise_nchw_matrix_plane<T, K, S, G>, needs>()
-                 : platform::registered<kernels::depthwise_nchw_matrix<T, K, S, G>, needs>();
-  });
+forward_kernel_pointer<T, nchw_matrix_tile> nchw_matrix_kernel(const depthwise_params& p, bool plane) {
+  if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
+    return register_filter_case<G != gate_kind::none>(p, [plane](auto k, auto s) {
+      constexpr int K = decltype(k)::value, S = decltype(s)::value;
+      constexpr platform::matrix_unit needs = kernels::mma_sync_unit::needs<T>;
+      return plane ? platform::registered<kernels::depthwise_nchw_matrix_plane<T, K, S, G>, needs>()
+                   : platform::registered<kernels::depthwise_nchw_matrix<T, K, S, G>, needs>();
+    });
+  } else {
+    return (void)p, (void)plane, nullptr;
+  }
 }
 
 }  // namespace detail

@@ -100,7 +100,7 @@ bool plan_nchw_register_transposed(const depthwise_params& p, const platform::de
 
 // The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1).
 template <class T, gate_kind G = gate_kind::none>
-auto nchw_register_kernel(const depthwise_params& p) {
+forward_kernel_pointer<T, nchw_register_tile> nchw_register_kernel(const depthwise_params& p) {
   return register_filter_case<G != gate_kind::none>(p, [](auto k, auto s) {
     return platform::registered<kernels::depthwise_nchw_register<T, decltype(k)::value, decltype(s)::value, G>>();
   });
@@ -108,7 +108,7 @@ auto nchw_register_kernel(const depthwise_params& p) {
 
 // The stride-2 data gradient's kernel for the problem's filter (3x3 or 5x5) and gate G.
 template <class T, gate_kind G>
-auto nchw_register_transposed_kernel(const depthwise_params& p) {
+transposed_kernel_pointer<T, nchw_register_tile> nchw_register_transposed_kernel(const depthwise_params& p) {
   return p.kernel_h == 3 ? platform::registered<kernels::depthwise_nchw_register_transposed<T, 3, G>>()
                          : platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G>>();
 }

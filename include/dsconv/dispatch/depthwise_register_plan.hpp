@@ -230,6 +230,16 @@ auto register_filter_case(const depthwise_params& p, F&& f) {
   }
 }
 
+// The types of the kernels that the selectors of the plans return (detail::*_kernel, for a
+// forward-shaped problem and for the stride-2 data gradient), spelled out: instantiations.hpp
+// declares the selectors extern (DSCONV_INSTANTIATE_DEPTHWISE_SELECTORS), so that the library's
+// instantiation sources alone compile the kernels they name. (Deduced, auto, each caller had
+// compiled them again; named after a kernel, decltype, nvcc asks for its definition there.)
+template <class T, class Tile>
+using forward_kernel_pointer = void (*)(depthwise_shape, Tile, const T*, register_gate, const T*, const T*, T*, T*);
+template <class T, class Tile>
+using transposed_kernel_pointer = void (*)(depthwise_shape, Tile, const T*, register_gate, const T*, T*);
+
 // The kernel specialisation for the problem's filter (G != none: the data gradient's, stride 1).
 template <class T, gate_kind G = gate_kind::none>
 auto register_kernel(const depthwise_params& p) {
@@ -240,7 +250,7 @@ auto register_kernel(const depthwise_params& p) {
 
 // The stride-2 data gradient's kernel for the problem's filter (3x3 or 5x5) and gate G.
 template <class T, gate_kind G>
-auto register_transposed_kernel(const depthwise_params& p) {
+transposed_kernel_pointer<T, nhwc_register_tile> register_transposed_kernel(const depthwise_params& p) {
   return p.kernel_h == 3 ? platform::registered<kernels::depthwise_nhwc_register_transposed<T, 3, G>>()
                          : platform::registered<kernels::depthwise_nhwc_register_transposed<T, 5, G>>();
 }

@@ -151,22 +151,33 @@ auto with_slice_tiles(int slice_tiles, Of of) {
   }
 }
 
-// The kernel of a plan's form and slice width; T half or bfloat16, compiled where mma.sync is.
+// The kernels' type (both forms, every slice width), spelled out: instantiations.hpp declares the
+// selector below extern (DSCONV_INSTANTIATE_POINTWISE; why: dispatch/depthwise_register_plan.hpp,
+// forward_kernel_pointer).
 template <class T>
-auto stream_kernel(const stream_plan& plan) {
-  constexpr auto needs =
-      std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
-  if (plan.held && plan.tile.chunks > 2)
+using stream_kernel_pointer = void (*)(pointwise_shape, stream_tile, const T*, const T*, const T*, const T*, T*, T*);
+
+// The kernel of a plan's form and slice width; T half or bfloat16, compiled where mma.sync is
+// (elsewhere null: no such kernel, and no plan launches one).
+template <class T>
+stream_kernel_pointer<T> stream_kernel(const stream_plan& plan) {
+  if constexpr (sizeof(T) == 2 && platform::compiles_mma_sync) {
+    constexpr auto needs =
+        std::is_same<T, half>::value ? platform::matrix_unit::mma_sync_f16 : platform::matrix_unit::mma_sync;
+    if (plan.held && plan.tile.chunks > 2)
+      return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
+        return platform::registered<kernels::pointwise_nhwc_stream_held<T, decltype(nb)::value, 4>, needs>();
+      });
+    if (plan.held)
+      return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
+        return platform::registered<kernels::pointwise_nhwc_stream_held<T, decltype(nb)::value, 2>, needs>();
+      });
     return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
-      return platform::registered<kernels::pointwise_nhwc_stream_held<T, decltype(nb)::value, 4>, needs>();
+      return platform::registered<kernels::pointwise_nhwc_stream<T, decltype(nb)::value>, needs>();
     });
-  if (plan.held)
-    return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
-      return platform::registered<kernels::pointwise_nhwc_stream_held<T, decltype(nb)::value, 2>, needs>();
-    });
-  return with_slice_tiles(plan.tile.slice_tiles, [](auto nb) {
-    return platform::registered<kernels::pointwise_nhwc_stream<T, decltype(nb)::value>, needs>();
-  });
+  } else {
+    return (void)plan, nullptr;
+  }
 }
 
 // Launches mma_stream on the forward of `p` (the caller checked stream_limits); `pre` receives z,
