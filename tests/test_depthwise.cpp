@@ -267,8 +267,8 @@ TEMPLATE_TEST_CASE("depthwise: every variant accepts every network layer its con
 TEMPLATE_TEST_CASE("depthwise: every variant matches the reference on every MobileNetV2 and EfficientNet-B0 layer",
                    "[depthwise][layers][network]", float, dsconv::half, dsconv::bfloat16) {
   // Every 224x224 depthwise shape (at most 4.7M multiply-adds) at batch 1 and 2, the 32x32
-  // ones at batch 4, each in both layouts (on the warp-64 sweep, 224x224 shapes up to 2.5M
-  // multiply-adds: network_sweep_cap; layer_cases). bfloat16 runs the same kernels as half but
+  // ones at batch 4, each in both layouts (on the warp-64 sweep, a lower cap:
+  // network_sweep_cap; layer_cases). bfloat16 runs the same kernels as half but
   // for its conversions: it takes the 32x32 tables only (every channel count of the networks),
   // and every variant in this file's tests of odd shapes, epilogues and misaligned buffers.
   const long long cap = std::is_same<TestType, dsconv::bfloat16>::value ? 0 : network_sweep_cap(5'000'000);

@@ -17,7 +17,6 @@
 #include <exception>
 #include <memory>
 #include <numeric>
-#include <random>
 #include <stdexcept>
 #include <string>
 #include <vector>
@@ -302,7 +301,7 @@ class block_runner {
     std::iota(unit_order.begin(), unit_order.end(), 0u);
     if (s == schedule::descending || s == schedule::warp_descending) std::reverse(unit_order.begin(), unit_order.end());
     if (shuffled) {
-      std::mt19937_64 rng(mix(launch_->seed ^ mix(pass)));
+      mixed_bits rng(mix(launch_->seed ^ mix(pass)));
       std::shuffle(unit_order.begin(), unit_order.end(), rng);
     }
     order_.clear();

@@ -14,7 +14,6 @@
 #include <memory>
 #include <mutex>
 #include <numeric>
-#include <random>
 #include <string>
 #include <thread>
 #include <tuple>
@@ -169,7 +168,7 @@ class block_sequence {
  public:
   block_sequence(block_order order, unsigned long long total, std::uint64_t seed) : order_(order), total_(total) {
     if (order != block_order::shuffle) return;
-    std::mt19937_64 rng(seed);
+    mixed_bits rng(seed);
     a_ = rng() % total | 1;
     while (std::gcd(a_, total) != 1) a_ += 2;
     c_ = rng() % total;
