@@ -22,6 +22,8 @@
 // row), then groups of bands, then planes. Requires multiplier 1, a square 3x3 or 5x5 filter of
 // stride 1 or 2 without dilation, padding K / 2 (the map kept, or halved at stride 2).
 
+#include <type_traits>
+
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
 #include "../../problem.hpp"
@@ -137,6 +139,48 @@ struct nchw_register_geometry {
   static constexpr bool halves = TH == 8;
 };
 
+// The accesses that read the input row under a strip whose VO S columns start at column ix (a
+// chunk boundary): its chunks (row_part::chunk, i = q: CE elements at offset q CE) and the halo
+// granules left of them (left, i = k: G elements at -(LG - k) G) and right (right: at VO S + k G).
+enum class row_part { chunk, left, right };
+template <row_part P>
+using row_part_constant = std::integral_constant<row_part, P>;
+
+// visit(part, i, offset) for each access of the row, in that order; part a row_part_constant.
+template <class T, int K, int S, int CB, class Visit>
+DSCONV_DEVICE DSCONV_FORCEINLINE void for_each_row_access(Visit&& visit) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+DSCONV_UNROLL
+  for (int q = 0; q < g::VO * S / g::CE; ++q) visit(row_part_constant<row_part::chunk>{}, q, q * g::CE);
+DSCONV_UNROLL
+  for (int k = 0; k < g::LG; ++k) visit(row_part_constant<row_part::left>{}, k, -(g::LG - k) * g::G);
+DSCONV_UNROLL
+  for (int k = 0; k < g::RG; ++k) visit(row_part_constant<row_part::right>{}, k, g::VO * S + k * g::G);
+}
+
+// Whether the access of part P at `offset` from column ix lies inside its row of width w (and
+// row_ok: the row inside the map). (The first chunk lies inside every row of the map: a strip
+// starts at an output, whose column ix = ox S is below w; no test, so no zeros written before
+// its load.)
+template <class T, int K, int S, int CB, row_part P>
+DSCONV_DEVICE DSCONV_FORCEINLINE bool row_access_inside(int offset, int ix, int w, bool row_ok) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+  if constexpr (P == row_part::chunk) return row_ok && (offset == 0 || ix + offset < w);
+  if constexpr (P == row_part::left) return row_ok && ix + offset >= 0;
+  return row_ok && ix + offset + g::G <= w;
+}
+
+// The halo granules' elements, widened (left's LG G, right's RG G), into their columns of x.
+template <class T, int K, int S, int CB>
+DSCONV_DEVICE DSCONV_FORCEINLINE void place_halos(const float* left, const float* right,
+                                                  float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
+  using g = nchw_register_geometry<T, K, S, CB>;
+DSCONV_UNROLL
+  for (int j = 0; j < g::L; ++j) x[j] = left[g::LG * g::G - g::L + j];
+DSCONV_UNROLL
+  for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = right[j];
+}
+
 // A band row's words as loaded (ungated, chunks and halo granules of 4 bytes or more): its VO S
 // columns' chunks and the halo granules either side, widened only where the arithmetic needs them.
 template <class T, int K, int S, int CB>
@@ -147,6 +191,17 @@ struct band_row_words {
   platform::vec<unsigned, W> chunk[g::VO * S / g::CE];
   platform::vec<unsigned, GW> left[g::LG], right[g::RG];
 };
+
+// The words of access i of part P of a band row (Row: band_row_words, const or not).
+template <row_part P, class Row>
+DSCONV_DEVICE DSCONV_FORCEINLINE auto& words_of(Row& row, int i) {
+  if constexpr (P == row_part::chunk)
+    return row.chunk[i];
+  else if constexpr (P == row_part::left)
+    return row.left[i];
+  else
+    return row.right[i];
+}
 
 // A read of grad_output gated by the saved tensor at the same offsets (kernels/common/
 // gradient_gate.hpp), or of the input as it is (saved unused).
@@ -186,31 +241,16 @@ template <class T, int K, int S, int CB, gate_kind G>
 DSCONV_DEVICE DSCONV_FORCEINLINE void read_input_row(const row_source<T>& src, int ix, int w, bool row_ok,
                                                      float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
   using g = nchw_register_geometry<T, K, S, CB>;
-DSCONV_UNROLL
-  for (int q = 0; q < g::VO * S / g::CE; ++q)
-    // (the first chunk lies inside every row of the map: a strip starts at an output, whose
-    // column ix = ox S is below w; no test, so no zeros written before its load)
-    read_chunk<T, g::CE, G>(src, q * g::CE, row_ok && (q == 0 || ix + q * g::CE < w), x + g::L + q * g::CE);
-  if constexpr (g::L > 0) {
-    float f[g::LG * g::G];
-DSCONV_UNROLL
-    for (int k = 0; k < g::LG; ++k) {
-      const int col = ix - (g::LG - k) * g::G;
-      read_chunk<T, g::G, G>(src, -(g::LG - k) * g::G, row_ok && col >= 0, f + k * g::G);
-    }
-DSCONV_UNROLL
-    for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
-  }
-  if constexpr (g::R > 0) {
-    float f[g::RG * g::G];
-DSCONV_UNROLL
-    for (int k = 0; k < g::RG; ++k) {
-      const int col = ix + g::VO * S + k * g::G;
-      read_chunk<T, g::G, G>(src, g::VO * S + k * g::G, row_ok && col + g::G <= w, f + k * g::G);
-    }
-DSCONV_UNROLL
-    for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
-  }
+  float halo[2][(g::LG > g::RG ? g::LG : g::RG) * g::G];  // the left and right granules, widened
+  for_each_row_access<T, K, S, CB>([&](auto part, int i, int offset) {
+    constexpr row_part P = decltype(part)::value;
+    const bool inside = row_access_inside<T, K, S, CB, P>(offset, ix, w, row_ok);
+    if constexpr (P == row_part::chunk)
+      read_chunk<T, g::CE, G>(src, offset, inside, x + g::L + offset);
+    else
+      read_chunk<T, g::G, G>(src, offset, inside, halo[P == row_part::left ? 0 : 1] + i * g::G);
+  });
+  place_halos<T, K, S, CB>(halo[0], halo[1], x);
 }
 
 // The input row under the strip whose VO S columns start at column ix (`at`: that column's
@@ -218,33 +258,40 @@ DSCONV_UNROLL
 // read_input_row's; widen_row_words makes them read_input_row's IW floats.
 template <class T, int K, int S, int CB>
 DSCONV_DEVICE DSCONV_FORCEINLINE void load_row_words(const T* at, int ix, int w, bool row_ok, band_row_words<T, K, S, CB>& row) {
-  using g = nchw_register_geometry<T, K, S, CB>;
-  const auto load = [&](auto& v, int off, bool inside) {
+  for_each_row_access<T, K, S, CB>([&](auto part, int i, int offset) {
+    constexpr row_part P = decltype(part)::value;
+    auto& v = words_of<P>(row, i);
     v = {};
-    if (inside) v = load_words<static_cast<int>(sizeof(v) / sizeof(unsigned))>(at + off, true);
-  };
-DSCONV_UNROLL
-  for (int q = 0; q < g::VO * S / g::CE; ++q) load(row.chunk[q], q * g::CE, row_ok && (q == 0 || ix + q * g::CE < w));
-DSCONV_UNROLL
-  for (int k = 0; k < g::LG; ++k) load(row.left[k], -(g::LG - k) * g::G, row_ok && ix - (g::LG - k) * g::G >= 0);
-DSCONV_UNROLL
-  for (int k = 0; k < g::RG; ++k) load(row.right[k], g::VO * S + k * g::G, row_ok && ix + g::VO * S + k * g::G + g::G <= w);
+    if (row_access_inside<T, K, S, CB, P>(offset, ix, w, row_ok))
+      v = load_words<static_cast<int>(sizeof(v) / sizeof(unsigned))>(at + offset, true);
+  });
 }
 template <class T, int K, int S, int CB>
 DSCONV_DEVICE DSCONV_FORCEINLINE void widen_row_words(const band_row_words<T, K, S, CB>& row,
                                                       float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
   using g = nchw_register_geometry<T, K, S, CB>;
-DSCONV_UNROLL
-  for (int q = 0; q < g::VO * S / g::CE; ++q) widen_words<T>(row.chunk[q], x + g::L + q * g::CE);
-  float f[(g::LG > g::RG ? g::LG : g::RG) * g::G];
-DSCONV_UNROLL
-  for (int k = 0; k < g::LG; ++k) widen_words<T>(row.left[k], f + k * g::G);
-DSCONV_UNROLL
-  for (int j = 0; j < g::L; ++j) x[j] = f[g::LG * g::G - g::L + j];
-DSCONV_UNROLL
-  for (int k = 0; k < g::RG; ++k) widen_words<T>(row.right[k], f + k * g::G);
-DSCONV_UNROLL
-  for (int j = 0; j < g::R; ++j) x[g::L + g::VO * S + j] = f[j];
+  float halo[2][(g::LG > g::RG ? g::LG : g::RG) * g::G];  // the left and right granules, widened
+  for_each_row_access<T, K, S, CB>([&](auto part, int i, int offset) {
+    constexpr row_part P = decltype(part)::value;
+    widen_words<T>(words_of<P>(row, i), P == row_part::chunk ? x + g::L + offset : halo[P == row_part::left ? 0 : 1] + i * g::G);
+  });
+  place_halos<T, K, S, CB>(halo[0], halo[1], x);
+}
+
+// Where a band reads plane row iy under column ix: whether the row lies inside the map of h rows
+// (Inside: the caller knows it does), and the offset of its element in the plane (w columns),
+// column ix of row 0 for a row outside (whose loads are all predicated off: it reads zeros and
+// still multiplies them, no branch). (32-bit offsets within the plane, which the plan keeps below
+// 2^31 elements: one wide multiply-add per row forms the address of the strip's first column,
+// and every load of the row is an immediate offset from it.)
+struct band_row_place {
+  bool inside;
+  int at;
+};
+template <bool Inside>
+DSCONV_DEVICE DSCONV_FORCEINLINE band_row_place band_row_at(int iy, int h, int w, int ix) {
+  const bool inside = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
+  return {inside, (inside ? iy * w : 0) + ix};
 }
 
 // Input row r of a band whose first input row is iy0 (row iy0 + r of the plane `plane.at`; G !=
@@ -253,15 +300,9 @@ DSCONV_UNROLL
 template <class T, int K, int S, int CB, gate_kind G, bool Inside>
 DSCONV_DEVICE DSCONV_FORCEINLINE void read_band_row(const row_source<T>& plane, int iy0, int r, int h, int w, int ix,
                                                     float (&x)[nchw_register_geometry<T, K, S, CB>::IW]) {
-  // A row outside the map reads zeros and still multiplies them (no branch).
-  // (32-bit offsets within the plane, which the plan keeps below 2^31 elements: one wide
-  // multiply-add per row forms the address of the strip's first column, and every load of the
-  // row is an immediate offset from it)
-  const int iy = iy0 + r;
-  const bool row_ok = Inside || static_cast<unsigned>(iy) < static_cast<unsigned>(h);
-  const int at = (row_ok ? iy * w : 0) + ix;
-  read_input_row<T, K, S, CB, G>(row_source<T>{plane.at + at, G != gate_kind::none ? plane.saved + at : nullptr, plane.gate}, ix, w,
-                                 row_ok, x);
+  const band_row_place row = band_row_at<Inside>(iy0 + r, h, w, ix);
+  read_input_row<T, K, S, CB, G>(
+      row_source<T>{plane.at + row.at, G != gate_kind::none ? plane.saved + row.at : nullptr, plane.gate}, ix, w, row.inside, x);
 }
 
 // Input row r of a band (widened: x) times the taps, added to the accumulators of the band's
@@ -414,9 +455,8 @@ DSCONV_UNROLL
         const auto load_rows = [&](auto inside) {
 DSCONV_UNROLL
           for (int r = 0; r < g::IR; ++r) {
-            const int iy = iy0 + r;
-            const bool row_ok = decltype(inside)::value || static_cast<unsigned>(iy) < static_cast<unsigned>(s.h);
-            detail::load_row_words<T, K, S, CB>(source.at + (row_ok ? iy * s.w : 0) + ix, ix, s.w, row_ok, rows[r]);
+            const detail::band_row_place row = detail::band_row_at<decltype(inside)::value>(iy0 + r, s.h, s.w, ix);
+            detail::load_row_words<T, K, S, CB>(source.at + row.at, ix, s.w, row.inside, rows[r]);
           }
         };
         if (iy0 >= 0 && iy0 + g::IR <= s.h)
