@@ -417,23 +417,31 @@ def register_transposed_model(t, k, gate=NO_GATE):
     return [(need, 8 * v * size * (1 + tensors / 4), "block: 2 x 4 elements x %d channels%s" % (v, gate_label(gate)), True)]
 
 
-def nchw_register_transposed_model(t, k, gate=NO_GATE):
+def nchw_register_transposed_model(t, k, gate=NO_GATE, load_bytes=None):
     """depthwise_nchw_register_transposed (kernels/depthwise/nchw_register_transposed.hpp) in its
     16-byte form: one band of rb grad_input rows x 16 bytes of a plane inside the map: its
     rb / 2 + (k - 1) / 2 dz rows (rb / 2 where bands keep the (k - 1) / 2 they share,
-    nchw_transposed_rolls: a walk's steady state) of 16 / size / 2 + (k - 1) / 2 element loads
-    (and the saved tensor's where gated), the taps in registers, rb 16-byte stores. DRAM: the
-    band's elements, and a quarter as many of dz (of each tensor), the minimum."""
+    nchw_transposed_rolls: a walk's steady state) of 16 / size / 2 + (k - 1) / 2 element loads, or
+    where the windows load as words (load_bytes 4 of a 16-bit type: rb 8, nchw_transposed_rows)
+    the 4 aligned words that hold a 5x5 window's 6 elements (its first element odd: padding 2),
+    and the saved tensor's where gated; the taps in registers, rb 16-byte stores. DRAM: the band's
+    elements, and a quarter as many of dz (of each tensor), the minimum."""
     size = 2 if t in ("half", "bfloat16") else 4
-    tw, rb = 16 // size, header_constant("kernels/depthwise/nchw_register_transposed.hpp", "nchw_transposed_rows")
+    words = load_bytes == 4 and size == 2
+    tw, rb = 16 // size, 8 if words else 4
     rolls = size == 2 and k == 5 and gate != NO_GATE
     rows, cols = rb // 2 + (0 if rolls else (k - 1) // 2), tw // 2 + (k - 1) // 2
-    element = (lambda ins: ins.op.startswith("LDG.E.U16")) if size == 2 else \
-        (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"))
+    if words:
+        cols = (1 + cols + 1) // 2
+    # (half's words: ptxas loads the first and the last as the one element of each the window
+    # uses, which widen as halves; bfloat16's all whole)
+    element = (lambda ins: ins.op.startswith("LDG.E.U16") or (words and ins.op in ("LDG.E", "LDG.E.CONSTANT"))) \
+        if size == 2 else (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"))
     tensors = 2 if gate != NO_GATE else 1
-    need = {"element loads": (element, rows * cols * tensors), "stores": (is_op("STG.E.128"), rb)}
-    gate_needs(need, gate, rows * cols)
-    return need, rb * tw * size * (1 + tensors / 4), "band: %d rows x %d elements%s" % (rb, tw, gate_label(gate))
+    need = {"word loads" if words else "element loads": (element, rows * cols * tensors), "stores": (is_op("STG.E.128"), rb)}
+    gate_needs(need, gate, rows * (tw // 2 + (k - 1) // 2))
+    return need, rb * tw * size * (1 + tensors / 4), "band: %d rows x %d elements%s%s" % (
+        rb, tw, ", dz as words" if words else "", gate_label(gate))
 
 
 def register_column_model(k, gate, v=1):
@@ -661,8 +669,9 @@ KERNELS = [
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: nchw_matrix_plane_models(int(m.group(2)), int(m.group(3)), gate_of(m.group(4)))),
     (re.compile(r"depthwise_nchw_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
-                r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
-     lambda m: nchw_register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),
+                r"(?:, \(dsconv::detail::gate_kind\)(\d))?(?:, (\d))?>"),
+     lambda m: nchw_register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)),
+                                              int(m.group(4) or 0))),
     (re.compile(r"depthwise_nhwc_register_transposed<(float|dsconv::half|dsconv::bfloat16|half|bfloat16), (\d)"
                 r"(?:, \(dsconv::detail::gate_kind\)(\d))?>"),
      lambda m: register_transposed_model(m.group(1).replace("dsconv::", ""), int(m.group(2)), gate_of(m.group(3)))),

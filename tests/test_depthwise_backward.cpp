@@ -404,38 +404,45 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
   // Stride 1: a thread's bands (the forward kernel on grad_output, the filter rotated, gated by
   // the saved tensor) keep the input rows they share with the next, gated once
   // (nchw_register_rolls). Stride 2: a thread of nchw_register_transposed walks down consecutive
-  // blocks of 4 grad_input rows; 16-bit 5x5 blocks through a gate keep the dz rows they share
-  // with the next (nchw_transposed_rolls), the walk's first block loading them before it. The
-  // plans give a thread several bands or blocks only where the grid would fill the device 8 times
-  // over, which no test-sized problem does on a real profile: planned here for a
-  // one-multiprocessor device (stride 2: walks of 5 or 8 blocks down the 11 of a 41-row map),
-  // each walk set's last cut short by the map's end, launched as the dispatch launches them,
-  // against the reference; 3x3 (padding 1) and 5x5 (padding 2), every gate.
+  // blocks of 4 grad_input rows, or of 8 where 16-bit 5x5 windows load as words (planned with
+  // grad_output; without it, element by element); 16-bit 5x5 blocks through a gate keep the dz
+  // rows they share with the next (nchw_transposed_rolls), the walk's first block loading them
+  // before it. The plans give a thread several bands or blocks only where the grid would fill
+  // the device 8 times over, which no test-sized problem does on a real profile: planned here for
+  // a one-multiprocessor device (stride 2: walks of 2, 5 or 8 blocks down the 11 of a 41-row map;
+  // of 3 down the 7 blocks of 8 rows of a 49-row map), each walk set's last cut short by the map's
+  // end, launched as the dispatch launches them, against the reference; 3x3 (padding 1) and 5x5
+  // (padding 2), every gate.
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
   for (const int s : {1, 2})
     for (const int k : {3, 5})
-      for (const gate_case gate : register_gates) {
-        dsconv::depthwise_params p = s == 1 ? make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1)
-                                            : make_params(32, 16, 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
-        p.data_layout = layout::nchw;
-        const activation act = p.act = gate.act;
-        INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
-        check_transposed_launch<TestType>(p, gate.derivative, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
-                                                 const TestType* dy, const TestType* w, TestType* grad) {
-          constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
-          dsconv::detail::nchw_register_plan plan;
-          REQUIRE((s == 1 ? dsconv::detail::plan_nchw_register<TestType>(q, dev, dy, grad, nullptr, plan, act != activation::none)
-                          : dsconv::detail::plan_nchw_register_transposed<TestType>(p, dev, grad, plan)));
-          REQUIRE(plan.tile.bands_per_thread > 1);
-          REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
-          if (s == 2)
-            return dsconv::platform::launch(dsconv::detail::nchw_register_transposed_kernel<TestType, G>(p), plan.launch({}),
-                                            dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
-          return dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType, G>(q), plan.launch({}), rotated,
-                                          plan.tile, dy, gate, w, static_cast<const TestType*>(nullptr), grad,
-                                          static_cast<TestType*>(nullptr));
-        });
+      for (const bool words : {false, true}) {
+        if (words && (s == 1 || !dsconv::detail::nchw_transposed_words(sizeof(TestType), k))) continue;
+        for (const gate_case gate : register_gates) {
+          dsconv::depthwise_params p = s == 1 ? make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1)
+                                              : make_params(32, 16, words ? 49 : 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
+          p.data_layout = layout::nchw;
+          const activation act = p.act = gate.act;
+          INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
+          check_transposed_launch<TestType>(p, gate.derivative, [&](auto kind, const auto& q, const auto& rotated, const auto& gate,
+                                                   const TestType* dy, const TestType* w, TestType* grad) {
+            constexpr dsconv::detail::gate_kind G = decltype(kind)::value;
+            dsconv::detail::nchw_register_plan plan;
+            const TestType* dz_for_plan = words ? dy : nullptr;  // (none: a plan of element loads)
+            REQUIRE((s == 1 ? dsconv::detail::plan_nchw_register<TestType>(q, dev, dy, grad, nullptr, plan, act != activation::none)
+                            : dsconv::detail::plan_nchw_register_transposed<TestType>(p, dev, dz_for_plan, gate.saved, grad, plan)));
+            REQUIRE(plan.word_windows == words);
+            REQUIRE(plan.tile.bands_per_thread > 1);
+            REQUIRE(plan.tile.bands % plan.tile.bands_per_thread != 0);  // a thread's last band past the map's
+            if (s == 2)
+              return dsconv::platform::launch(dsconv::detail::nchw_register_transposed_kernel<TestType, G>(p, words),
+                                              plan.launch({}), dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
+            return dsconv::platform::launch(dsconv::detail::nchw_register_kernel<TestType, G>(q), plan.launch({}), rotated,
+                                            plan.tile, dy, gate, w, static_cast<const TestType*>(nullptr), grad,
+                                            static_cast<TestType*>(nullptr));
+          });
+        }
       }
 }
 

@@ -53,7 +53,7 @@
   namespace detail {                                                                                            \
   prefix forward_kernel_pointer<T, nchw_register_tile> nchw_register_kernel<T, G>(const depthwise_params&);     \
   prefix transposed_kernel_pointer<T, nchw_register_tile> nchw_register_transposed_kernel<T, G>(                \
-      const depthwise_params&);                                                                                 \
+      const depthwise_params&, bool);                                                                           \
   prefix transposed_kernel_pointer<T, nhwc_register_tile> register_transposed_kernel<T, G>(                     \
       const depthwise_params&);                                                                                 \
   prefix forward_kernel_pointer<T, nhwc_matrix_tile> matrix_kernel<T, G>(const depthwise_params&, int);         \

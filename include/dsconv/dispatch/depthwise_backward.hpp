@@ -66,7 +66,7 @@ std::string register_data_refusal(depthwise_variant variant, const depthwise_par
     register_plan plan;
     nchw_register_plan nchw_plan;
     const bool fits = nhwc ? plan_nhwc_register_transposed<T>(p, dev, nullptr, nullptr, nullptr, plan)
-                           : plan_nchw_register_transposed<T>(p, dev, nullptr, nchw_plan);
+                           : plan_nchw_register_transposed<T>(p, dev, nullptr, nullptr, nullptr, nchw_plan);
     return fits ? "" : ": the grid is too large";
   }
   return register_refusal<T>(variant, transposed_problem(p), dev, p.act != activation::none);
@@ -220,12 +220,12 @@ status depthwise_backward_data(const depthwise_params& p, const depthwise_backwa
         detail::nchw_register_plan nchw_plan;
         if (variant == depthwise_variant::nhwc_register
                 ? !detail::plan_nhwc_register_transposed<T>(p, dev, grad_output, gate.saved, grad_input, plan)
-                : !detail::plan_nchw_register_transposed<T>(p, dev, grad_input, nchw_plan))
+                : !detail::plan_nchw_register_transposed<T>(p, dev, grad_output, gate.saved, grad_input, nchw_plan))
           return detail::invalid(status::unsupported_variant, "depthwise backward data", "the grid is too large");
         if (variant == depthwise_variant::nhwc_register)
           return platform::launch(detail::register_transposed_kernel<T, G>(p), plan.launch(stream), shape, plan.tile,
                                   grad_output, by, weight, grad_input);
-        return platform::launch(detail::nchw_register_transposed_kernel<T, G>(p), nchw_plan.launch(stream), shape,
+        return platform::launch(detail::nchw_register_transposed_kernel<T, G>(p, nchw_plan.word_windows), nchw_plan.launch(stream), shape,
                                 nchw_plan.tile, grad_output, by, weight, grad_input);
       }
       return detail::launch_forward_register<T, G>(variant, q, rotated, dev, grad_output, by, weight,

@@ -18,6 +18,7 @@ namespace detail {
 struct nchw_register_plan {
   nchw_register_tile tile{};
   platform::dims grid;
+  bool word_windows = false;  // the stride-2 data gradient's: dz windows load as words (nchw_register_transposed.hpp)
 
   platform::launch_config launch(stream_t stream) const {
     return planned_launch(nchw_register_block_threads, grid, 0, "depthwise_nchw_register", stream);
@@ -83,18 +84,23 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
 }
 
 // The stride-2 data gradient's plan (kernels/depthwise/nchw_register_transposed.hpp) for `p` (a
-// register filter of stride 2, pad <= kernel - 1) with the call's grad_input (null: for
-// feasibility only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored
-// 16 bytes at a time where grad_input's rows and pointer allow, else element by element; the
-// forward's spread at the kernel's resident blocks.
+// register filter of stride 2, pad <= kernel - 1) with the call's tensors (null: for feasibility
+// only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored 16 bytes at a
+// time where grad_input's rows and pointer allow, else element by element; dz windows read as
+// 32-bit words where the kernel can (nchw_transposed_words) and dz and the saved tensor allow:
+// padding kernel / 2, rows of an even width and pointers 4-byte aligned; the forward's spread at
+// the kernel's resident blocks.
 template <class T>
-bool plan_nchw_register_transposed(const depthwise_params& p, const platform::device_properties& dev, const void* grad_input,
-                                   nchw_register_plan& plan) {
+bool plan_nchw_register_transposed(const depthwise_params& p, const platform::device_properties& dev, const void* grad_output,
+                                   const void* saved, const void* grad_input, nchw_register_plan& plan) {
   nchw_register_tile& t = plan.tile;
   const int element = static_cast<int>(sizeof(T));
   t.chunk_bytes = grad_input && (p.w * element) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grad_input) % 16 == 0 ? 16 : element;
+  plan.word_windows = nchw_transposed_words(element, p.kernel_h) && p.pad_w == p.kernel_w / 2 && p.out_w() % 2 == 0 &&
+                   grad_output && all_aligned(4, {grad_output, saved});
   t.strip_cols = (p.w + 16 / element - 1) / (16 / element);
-  t.bands = (p.h + p.pad_h % 2 + nchw_transposed_rows - 1) / nchw_transposed_rows;
+  const int rows = nchw_transposed_rows(plan.word_windows);
+  t.bands = (p.h + p.pad_h % 2 + rows - 1) / rows;
   return spread_nchw_bands(p, dev, plan, nchw_transposed_resident_blocks(element, p.kernel_h));
 }
 
@@ -106,11 +112,15 @@ forward_kernel_pointer<T, nchw_register_tile> nchw_register_kernel(const depthwi
   });
 }
 
-// The stride-2 data gradient's kernel for the problem's filter (3x3 or 5x5) and gate G.
+// The stride-2 data gradient's kernel for the problem's filter (3x3 or 5x5), gate G and dz loads
+// (plan_nchw_register_transposed's word_windows).
 template <class T, gate_kind G>
-transposed_kernel_pointer<T, nchw_register_tile> nchw_register_transposed_kernel(const depthwise_params& p) {
-  return p.kernel_h == 3 ? platform::registered<kernels::depthwise_nchw_register_transposed<T, 3, G>>()
-                         : platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G>>();
+transposed_kernel_pointer<T, nchw_register_tile> nchw_register_transposed_kernel(const depthwise_params& p, bool word_windows) {
+  constexpr int E = static_cast<int>(sizeof(T));
+  if (p.kernel_h == 3) return platform::registered<kernels::depthwise_nchw_register_transposed<T, 3, G, E>>();
+  if constexpr (nchw_transposed_words(E, 5))
+    if (word_windows) return platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G, 4>>();
+  return platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G, E>>();
 }
 
 }  // namespace detail
