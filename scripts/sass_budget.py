@@ -779,30 +779,37 @@ def load_offset(ins):
 def nchw_matrix_plane_models(k, s, gate=NO_GATE):
     """depthwise_nchw_matrix_plane (kernels/depthwise/nchw_matrix_plane.hpp): one warp tile of
     8 (stride 1) or 4 (stride 2) images' planes of a channel, two images an M tile, on the
-    networks' planes: at stride 1 7x7 (2-byte items, element stores) and 8x8 (words); at stride 2
-    14x14 -> 7x7 (word items, element stores) and 16x16 -> 8x8 (words). Each lane's loads of the
-    next tile's items (a plane's items over 32 lanes, each image; gated: the saved tensor's too)
-    and their stores to shared memory, a fragment load and a product per filter row, window
-    (s) and M tile, and per image one word through relu6 stored whole or as two elements. DRAM:
-    the planes' inputs and outputs (of each tensor), the minimum, over the warp's 32 lanes."""
+    networks' planes: at stride 1 7x7 (element stores) and 8x8 (words); at stride 2 14x14 -> 7x7
+    (element stores) and 16x16 -> 8x8 (words). At stride 1 each lane's asynchronous copy of a word
+    of each image's plane (gated: the saved tensor's too) into the ring of raw planes, the tiles
+    ring_stages - 1 ahead (nchw_plane_ring_stages: their bytes in flight are that many tiles'
+    copies), and its word of the landed tile's images read back and stored to the staging, as a
+    word on 8x8 planes, as two elements on 7x7; at stride 2 each lane's loads of the next tile's
+    words (a plane's over 32 lanes, each image) and their stores to shared memory. Then a fragment
+    load and a product per filter row, window (s) and M tile, and per image one word through relu6
+    stored whole or as two elements. DRAM: the planes' inputs and outputs (of each tensor), the
+    minimum, over the warp's 32 lanes."""
     images = 8 if s == 1 else 4
     tensors = 2 if gate != NO_GATE else 1
     models = []
-    for side_in, words_in in ((7 * s, s == 2), (8 * s, True)):
+    for side_in in (7 * s, 8 * s):
         side_out = (side_in - 1) // s + 1
-        items = side_in * side_in // (2 if words_in else 1)
-        each = -(-items // 32)
         words_out = side_out % 2 == 0
-        # (an element item's load: 64 bytes apart from the lane's first, where the filter's
-        # 2-byte loads, which a tile of a new channel adds, are at most a filter's bytes apart)
-        load = (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT")) if words_in else \
-            (lambda ins: ins.op.startswith("LDG.E.U16") and load_offset(ins) % 64 == 0)
         store = (lambda ins: ins.op == "STG.E") if words_out else is_op("STG.E.U16")
-        need = {"loads": (load, images * tensors * each),
-                "staging stores": (is_op("STS"), images * each),
-                "products": (is_op("HMMA"), images // 2 * k * s), "fragment loads": (is_op("LDSM"), images // 2 * k * s),
+        need = {"products": (is_op("HMMA"), images // 2 * k * s), "fragment loads": (is_op("LDSM"), images // 2 * k * s),
                 "stores": (store, images * (1 if words_out else 2))}
-        gate_needs(need, gate, images * each * (2 if words_in else 1))
+        if s == 1:
+            even = side_in % 2 == 0
+            need["word copies"] = (lambda ins: ins.op == "LDGSTS.E", images * tensors)
+            need["raw words read"] = ((lambda ins: ins.op == "LDS") if even else is_op("LDS.U16"),
+                                      images * tensors * (1 if even else 2))
+            need["staging stores"] = ((lambda ins: ins.op == "STS") if even else is_op("STS.U16"), images * (1 if even else 2))
+            gate_needs(need, gate, images * 2)
+        else:
+            each = -(-side_in * side_in // 2 // 32)
+            need["loads"] = (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), images * tensors * each)
+            need["staging stores"] = (is_op("STS"), images * each)
+            gate_needs(need, gate, images * each * 2)
         if gate == NO_GATE:
             need["relu6"] = (RELU6[0], images)
         dram = images * 2 * (side_in * side_in * tensors + side_out * side_out) / 32

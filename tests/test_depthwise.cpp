@@ -627,11 +627,14 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, str
                    "runs across channels, the activation's input kept",
                    "[depthwise][shapes]", dsconv::half, dsconv::bfloat16) {
   // Output planes of at most 8 x 8 take the plane form (eight images' planes of a channel a warp
-  // tile at stride 1, four at stride 2): odd widths move 2-byte elements, even ones words; odd
-  // output widths store elements. Batches that leave the last group of a channel short (1 to 7
-  // images missing), and a one-multiprocessor device whose plan gives warps runs of several
-  // tiles that cross channels; launched directly with the pre-activation tensor, both outputs
-  // checked against the reference, and through automatic and every variant (check_depthwise).
+  // tile at stride 1, four at stride 2): at stride 1 the planes' words copied through the ring
+  // and staged as words (even widths) or elements (odd; planes that start at odd elements where
+  // the channels are odd, the tensor's last word copied in part where its elements are), at
+  // stride 2 words held in registers; odd output widths store elements. Batches that leave the
+  // last group of a channel short (1 to 7 images missing), and a one-multiprocessor device whose
+  // plan gives warps runs of several tiles that cross channels (of 4, which wrap the ring of 4
+  // stages); launched directly with the pre-activation tensor, both outputs checked against the
+  // reference, and through automatic and every variant (check_depthwise).
   using dsconv::depthwise_variant;
   dsconv::platform::device_properties dev = current_device();
   dev.multiprocessor_count = 1;
@@ -641,8 +644,9 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, str
   // clang-format off
   const plane_case cases[] = {
       //  n    c   h   w  k  s granule run
-      {  17, 90,  7,  7, 5, 1,  2,  2},  // 7x7 elements; 3 groups a channel, the last of one image
+      {  17,180,  7,  7, 5, 1,  2,  4},  // 7x7 elements; 3 groups a channel, the last of one image; the ring wraps
       {  17, 90,  7,  7, 3, 1,  2,  2},
+      {  17,  9,  7,  7, 3, 1,  2,  1},  // odd channels: planes start at alternate parities; the last word in part
       {   3, 12,  8,  8, 5, 1,  4,  1},  // 8x8 words; 5 images missing
       {  10,  9,  8,  6, 3, 1,  4,  1},  // 8 rows of 6
       {   2,  5,  3,  5, 5, 1,  2,  1},  // the filter wider than the plane

@@ -105,6 +105,29 @@ DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_whole(T* dst, const T* src, boo
 #endif
 }
 
+// Copies the first `src_bytes` (whole elements, 0 to N) of the N bytes (4, 8 or 16) at `src`
+// (global) to `dst` (shared), both aligned to N, and zero-fills the rest: a piece whose end lies
+// past the tensor (nchw_matrix_plane's last word of an odd plane at the tensor's end). The byte
+// count at run time costs sm_90 some instructions a copy over async_copy_whole's predicate.
+template <int N, class T>
+DSCONV_DEVICE DSCONV_FORCEINLINE void async_copy_bytes(T* dst, const T* src, int src_bytes DSCONV_CALL_SITE) {
+  static_assert((N == 4 || N == 8 || N == 16) && N % sizeof(T) == 0, "cp.async moves 4, 8 or 16 bytes of whole elements");
+#if defined(DSCONV_HAS_CP_ASYNC)
+  const unsigned shared_addr = static_cast<unsigned>(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.ca.shared.global [%0], [%1], %2, %3;\n" ::"r"(shared_addr), "l"(src), "n"(N), "r"(src_bytes));
+#elif defined(DSCONV_PLATFORM_HOST)
+  if (host_detail::traffic_enabled()) {
+    if (src_bytes > 0) host_detail::record_access(src, static_cast<std::size_t>(src_bytes), false);
+    host_detail::record_shared(dst, N, true, site_file, site_line);
+  }
+  host_detail::async_copy(dst, src, src_bytes, N);
+#else
+  constexpr int n = static_cast<int>(N / sizeof(T));
+  DSCONV_UNROLL
+  for (int i = 0; i < n; ++i) shared_store(dst + i, i * static_cast<int>(sizeof(T)) < src_bytes ? load(src + i) : T(0.f));
+#endif
+}
+
 // (A bool would convert to 1 byte.)
 template <class T>
 void async_copy_16(T* dst, const T* src, bool valid) = delete;

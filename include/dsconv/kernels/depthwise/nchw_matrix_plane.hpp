@@ -12,27 +12,36 @@
 // planes of one channel (four or two products a filter row); a warp's run of tiles walks the
 // images, then the channels, keeping its B bands.
 //
-// Every tile is whole planes, so each lane stages the same places of every tile: a plane's
-// elements move as 4-byte words where its width is even (2-byte elements where it is odd, as
-// the 7x7 planes are), lane l taking items l, l + 32, ... of the plane's contiguous elements,
-// to places in shared memory computed once. Rows and columns outside the plane are zeros written
-// once, never overwritten. The next tile's items are loaded before this tile's products. Lane
-// (g, q) ends with row g, columns 2q and 2q + 1, of each image: stored as a word where the output
-// width is even, else element by element, the bias having started the accumulators. Counted
-// (sm_90 SASS, scripts/sass_budget.py, through relu6): 4.7-4.9 instructions per DRAM byte on 7x7
-// planes (scale 3.9-4.1), 2.2-3.2 on 8x8, 3.1-3.4 from 14x14 to 7x7 at stride 2 (gated: 4.7-4.9
-// and 2.4-2.7). Of a 7x7 tile's 229-241, about 104 do the work (products, fragment loads,
-// loads, stores, conversions). The rest had been address arithmetic, 280-285 a tile: with a
-// 64-bit step between images ptxas rebuilt each element store's address from the output
-// parameter (16 LDC and 38 LEA of 285 for 3x3). The steps are 32-bit values LLVM may not widen
-// (platform::unwidened; images of fewer than 2^31 bytes, as the plan requires), added as one
-// wide multiply-add (IMAD.WIDE) to the pointer: 5.8 -> 4.7 (3x3), 5.7 -> 4.9 (5x5). Not for the
-// gated forms' steps (5x5 gated spilled 4 bytes with them). Neither storing an image's second
-// element under the first's test (272-288 for 3x3) nor addressing the images from the tile's
-// pointer by index (282-343, 4 bytes spilled for 5x5) had helped.
+// Every tile is whole planes, so each lane stages the same places of every tile, computed once.
+// At stride 1 a plane's words (32 at most) are copied asynchronously, word l by lane l, into a
+// ring of raw planes ring_stages - 1 tiles ahead of the products (ring_walk: nchw_plane_ring_stages),
+// and once a tile's have landed each lane moves its word's two elements to their places in the
+// staging (as one word where the plane's width is even); at stride 2 a plane's words (even input
+// widths) are loaded one tile ahead into registers, lane l taking words l, l + 32, .... Rows and
+// columns outside the plane are zeros written once, never overwritten. Lane (g, q) ends with row
+// g, columns 2q and 2q + 1, of each image: stored as a word where the output width is even, else
+// element by element, the bias having started the accumulators.
+//
+// Counted (sm_90 SASS, scripts/sass_budget.py, through relu6; 3x3 / 5x5): 7x7 planes 5.6 / 6.0
+// instructions per DRAM byte (through the clamp 5.2 / 5.5, the scale 4.8 / 5.2), 8x8 3.5 / 3.7
+// (3.0 / 3.3, 2.7 / 3.0), 3.1-3.4 from 14x14 to 7x7 at stride 2; bytes in flight a thread 96 (128
+// gated) at stride 1, 48 (64) KiB a multiprocessor, 64 at stride 2. The ring's copies and the
+// words read back cost 7x7 tiles some 53 instructions over registers loaded a tile ahead (241
+// for 5x5: 4.9 a byte, scale 3.9-4.1), which had kept 32 bytes a thread in flight (64 gated), 16
+// of CUB's 48 KiB a multiprocessor: Little's law puts that at about a third of the bandwidth,
+// where 6 instructions a byte is three quarters of the issue at full bandwidth (a GPU measures
+// both: the prepared experiment). Of a tile's instructions, the address arithmetic had been 280-285
+// a tile for 7x7: with a 64-bit step between images ptxas rebuilt each element store's address
+// from the output parameter (16 LDC and 38 LEA of 285 for 3x3). The steps are 32-bit values LLVM
+// may not widen (platform::unwidened; images of fewer than 2^31 bytes, as the plan requires),
+// added as one wide multiply-add (IMAD.WIDE) to the pointer: 5.8 -> 4.7 (3x3), 5.7 -> 4.9 (5x5).
+// Not for the gated forms' steps (5x5 gated spilled 4 bytes with them). Neither storing an
+// image's second element under the first's test (272-288 for 3x3) nor addressing the images from
+// the tile's pointer by index (282-343, 4 bytes spilled for 5x5) had helped.
 // Requires what nchw_matrix does, but for even rows: those only at stride 2 (input rows), and
 // output planes of at most 8 x 8 (dispatch/depthwise_nchw_matrix_plan.hpp).
 
+#include <cstdint>
 #include <type_traits>
 
 #include "../../config.hpp"
@@ -65,6 +74,20 @@ DSCONV_HOST_DEVICE constexpr int nchw_plane_resident_blocks(int k, int stride) {
   constexpr bool turing = false;
 #endif
   return stride == 2 || (turing && k == 5) ? 3 : 4;
+}
+
+// Tiles a warp's ring of raw planes holds at stride 1 (ring_walk): its copies run ring_stages - 1
+// tiles ahead, a word a lane an image (a tensor) each, 32 bytes a tile (64 gated), so that a
+// thread keeps 96 (128) bytes in flight, 48 (64) KiB a multiprocessor at 512 threads, where the
+// registers of a walk one tile ahead held 32 (64). Two before sm_80, which has no asynchronous
+// copies (each is a load and a store in the thread's order) and 64 KiB of shared memory a
+// multiprocessor, of which a deeper ring would take the blocks' room (16 KiB a block ungated).
+DSCONV_HOST_DEVICE constexpr int nchw_plane_ring_stages(bool gated) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  return (void)gated, 2;
+#else
+  return gated ? 3 : 4;
+#endif
 }
 
 // A warp tile's staging for a K x K filter of stride S: an image's staged rows (input rows -P
@@ -107,6 +130,11 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
   constexpr bool gated = G != detail::gate_kind::none;
   constexpr int warps = detail::nchw_matrix_warps, IM = geo::m_tiles, images = geo::images;
   DSCONV_SHARED_ARRAY(T, staged, [warps * geo::elements]);
+  // The ring of raw planes (stride 1: ring_walk below): a warp's ring_stages tiles of each
+  // tensor's images' 32 words.
+  constexpr int ring_stages = detail::nchw_plane_ring_stages(gated), tensors = gated ? 2 : 1;
+  constexpr int ring_words = S == 1 ? ring_stages * tensors * images * 32 : 1;
+  DSCONV_SHARED_ARRAY(unsigned, ring, [warps * ring_words]);
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
   const int g = lane / 4, q = lane % 4;
@@ -141,17 +169,94 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
   const bool row_in = g < s.out_h, first_in = row_in && 2 * q < s.out_w, second_in = row_in && 2 * q + 1 < s.out_w;
   const bool out_words = s.out_w % 2 == 0;
 
-  // The walk with the items' bytes GB (4: words; 2: elements) a compile-time constant.
-  const auto walk = [&](auto granule) {
-    constexpr int GB = decltype(granule)::value, GE = GB / 2;
-    constexpr int each = geo::max_plane / GE / 32;  // items a lane, at most
-    // Item j of the lane, elements GE (lane + 32 j) on of a plane: whether the plane has it, and
+  // Tile (group, c)'s products from its staged images (`count` of them exist), and its stores.
+  const auto products_and_store = [&](int group, int c, int count) {
+    if (c != b_channel) {
+      detail::nchw_matrix_bands<T, K, S>(weight, c, s.rotate_filter, g, q, b);
+      b_channel = c;
+      bias_of = bias ? to_float(pf::load(bias + c)) : 0.f;
+    }
+    float acc[IM][4];
+    DSCONV_UNROLL
+    for (int mt = 0; mt < IM; ++mt)
+      DSCONV_UNROLL
+      for (int e = 0; e < 4; ++e) acc[mt][e] = bias_of;
+    DSCONV_UNROLL
+    for (int ky = 0; ky < K; ++ky)
+      DSCONV_UNROLL
+      for (int mt = 0; mt < IM; ++mt) {
+        // Input row S (m % 8) + ky of the lane's image: rows one pitch apart for every m.
+        const T* const rows = lane_rows + 2 * mt * geo::image_elements + geo::row_at(ky) * geo::pitch;
+        unsigned a[S][4];
+        DSCONV_UNROLL
+        for (int w = 0; w < S; ++w) pf::ldmatrix_x4<false>(a[w], rows + 16 * w);
+        DSCONV_UNROLL
+        for (int d = 0; d < S; ++d) pf::mma_16x8x16<T>(acc[mt], a[d], b[ky][d]);
+      }
+
+    // Image 2 mt + h's outputs are acc[mt][2h], acc[mt][2h + 1]; Full: all images exist.
+    const index_t tile_out = (static_cast<index_t>(group) * images * s.c + c) * plane_out + lane_out;
+    const auto put = [&](T* at, unsigned word) {
+      if (out_words) {
+        if (first_in) pf::store(reinterpret_cast<unsigned*>(at), word);
+      } else {
+        if (first_in) pf::store(at, T::from_bits(static_cast<unsigned short>(word)));
+        if (second_in) pf::store(at + 1, T::from_bits(static_cast<unsigned short>(word >> 16)));
+      }
+    };
+    // Full: every image exists, the pre-activation is stored where Pre says and the
+    // activation is the compile-time Act; else (an odd batch's last image group of a channel)
+    // all three are tested at run time (one copy of the loop where each form had one).
+    const auto store_tile = [&](auto full, auto pre_form, auto act) {
+      constexpr bool Full = decltype(full)::value, Pre = decltype(pre_form)::value;
+      T* out = output + tile_out;
+      T* pre = pre_activation ? pre_activation + tile_out : nullptr;
+      DSCONV_UNROLL
+      for (int im = 0; im < images; ++im, out = advanced(out, image_out, std::bool_constant<!gated>{})) {
+        if (!Full && im >= count) continue;
+        const float* const f = acc[im / 2] + 2 * (im % 2);
+        if (Full ? Pre : pre != nullptr) {
+          if constexpr (Full) {
+            put(pre, detail::saved_word<decltype(act)::value, T>(f, s.save_derivative));
+          } else {
+            const bool d = s.save_derivative;
+            const float z[2] = {d ? detail::derivative_at(f[0], s.act) : f[0], d ? detail::derivative_at(f[1], s.act) : f[1]};
+            put(pre, detail::narrow<T>(z));
+          }
+          pre = advanced(pre, image_out, std::bool_constant<!gated>{});
+        }
+        if constexpr (Full) {
+          put(out, detail::activated_word<decltype(act)::value, T>(f));
+        } else {
+          const activation run_act = gated ? activation::none : s.act;
+          const float a[2] = {detail::activate(f[0], run_act), detail::activate(f[1], run_act)};
+          put(out, detail::narrow<T>(a));
+        }
+      }
+    };
+    // (The data gradient's activation is none: its gate applied the derivative.)
+    const auto store_full = [&](auto pre_form) {
+      detail::with_output_activation<G>(s.act, [&](auto act) { store_tile(std::true_type{}, pre_form, act); });
+    };
+    if (count != images)
+      store_tile(std::false_type{}, std::false_type{}, std::integral_constant<activation, activation::none>{});
+    else if (pre_activation)
+      store_full(std::true_type{});
+    else
+      store_full(std::false_type{});
+  };
+
+  // Stride 2 (planes of even rows): the next tile's words held in registers while this tile's
+  // products run.
+  const auto walk = [&] {
+    constexpr int each = geo::max_plane / 2 / 32;  // words a lane, at most
+    // Word j of the lane, elements 2 (lane + 32 j) on of a plane: whether the plane has it, and
     // its place in an image's staging (the division once, before the walk).
     int to[each];
     bool has[each];
     DSCONV_UNROLL
     for (int j = 0; j < each; ++j) {
-      const int x = (lane + 32 * j) * GE, y = x / s.w;
+      const int x = (lane + 32 * j) * 2, y = x / s.w;
       has[j] = x < plane_in;
       to[j] = geo::row_at(y + geo::P) * geo::pitch + geo::window_lead + (x - y * s.w);
     }
@@ -167,7 +272,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
     const auto fetch = [&](int group, int c) {
       const int n0 = group * images;
       next_images = s.n - n0 < images ? s.n - n0 : images;
-      const index_t plane_at = (static_cast<index_t>(n0) * s.c + c) * plane_in + GE * lane;
+      const index_t plane_at = (static_cast<index_t>(n0) * s.c + c) * plane_in + 2 * lane;
       const auto images_of = [&](auto full, auto first_whole) {
         const T* src = input + plane_at;
         [[maybe_unused]] const T* saved = gated ? static_cast<const T*>(gate.saved) + plane_at : nullptr;
@@ -179,19 +284,14 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
           DSCONV_UNROLL
           for (int j = 0; j < each; ++j) {
             if (!(j == 0 && decltype(first_whole)::value) && !has[j]) continue;
-            if constexpr (GB == 4) {
-              next[im][j] = pf::load(reinterpret_cast<const unsigned*>(src + 32 * GE * j));
-              if constexpr (gated) kept[im][j] = pf::load(reinterpret_cast<const unsigned*>(saved + 32 * GE * j));
-            } else {
-              next[im][j] = detail::element_bits(pf::load(src + 32 * j));
-              if constexpr (gated) kept[im][j] = detail::element_bits(pf::load(saved + 32 * j));
-            }
+            next[im][j] = pf::load(reinterpret_cast<const unsigned*>(src + 64 * j));
+            if constexpr (gated) kept[im][j] = pf::load(reinterpret_cast<const unsigned*>(saved + 64 * j));
           }
         }
       };
       if (next_images != images)
         images_of(std::false_type{}, std::false_type{});
-      else if (plane_in >= 32 * GE)
+      else if (plane_in >= 64)
         images_of(std::true_type{}, std::true_type{});
       else
         images_of(std::true_type{}, std::false_type{});
@@ -206,10 +306,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
           if (!has[j]) continue;
           unsigned v = next[im][j];
           if constexpr (gated) v = detail::gated_word<T, G>(v, kept[im][j], gate);
-          if constexpr (GB == 4)
-            pf::shared_store(reinterpret_cast<unsigned*>(image + to[j]), v);
-          else
-            pf::shared_store(image + to[j], T::from_bits(static_cast<unsigned short>(v)));
+          pf::shared_store(reinterpret_cast<unsigned*>(image + to[j]), v);
         }
       }
     };
@@ -228,87 +325,145 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
       if (i + 1 < run.count) fetch(next_group, next_c);
       if (!mine) continue;
 
-      if (c != b_channel) {
-        detail::nchw_matrix_bands<T, K, S>(weight, c, s.rotate_filter, g, q, b);
-        b_channel = c;
-        bias_of = bias ? to_float(pf::load(bias + c)) : 0.f;
-      }
-      float acc[IM][4];
-      DSCONV_UNROLL
-      for (int mt = 0; mt < IM; ++mt)
-        DSCONV_UNROLL
-        for (int e = 0; e < 4; ++e) acc[mt][e] = bias_of;
-      DSCONV_UNROLL
-      for (int ky = 0; ky < K; ++ky)
-        DSCONV_UNROLL
-        for (int mt = 0; mt < IM; ++mt) {
-          // Input row S (m % 8) + ky of the lane's image: rows one pitch apart for every m.
-          const T* const rows = lane_rows + 2 * mt * geo::image_elements + geo::row_at(ky) * geo::pitch;
-          unsigned a[S][4];
-          DSCONV_UNROLL
-          for (int w = 0; w < S; ++w) pf::ldmatrix_x4<false>(a[w], rows + 16 * w);
-          DSCONV_UNROLL
-          for (int d = 0; d < S; ++d) pf::mma_16x8x16<T>(acc[mt], a[d], b[ky][d]);
-        }
-
-      // Image 2 mt + h's outputs are acc[mt][2h], acc[mt][2h + 1]; Full: all images exist.
-      const index_t tile_out = (static_cast<index_t>(group) * images * s.c + c) * plane_out + lane_out;
-      const auto put = [&](T* at, unsigned word) {
-        if (out_words) {
-          if (first_in) pf::store(reinterpret_cast<unsigned*>(at), word);
-        } else {
-          if (first_in) pf::store(at, T::from_bits(static_cast<unsigned short>(word)));
-          if (second_in) pf::store(at + 1, T::from_bits(static_cast<unsigned short>(word >> 16)));
-        }
-      };
-      // Full: every image exists, the pre-activation is stored where Pre says and the
-      // activation is the compile-time Act; else (an odd batch's last image group of a channel)
-      // all three are tested at run time (one copy of the loop where each form had one).
-      const auto store_tile = [&](auto full, auto pre_form, auto act) {
-        constexpr bool Full = decltype(full)::value, Pre = decltype(pre_form)::value;
-        T* out = output + tile_out;
-        T* pre = pre_activation ? pre_activation + tile_out : nullptr;
-        DSCONV_UNROLL
-        for (int im = 0; im < images; ++im, out = advanced(out, image_out, std::bool_constant<!gated>{})) {
-          if (!Full && im >= count) continue;
-          const float* const f = acc[im / 2] + 2 * (im % 2);
-          if (Full ? Pre : pre != nullptr) {
-            if constexpr (Full) {
-              put(pre, detail::saved_word<decltype(act)::value, T>(f, s.save_derivative));
-            } else {
-              const bool d = s.save_derivative;
-              const float z[2] = {d ? detail::derivative_at(f[0], s.act) : f[0], d ? detail::derivative_at(f[1], s.act) : f[1]};
-              put(pre, detail::narrow<T>(z));
-            }
-            pre = advanced(pre, image_out, std::bool_constant<!gated>{});
-          }
-          if constexpr (Full) {
-            put(out, detail::activated_word<decltype(act)::value, T>(f));
-          } else {
-            const activation run_act = gated ? activation::none : s.act;
-            const float a[2] = {detail::activate(f[0], run_act), detail::activate(f[1], run_act)};
-            put(out, detail::narrow<T>(a));
-          }
-        }
-      };
-      // (The data gradient's activation is none: its gate applied the derivative.)
-      const auto store_full = [&](auto pre_form) {
-        detail::with_output_activation<G>(s.act, [&](auto act) { store_tile(std::true_type{}, pre_form, act); });
-      };
-      if (count != images)
-        store_tile(std::false_type{}, std::false_type{}, std::integral_constant<activation, activation::none>{});
-      else if (pre_activation)
-        store_full(std::true_type{});
-      else
-        store_full(std::false_type{});
+      products_and_store(group, c, count);
     }
   };
+  // Stride 1: a tile's planes copied as whole 32-bit words, word `lane` of each image's plane (at
+  // most 32: 64 elements), into a ring of ring_stages tiles of such raw planes, ring_stages - 1
+  // tiles ahead of the products (no register holds them in flight); then, the tile's copies
+  // landed, each lane moves its word of each image to the places of its two elements in the
+  // staging (GB 4, rows of an even width: as one word; GB 2, odd: element by element, a plane then
+  // starting at an odd element or an even one). An odd plane's words reach one element before it
+  // or past it, into the previous or the next plane; past the tensor's last element (an odd count
+  // of them) the last word copies its first element only.
+  const auto ring_walk = [&](auto granule) {
+    constexpr int GB = decltype(granule)::value;
+    unsigned* const raw = ring + warp * ring_words;
+    const auto slot = [&](int stage, int tensor, int im) { return raw + ((stage * tensors + tensor) * images + im) * 32 + lane; };
+    // The places in an image's staging of the plane's elements 2 lane and 2 lane + 1 (-1: not in
+    // the plane), the division once, before the walk; whether the lane copies a word (the plane's
+    // words, (plane_in + 1) / 2, start at it, or at the element before where it is odd).
+    int at[2];
+    DSCONV_UNROLL
+    for (int e = 0; e < 2; ++e) {
+      const int x = 2 * lane + e, y = x / s.w;
+      at[e] = x < plane_in ? geo::row_at(y + geo::P) * geo::pitch + geo::window_lead + (x - y * s.w) : -1;
+    }
+    const bool copies = 2 * lane < plane_in;
+    // Whether consecutive images' planes start at elements of different parities (an odd
+    // number of channels of odd planes), and the parity of tile (group, c)'s first plane.
+    const int alternates = s.c & plane_in & 1;
+    const auto first_parity = [&](int group, int c) {
+      return static_cast<int>(((static_cast<index_t>(group) * images * s.c + c) * plane_in) & 1);
+    };
+    int copy_group = from % groups, copy_c = from / groups;  // the next tile to copy
+    const bool odd_tensor = (static_cast<index_t>(s.n) * s.c * plane_in) % 2 != 0;
+    // Tile (copy_group, copy_c)'s words into stage `stage`, its images' that exist: the word
+    // `lane` from the one that holds a plane's first element. Full: all its images exist; Uniform:
+    // its planes' first elements all of one parity (no alternates), so that one image's words lie
+    // image_in bytes (a multiple of 4) from the one before's; Tail: the tile holds the last plane
+    // of a tensor of an odd number of elements, whose last word reaches past it (only its first
+    // element copied).
+    const auto copy = [&](int stage, auto full, auto uniform, auto tail) {
+      const int n0 = copy_group * images, have = s.n - n0 < images ? s.n - n0 : images, c = copy_c;
+      if (++copy_group == groups) copy_group = 0, ++copy_c;
+      if (!copies) return;
+      const index_t first = (static_cast<index_t>(n0) * s.c + c) * plane_in;
+      // (the tensors are 4-byte aligned: a plane's first word holds its first element)
+      const auto words_of = [&](const T* plane) {
+        return reinterpret_cast<const unsigned*>(reinterpret_cast<std::uintptr_t>(plane) & ~std::uintptr_t{3}) + lane;
+      };
+      const unsigned* src = words_of(input + first);
+      [[maybe_unused]] const unsigned* saved_src = gated ? words_of(static_cast<const T*>(gate.saved) + first) : nullptr;
+      DSCONV_UNROLL
+      for (int im = 0; im < images; ++im) {
+        if (!decltype(full)::value && im >= have) continue;  // (nothing of a missing image is copied or staged)
+        const auto copy_word = [&](int tensor, const unsigned* word, const T* tensor_start) {
+          if constexpr (!decltype(uniform)::value) {
+            const T* const plane = tensor_start + first + static_cast<index_t>(im) * plane_in * s.c;
+            word = words_of(plane);
+          }
+          if (decltype(tail)::value && im == have - 1 && 2 * lane + 1 == plane_in)  // (the tensor's last element)
+            pf::async_copy_bytes<4>(slot(stage, tensor, im), word, 2);
+          else
+            pf::async_copy_whole<4>(slot(stage, tensor, im), word, true);
+        };
+        copy_word(0, src, input);
+        if constexpr (gated) copy_word(1, saved_src, static_cast<const T*>(gate.saved));
+        if constexpr (decltype(uniform)::value) {
+          src = advanced(src, image_in, std::bool_constant<!gated>{});
+          if constexpr (gated) saved_src = advanced(saved_src, image_in, std::false_type{});
+        }
+      }
+    };
+    const auto copy_next = [&](int stage) {
+      using yes = std::true_type;
+      using no = std::false_type;
+      if (odd_tensor && copy_c == s.c - 1 && copy_group == groups - 1)
+        copy(stage, no{}, no{}, yes{});
+      else if (alternates)
+        copy(stage, no{}, no{}, no{});
+      else if (s.n - copy_group * images >= images)
+        copy(stage, yes{}, yes{}, no{});
+      else
+        copy(stage, no{}, yes{}, no{});
+    };
+    // Stage `stage`'s words (tile (group, c), `count` images) to their places in the staging:
+    // GB 4, rows of an even width, the lane's word as one; GB 2, its elements 2 lane and 2 lane +
+    // 1 from the halves where an odd start put them. Full: all the tile's images exist.
+    const auto unpack = [&](int stage, int group, int c, int count, auto full) {
+      [[maybe_unused]] const int parity = first_parity(group, c);
+      DSCONV_UNROLL
+      for (int im = 0; im < images; ++im) {
+        if (!decltype(full)::value && im >= count) continue;
+        T* const image = own + im * geo::image_elements;
+        if constexpr (GB == 4) {
+          unsigned v = pf::shared_load(slot(stage, 0, im));
+          if constexpr (gated) v = detail::gated_word<T, G>(v, pf::shared_load(slot(stage, 1, im)), gate);
+          if (at[0] >= 0) pf::shared_store(reinterpret_cast<unsigned*>(image + at[0]), v);
+        } else {
+          const int odd = parity ^ (alternates & im);
+          const auto pair = [&](int tensor) {
+            const T* const e = reinterpret_cast<const T*>(slot(stage, tensor, im)) + odd;
+            return detail::element_bits(pf::shared_load(e)) | detail::element_bits(pf::shared_load(e + 1)) << 16;
+          };
+          unsigned v = pair(0);
+          if constexpr (gated) v = detail::gated_word<T, G>(v, pair(1), gate);
+          if (at[0] >= 0) pf::shared_store(image + at[0], T::from_bits(static_cast<unsigned short>(v)));
+          if (at[1] >= 0) pf::shared_store(image + at[1], T::from_bits(static_cast<unsigned short>(v >> 16)));
+        }
+      }
+    };
+
+    DSCONV_UNROLL
+    for (int k = 0; k + 1 < ring_stages; ++k) {
+      if (k < run.count) copy_next(k);
+      pf::async_copy_commit();  // (a group each, empty or not: the waits count groups)
+    }
+    for (int i = 0; i < run.block_count; ++i) {
+      const int group = next_group, c = next_c, n0 = group * images;
+      const int count = s.n - n0 < images ? s.n - n0 : images;
+      const bool mine = i < run.count;
+      if (++next_group == groups) next_group = 0, ++next_c;
+      pf::async_copy_wait_pending<ring_stages - 2>();  // (this lane's copies of tile i have landed)
+      pf::sync_threads();  // (every lane's; and the previous tile's fragment loads are done)
+      if (mine && count == images)
+        unpack(i % ring_stages, group, c, count, std::true_type{});
+      else if (mine)
+        unpack(i % ring_stages, group, c, count, std::false_type{});
+      pf::sync_threads();
+      if (i + ring_stages - 1 < run.count) copy_next((i + ring_stages - 1) % ring_stages);  // (the stage tile i - 1 left)
+      pf::async_copy_commit();
+      if (mine) products_and_store(group, c, count);
+    }
+  };
+
   // (Stride 2 takes even input widths only: its element walk, eight items a lane an image,
   // spilled 8 bytes for 5x5 filters on sm_90; no network has such a layer.)
-  if (S == 2 || t.granule == 4)
-    walk(std::integral_constant<int, 4>{});
+  if constexpr (S == 1)
+    t.granule == 4 ? ring_walk(std::integral_constant<int, 4>{}) : ring_walk(std::integral_constant<int, 2>{});
   else
-    walk(std::integral_constant<int, S == 1 ? 2 : 4>{});
+    walk();
 }
 
 }  // namespace kernels
