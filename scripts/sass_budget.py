@@ -770,12 +770,6 @@ def nchw_matrix_model(t, k, s, gate=NO_GATE):
              "a 16 x 16 tile of %d plane%s" % (im, "s" if im > 1 else "") + gate_label(gate), "cheapest")]
 
 
-def load_offset(ins):
-    """The immediate offset of a load's address ([R.64+0x40]: 64), 0 where it has none."""
-    m = re.search(r"\+0x([0-9a-f]+)\]", ins.operands)
-    return int(m.group(1), 16) if m else 0
-
-
 def nchw_matrix_plane_models(k, s, gate=NO_GATE):
     """depthwise_nchw_matrix_plane (kernels/depthwise/nchw_matrix_plane.hpp): one warp tile of
     8 (stride 1) or 4 (stride 2) images' planes of a channel, two images an M tile, on the
