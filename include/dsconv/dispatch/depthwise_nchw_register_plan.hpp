@@ -87,7 +87,7 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
 // register filter of stride 2, pad <= kernel - 1) with the call's tensors (null: for feasibility
 // only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored 16 bytes at a
 // time where grad_input's rows and pointer allow, else element by element; dz windows read as
-// 32-bit words where the kernel can (nchw_transposed_words) and dz and the saved tensor allow:
+// 32-bit words where the kernel can (nchw_transposed_words; NVIDIA's devices) and dz and the saved tensor allow:
 // padding kernel / 2, rows of an even width and pointers 4-byte aligned; the forward's spread at
 // the kernel's resident blocks.
 template <class T>
@@ -96,7 +96,8 @@ bool plan_nchw_register_transposed(const depthwise_params& p, const platform::de
   nchw_register_tile& t = plan.tile;
   const int element = static_cast<int>(sizeof(T));
   t.chunk_bytes = grad_input && (p.w * element) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grad_input) % 16 == 0 ? 16 : element;
-  plan.word_windows = nchw_transposed_words(element, p.kernel_h) && p.pad_w == p.kernel_w / 2 && p.out_w() % 2 == 0 &&
+  plan.word_windows = nchw_transposed_words(element, p.kernel_h) && dev.warp_size == platform::mma_warp_lanes &&
+                      p.pad_w == p.kernel_w / 2 && p.out_w() % 2 == 0 &&
                    grad_output && all_aligned(4, {grad_output, saved});
   t.strip_cols = (p.w + 16 / element - 1) / (16 / element);
   const int rows = nchw_transposed_rows(plan.word_windows);
@@ -119,7 +120,9 @@ transposed_kernel_pointer<T, nchw_register_tile> nchw_register_transposed_kernel
   constexpr int E = static_cast<int>(sizeof(T));
   if (p.kernel_h == 3) return platform::registered<kernels::depthwise_nchw_register_transposed<T, 3, G, E>>();
   if constexpr (nchw_transposed_words(E, 5))
-    if (word_windows) return platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G, 4>>();
+    if (word_windows)  // (NVIDIA's builds only: nchw_transposed_words)
+      return platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G, 4>, platform::matrix_unit::none,
+                                  platform::mma_warp_lanes>();
   return platform::registered<kernels::depthwise_nchw_register_transposed<T, 5, G, E>>();
 }
 
