@@ -131,9 +131,12 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
   constexpr int warps = detail::nchw_matrix_warps, IM = geo::m_tiles, images = geo::images;
   DSCONV_SHARED_ARRAY(T, staged, [warps * geo::elements]);
   // The ring of raw planes (stride 1: ring_walk below): a warp's ring_stages tiles of each
-  // tensor's images' 32 words.
-  constexpr int ring_stages = detail::nchw_plane_ring_stages(gated), tensors = gated ? 2 : 1;
-  constexpr int ring_words = S == 1 ? ring_stages * tensors * images * 32 : 1;
+  // tensor's images' 32 words, each plane's slot one word more: a plane starting at an odd
+  // element has lane l's second element in word l + 1, which for lane 31 is the spare word
+  // (never copied, and read only where the plane has no such element: it has 49 at most), not
+  // the next slot's, which may be another warp's or past the ring.
+  constexpr int ring_stages = detail::nchw_plane_ring_stages(gated), tensors = gated ? 2 : 1, slot_words = 33;
+  constexpr int ring_words = S == 1 ? ring_stages * tensors * images * slot_words : 1;
   DSCONV_SHARED_ARRAY(unsigned, ring, [warps * ring_words]);
 
   const int tid = static_cast<int>(pf::thread_idx().x), warp = tid / 32, lane = tid % 32;
@@ -339,7 +342,7 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
   const auto ring_walk = [&](auto granule) {
     constexpr int GB = decltype(granule)::value;
     unsigned* const raw = ring + warp * ring_words;
-    const auto slot = [&](int stage, int tensor, int im) { return raw + ((stage * tensors + tensor) * images + im) * 32 + lane; };
+    const auto slot = [&](int stage, int tensor, int im) { return raw + ((stage * tensors + tensor) * images + im) * slot_words + lane; };
     // The places in an image's staging of the plane's elements 2 lane and 2 lane + 1 (-1: not in
     // the plane), the division once, before the walk; whether the lane copies a word (the plane's
     // words, (plane_in + 1) / 2, start at it, or at the element before where it is odd).
