@@ -402,8 +402,11 @@ def register_transposed_model(t, k, gate=NO_GATE):
     down a column of blocks (its innermost loop): its (k + 1) / 2 dz rows of 2 + (k - 1) / 2
     vectors (and the saved tensor's where gated), but only the last of them where the walk keeps
     the (k - 1) / 2 rows a block shares with the next (transposed_keeps_rows: 16-bit 5x5
-    filters), the k x k taps' weights as 16-byte shared loads, 8 vector stores. DRAM: the block's
-    elements, and a quarter as many of dz (of each tensor), the minimum."""
+    filters), whose vectors are then copied into the thread's ring a block ahead and read back
+    (transposed_ring_stages: 8-byte asynchronous copies, a 16-byte read a vector with the saved
+    tensor's beside it where gated, else 8), the k x k taps' weights as 16-byte shared loads, 8
+    vector stores. DRAM: the block's elements, and a quarter as many of dz (of each tensor), the
+    minimum."""
     size = 2 if t in ("half", "bfloat16") else 4
     v = 4 if size == 2 and k == 5 else 16 // size
     keeps = size == 2 and k == 5
@@ -411,8 +414,15 @@ def register_transposed_model(t, k, gate=NO_GATE):
     width = "LDG.E.128" if v * size == 16 else "LDG.E.64"
     store = "STG.E.128" if v * size == 16 else "STG.E.64"
     tensors = 2 if gate != NO_GATE else 1
-    need = {"vector loads": (is_op(width), rows * cols * tensors), "vector stores": (is_op(store), 8),
-            "weight reads": (is_op("LDS.128"), k * k * v // 4)}
+    need = {"vector stores": (is_op(store), 8), "weight reads": (is_op("LDS.128"), k * k * v // 4)}
+    if keeps:
+        need["ring copies"] = (is_op("LDGSTS"), cols * tensors)
+        if tensors == 2:
+            need["weight reads"] = (is_op("LDS.128"), k * k * v // 4 + cols)  # (and the ring's reads)
+        else:
+            need["ring reads"] = (is_op("LDS.64"), cols)
+    else:
+        need["vector loads"] = (is_op(width), rows * cols * tensors)
     gate_needs(need, gate, rows * cols * v)
     return [(need, 8 * v * size * (1 + tensors / 4), "block: 2 x 4 elements x %d channels%s" % (v, gate_label(gate)), True)]
 

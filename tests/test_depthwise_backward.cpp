@@ -8,6 +8,7 @@
 
 #include <cstddef>
 #include <cstring>
+#include <string>
 #include <type_traits>
 #include <utility>
 #include <vector>
@@ -316,8 +317,10 @@ TEMPLATE_TEST_CASE("depthwise backward: the gradient of every fused activation, 
 TEMPLATE_TEST_CASE("depthwise backward: tensors misaligned by one element", "[depthwise][backward][misaligned]", float,
                    dsconv::half, dsconv::bfloat16) {
   const layout data_layout = GENERATE(layout::nchw, layout::nhwc);
+  // (the 5x5 stride-2 case: NHWC's 16-bit blocks then copy dz into their ring element by element)
   for (dsconv::depthwise_params p : {make_params(2, 32, 8, 8, 3, 3, 1, 1, 1, 1, 1, 1, 1),
-                                     make_params(1, 16, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1)}) {
+                                     make_params(1, 16, 16, 16, 3, 3, 2, 2, 1, 1, 1, 1, 1),
+                                     make_params(1, 16, 12, 12, 5, 5, 2, 2, 2, 2, 1, 1, 1)}) {
     p.data_layout = data_layout;
     p.act = activation::relu6;
     check_backward<TestType>(pass::data, p, false, 1);
@@ -481,6 +484,22 @@ TEMPLATE_TEST_CASE("depthwise backward: the NHWC stride-2 data gradient where th
                                           dsconv::detail::make_shape(p), plan.tile, dy, gate, w, grad);
         });
       }
+}
+
+TEMPLATE_TEST_CASE("depthwise backward: the NHWC stride-2 data gradient refuses rows of 2^30 elements or more",
+                   "[depthwise][backward][validation]", float, dsconv::half) {
+  // nhwc_register_transposed steps from a block's two grad_input rows to the next 32 bits wide
+  // (and at 16-bit 5x5 filters by a row of dz): 2 x w x c under 2^31. Channels 2^15, width 2^15
+  // - 1 and 2^15 (nothing is allocated: the refusal reads the shape only).
+  const dsconv::platform::device_properties dev = current_device();
+  for (const int w : {(1 << 15) - 1, 1 << 15}) {
+    dsconv::depthwise_params p = make_params(1, 1 << 15, 4, w, 5, 5, 2, 2, 2, 2, 1, 1, 1);
+    p.data_layout = layout::nhwc;
+    const std::string refusal =
+        dsconv::detail::register_data_refusal<TestType>(depthwise_variant::nhwc_register, p, activation::none, dev);
+    INFO("width " << w << ": " << refusal);
+    CHECK((refusal.find("2^30") != std::string::npos) == (w == 1 << 15));
+  }
 }
 
 TEST_CASE("depthwise backward: the float NHWC data gradient through a gate on threads that walk down many rows",

@@ -45,8 +45,8 @@ gate_tensor<T> make_gate_tensor(activation act, activation_tensors gates) {
 // stride 1 the forward kernel on grad_output with the rotated filter (the transposed problem),
 // within the forward variant's limits for it; at stride 2 the layout's register transposed
 // kernel (kernels/depthwise/n*_register_transposed.hpp: nhwc_register and nchw_register), for
-// the register filters (nhwc_register: channels in whole 16-byte vectors; any padding the
-// transposed problem admits).
+// the register filters (nhwc_register: channels in whole 16-byte vectors, rows of fewer than
+// 2^30 elements; any padding the transposed problem admits).
 template <class T>
 std::string register_data_refusal(depthwise_variant variant, const depthwise_params& p, activation gate,
                                   const platform::device_properties& dev) {
@@ -63,6 +63,8 @@ std::string register_data_refusal(depthwise_variant variant, const depthwise_par
     const char* limit = nhwc ? register_limits(p, sizeof(T))
                              : p.data_layout != layout::nchw ? "needs the nchw layout" : register_filter_limits(p);
     if (*limit) return std::string(" ") + limit;
+    if (nhwc && 2LL * p.w * p.c >= (1LL << 31))  // (its walks step by two rows of grad_input 32 bits wide)
+      return " needs grad_input rows of fewer than 2^30 elements";
     register_plan plan;
     nchw_register_plan nchw_plan;
     const bool fits = nhwc ? plan_nhwc_register_transposed<T>(p, dev, nullptr, nullptr, nullptr, plan)

@@ -24,11 +24,13 @@
 // being a walk of walk_blocks blocks down a column of blocks (strip_cols its columns, image_row
 // dividing by its walks down an image): the walk forms the addresses of its first block once and
 // advances them a block at a time, and for 16-bit 5x5 filters keeps the R dz rows a block shares
-// with the next (transposed_keeps_rows). Counted (sm_90 SASS, scripts/sass_budget.py, an
-// iteration of the walk): 16-bit 5x5 through the scale gate 372 instructions a block, 3.88 per
-// DRAM byte (599 and 6.24 with a block a strip and every row loaded; 389 and 4.05 with 64-bit
-// steps between a row's columns and a block's stores: platform::unwidened), 3x3 2.1-2.4,
-// float 1.1-2.9.
+// with the next (transposed_keeps_rows), its one new row a block copied into a ring in shared
+// memory a block ahead (transposed_ring_stages). Counted (sm_90 SASS, scripts/sass_budget.py, an
+// iteration of the walk): 16-bit 5x5 through the scale gate 378 instructions a block, 3.94 per
+// DRAM byte, 128 bytes in flight a thread (the new row loaded into registers as the block began:
+// 368, 3.83 and 64 bytes; 599 and 6.24 with a block a strip and every row loaded; 389 and 4.05
+// with 64-bit steps between a row's columns and a block's stores: platform::unwidened), 3x3
+// 2.1-2.4, float 1.1-2.9.
 
 #include "../../config.hpp"
 #include "../../platform/platform.hpp"
@@ -70,6 +72,22 @@ DSCONV_HOST_DEVICE constexpr bool transposed_keeps_rows() {
   return false;
 #else
   return sizeof(T) == 2 && K == 5;
+#endif
+}
+
+// Blocks of a walk whose new dz row (the one it does not keep from the block before) a
+// thread's ring in shared memory holds, where transposed_keeps_rows: each row is copied
+// asynchronously (platform::async_copy_whole) a block ahead of its products, so that two rows
+// are in flight, 128 bytes a thread gated (64 ungated), 64 KiB a multiprocessor at two blocks
+// of 256 threads, where a row loaded into registers as the block begins had kept 64 (32 KiB,
+// two thirds of CUB's 48; registers held no second row: 122 of 128 taken). The ring takes 32
+// KiB a block gated. One before sm_80, whose copies are a load and a store in the thread's
+// order and whose 64 KiB of shared memory a multiprocessor would hold only one block of two.
+DSCONV_HOST_DEVICE constexpr int transposed_ring_stages() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+  return 1;
+#else
+  return 2;
 #endif
 }
 
@@ -119,6 +137,13 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
   constexpr int R = (K - 1) / 2, DW = TW / 2 + R;                  // dz rows before the block's; its dz columns
   constexpr int KR = detail::transposed_keeps_rows<T, K>() ? R : 0;     // the dz rows a block keeps for the next
   using words = pf::vec<unsigned, W>;
+  // The ring of new dz rows (transposed_ring_stages): a thread's stage holds the row's DW
+  // vectors, each with its saved tensor's beside it where gated (one 16-byte read), at
+  // [stage][column][thread] (a warp's reads of a column: consecutive slots).
+  constexpr bool Ring = KR > 0;
+  constexpr int stages = detail::transposed_ring_stages(), threads = static_cast<int>(detail::register_block_threads);
+  using slot = pf::vec<unsigned, Ring ? W * (Gated ? 2 : 1) : 1>;  // (16 bytes at most: the array's alignment)
+  DSCONV_SHARED_ARRAY(slot, ring, [Ring ? stages * DW * threads : 1]);
   const detail::register_thread me =
       detail::stage_block_weights<K, V>(t, weight, static_cast<const T*>(nullptr), /*rotate=*/false);
   const float* w_s = me.taps;
@@ -186,17 +211,99 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
       for (int j = 0; j < DW; ++j) detail::widen_words<T>(raw[j], kept[d][j]);
     }
 
+    // The ring (transposed_ring_stages): the walk's next block's new dz row (d = R of its window)
+    // into the next stage of the thread's ring, zeros outside dz: DW copies a tensor (tensors not
+    // aligned to the vector: loaded element by element and stored). The row, its vectors at the
+    // window's first column and the stage advance a call, as the walk's blocks; after a block's
+    // call the stage is the one the block reads (its row was copied stages - 1 calls before).
+    // Rows past the walk's last block's copy nothing. Steps of a row of dz (and two of
+    // grad_input, the walk's stores) are 32-bit values (platform::unwidened; the refusal keeps
+    // rows under 2^30 elements).
+    const int walk_end = first_block + t.walk_blocks < block_rows ? first_block + t.walk_blocks : block_rows;
+    slot* const my_ring = ring + static_cast<int>(pf::thread_idx().x);
+    constexpr int stage_slots = DW * threads;
+    [[maybe_unused]] int copy_oy = window_row(first_block) + R, ring_stage = 0;
+    [[maybe_unused]] const int copy_end = window_row(walk_end) + R;
+    // (the rows whose copies need no test: inside dz and before copy_end, where the window's
+    // columns lie inside dz and the tensors are aligned; an empty range elsewhere)
+    const bool columns_fast = columns_inside && t.aligned;
+    [[maybe_unused]] const int fast_first = copy_oy > 0 ? copy_oy : 0, fast_end = copy_end < s.out_h ? copy_end : s.out_h;
+    [[maybe_unused]] const unsigned fast_rows = columns_fast && fast_end > fast_first ? static_cast<unsigned>(fast_end - fast_first) : 0u;
+    const index_t copy_first = static_cast<index_t>(copy_oy) * dz_pitch + static_cast<index_t>(ox0) * s.c;
+    const int dz_step = pf::unwidened(s.out_w * s.c), out_step = pf::unwidened(2 * s.w * s.c);
+    [[maybe_unused]] const T* copy_dz = image + copy_first;
+    [[maybe_unused]] const T* copy_saved = Gated ? saved + copy_first : nullptr;
+    const auto copy_row = [&] {
+      const int oy = copy_oy;
+      const T* const dz = copy_dz;
+      [[maybe_unused]] const T* const sv = copy_saved;
+      slot* const to = my_ring + ring_stage;
+      const auto piece = [&](int j, int tensor) { return reinterpret_cast<unsigned*>(to + j * threads) + tensor * W; };
+      const int column = pf::unwidened(s.c);  // (as load_row's)
+      if (static_cast<unsigned>(oy - fast_first) < fast_rows) {  // (the row's fast form: no test)
+        DSCONV_UNROLL
+        for (int j = 0; j < DW; ++j) {
+          pf::async_copy_whole<W * 4>(piece(j, 0), reinterpret_cast<const unsigned*>(dz + j * column), true);
+          if constexpr (Gated) pf::async_copy_whole<W * 4>(piece(j, 1), reinterpret_cast<const unsigned*>(sv + j * column), true);
+        }
+        return;
+      }
+      if (oy >= copy_end) return;
+      // Rows at the edges, and all where the tensors are not aligned: each vector tested, its
+      // place formed from the image's (the fast form's pointers would be copied for these: some
+      // 4 instructions a block more in the fast form), outside dz zeros (a copy reading nothing
+      // still takes a valid address: the image's first vector).
+      const bool row_inside = oy >= 0 && oy < s.out_h;
+      const index_t row_at = static_cast<index_t>(oy) * dz_pitch + static_cast<index_t>(ox0) * s.c;
+      DSCONV_UNROLL
+      for (int j = 0; j < DW; ++j) {
+        const bool in = row_inside && ox0 + j >= 0 && ox0 + j < s.out_w;
+        const index_t at = in ? row_at + j * s.c : 0;
+        const auto one = [&](int tensor, const T* base) {
+          if (t.aligned)
+            pf::async_copy_whole<W * 4>(piece(j, tensor), reinterpret_cast<const unsigned*>(base + at), in);
+          else
+            pf::shared_store(reinterpret_cast<words*>(piece(j, tensor)), in ? detail::load_words<W>(base + at, false) : words{});
+        };
+        one(0, image);
+        if constexpr (Gated) one(1, saved);
+      }
+    };
+    // (advanced after the copies, whose addresses then need no second copy of the pointers)
+    [[maybe_unused]] const auto copy_next = [&] {
+      copy_row();
+      ++copy_oy;
+      copy_dz += dz_step;
+      if constexpr (Gated) copy_saved += dz_step;
+      if constexpr (stages == 2)
+        ring_stage ^= stage_slots;
+      else if constexpr (stages > 2)
+        ring_stage = ring_stage + stage_slots == stages * stage_slots ? 0 : ring_stage + stage_slots;
+    };
+    if constexpr (Ring) {
+      DSCONV_UNROLL
+      for (int k = 0; k + 1 < stages; ++k) {
+        copy_next();
+        pf::async_copy_commit();  // (a group each, empty or not: the waits count groups)
+      }
+    }
+
     // (the block's first grad_input row, its window's first dz row and that row's offset at the
     // window's first column, advanced a block at a time)
     int iy0 = first_row(first_block), oy0 = window_row(first_block);
     index_t window_at = static_cast<index_t>(oy0) * dz_pitch + static_cast<index_t>(ox0) * s.c;
     T* out_row = out_column + static_cast<index_t>(iy0) * row_pitch;
-    for (int b = first_block; b < first_block + t.walk_blocks && b < block_rows;
-         ++b, iy0 += 2, ++oy0, window_at += dz_pitch, out_row += 2 * row_pitch) {
+    for (int b = first_block; b < walk_end;
+         ++b, iy0 += 2, ++oy0, window_at += dz_pitch, out_row += out_step) {
       if constexpr (!detail::register_row_pointer) {  // (AMD: formed from the block's index, as the forward's rows)
         iy0 = first_row(b), oy0 = window_row(b);
         window_at = static_cast<index_t>(oy0) * dz_pitch + static_cast<index_t>(ox0) * s.c;
         out_row = out_column + static_cast<index_t>(iy0) * row_pitch;
+      }
+      if constexpr (Ring) {
+        copy_next();  // (the row of the block stages - 1 on, into the stage the block before read)
+        pf::async_copy_commit();
+        pf::async_copy_wait_pending<stages - 1>();  // (this block's row has landed; only this thread reads it)
       }
       float acc[2][TW][V] = {};
       // The window's dz rows d = 0 .. R, widened and multiplied into the block's rows they reach:
@@ -212,6 +319,17 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
             for (int j = 0; j < DW; ++j)
               DSCONV_UNROLL
               for (int e = 0; e < V; ++e) in[j][e] = kept[d][j][e];
+          } else if constexpr (Ring) {  // (d == R: the block's new row, from the ring)
+            const slot* const from = my_ring + ring_stage;
+            DSCONV_UNROLL
+            for (int j = 0; j < DW; ++j) {
+              const slot got = pf::shared_load(from + j * threads);
+              words raw, saved_raw;
+              DSCONV_UNROLL
+              for (int w = 0; w < W; ++w) raw[w] = got[w], saved_raw[w] = got[Gated ? W + w : w];
+              if constexpr (Gated) raw = detail::gated_words<T, G, W>(raw, saved_raw, gate);
+              detail::widen_words<T>(raw, in[j]);
+            }
           } else {
             words raw[DW];
             load_row(oy0 + d, window_at + d * dz_pitch, raw, decltype(inside)::value);
@@ -247,7 +365,10 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
           }
         }
       };
-      if (columns_inside && oy0 + KR >= 0 && oy0 + R < s.out_h)
+      if constexpr (Ring) {  // (no row is loaded here: the ring's copies tested the edges)
+        rows(std::true_type{});
+      }
+      else if (columns_inside && oy0 + KR >= 0 && oy0 + R < s.out_h)
         rows(std::true_type{});
       else
         rows(std::false_type{});
