@@ -1,10 +1,13 @@
 #pragma once
 // The asynchronous copies of ../async_copy.hpp on the host platform, as late as a GPU may
-// make them: a copy reads its source when issued and lands in shared memory only when a wait
-// of its thread requires it (a commit group older than the ones a wait leaves pending, or
-// any wait for all). A kernel that reads a stage before waiting for it, or waits for too few
-// groups, reads what shared memory held before: the poison of a block start, or an older
-// stage, which the tests then see.
+// make them, or as early: a copy reads its source when issued and lands in shared memory only
+// when a wait of its thread requires it (a commit group older than the ones a wait leaves
+// pending, or any wait for all), but in every other block of a grid
+// (block_runner::lands_copies_early) as it is issued. A kernel that reads a stage before
+// waiting for it, or waits for too few groups, reads what shared memory held before in the
+// first blocks: the poison of a block start, or an older stage; one that copies into a stage
+// it has still to read (a ring a stage too short) reads the newer copy in the others. The
+// tests see either.
 // The instructions are not inlined: a kernel issues dozens per K step, and inlining each
 // emulation made the matrix-unit kernels' code, and their compile time, several times larger.
 
@@ -32,6 +35,11 @@ DSCONV_NOINLINE inline void async_copy(void* dst, const void* src, int src_bytes
   if (reinterpret_cast<std::uintptr_t>(dst) % size || reinterpret_cast<std::uintptr_t>(src) % size)
     throw std::logic_error("an asynchronous copy between addresses not both aligned to its size");
   if (src_bytes < 0 || src_bytes > size) throw std::logic_error("an asynchronous copy of more bytes than its size");
+  if (current_runner()->lands_copies_early()) {
+    std::memcpy(dst, src, static_cast<std::size_t>(src_bytes));
+    std::memset(static_cast<unsigned char*>(dst) + src_bytes, 0, static_cast<std::size_t>(size - src_bytes));
+    return;
+  }
   fiber& f = async_copier();
   pending_copy c;
   c.dst = static_cast<unsigned char*>(dst);

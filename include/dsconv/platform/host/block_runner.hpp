@@ -176,6 +176,14 @@ class block_runner {
   }
   block_traffic& traffic() { return traffic_; }
 
+  // Whether the block's asynchronous copies land as they are issued (async_copy.hpp): every
+  // other block of a grid, by its index; the others' land as late as their waits allow.
+  bool lands_copies_early() const {
+    const dims& b = launch_->block_idx;
+    const dims& g = launch_->grid_dim;
+    return (b.x + g.x * (b.y + static_cast<std::size_t>(g.y) * b.z)) % 2 == 1;
+  }
+
   // Faults unless [addr, addr + bytes) is the block's shared memory.
   void check_shared(const void* addr, std::size_t bytes) const {
     if (!shared_.contains(addr, bytes))
