@@ -367,8 +367,7 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
       };
       if constexpr (Ring) {  // (no row is loaded here: the ring's copies tested the edges)
         rows(std::true_type{});
-      }
-      else if (columns_inside && oy0 + KR >= 0 && oy0 + R < s.out_h)
+      } else if (columns_inside && oy0 + KR >= 0 && oy0 + R < s.out_h)
         rows(std::true_type{});
       else
         rows(std::false_type{});
