@@ -250,8 +250,9 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
   };
 
   // Stride 2 (planes of even rows): the next tile's words held in registers while this tile's
-  // products run.
-  const auto walk = [&] {
+  // products run. (Generic, `auto...`, so that only the stride-2 kernels, which call it, compile
+  // its body.)
+  const auto walk = [&](auto...) {
     constexpr int each = geo::max_plane / 2 / 32;  // words a lane, at most
     // Word j of the lane, elements 2 (lane + 32 j) on of a plane: whether the plane has it, and
     // its place in an image's staging (the division once, before the walk).

@@ -233,7 +233,9 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
     const int dz_step = pf::unwidened(s.out_w * s.c), out_step = pf::unwidened(2 * s.w * s.c);
     [[maybe_unused]] const T* copy_dz = image + copy_first;
     [[maybe_unused]] const T* copy_saved = Gated ? saved + copy_first : nullptr;
-    const auto copy_row = [&] {
+    // (copy_row and copy_next generic, `auto...`, so that only the forms with a ring, which call
+    // them, compile their bodies)
+    const auto copy_row = [&](auto...) {
       const int oy = copy_oy;
       const T* const dz = copy_dz;
       [[maybe_unused]] const T* const sv = copy_saved;
@@ -270,7 +272,7 @@ void depthwise_nhwc_register_transposed(detail::depthwise_shape s, detail::nhwc_
       }
     };
     // (advanced after the copies, whose addresses then need no second copy of the pointers)
-    [[maybe_unused]] const auto copy_next = [&] {
+    [[maybe_unused]] const auto copy_next = [&](auto...) {
       copy_row();
       ++copy_oy;
       copy_dz += dz_step;
