@@ -157,8 +157,9 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
     the span (a loop whose paths all do: the search does not wander through the kernel).
     shorter_than: a path's length to beat (None where no path that long or longer exists): the
     search stops once every path left is at least that long. An A* search: a state's key is its
-    cost plus the fewest instructions from its block to the latch whatever the needs (a bound
-    that never exceeds what is left, so the first path found is a cheapest), which leaves
+    cost plus the fewest instructions from its block to the latch that take what it still lacks
+    of each class, the largest over the classes (a bound that never exceeds what is left, so the
+    first path found is a cheapest), which leaves
     unsearched the many states whose counts differ off the loop's short way round (with each
     block's successors, bounds and counts computed once: one cubin of the 16-bit NCHW plane
     kernels in 17 s against 64, the same paths, counts and bytes in flight on it and on the
@@ -175,14 +176,31 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
     closes = [last == latch and header in successors(code, last) for _, last in spans]
     edges = [[block_of[n] for n in successors(code, last)
               if n != header and n in block_of and (not inside or header <= n <= latch)] for _, last in spans]
-    to_latch = instructions_to_latch(edges, length, next(b for b, (a, z) in enumerate(spans) if a <= latch <= z))
-    onward = [[(n, to_latch[n]) for n in nexts if n in to_latch] for nexts in edges]
+    end = next(b for b, (a, z) in enumerate(spans) if a <= latch <= z)
+    to_latch = instructions_to_latch(edges, length, end)
+    # Per class, the fewest instructions from a block through the latch that take r more of the
+    # class's instructions (collecting_to_latch): the largest of them bounds what a state has
+    # left, where to_latch alone (whatever the needs) had left a search of two tiles' needs 16
+    # million states and 3 minutes (depthwise_nchw_matrix_plane's stride-2 walk).
+    left = [collecting_to_latch(edges, length, [a[k] if a else 0 for a in adds], end, closes[end], n)
+            for k, n in enumerate(goal)]
+
+    def bound_of(block, counts):  # (None: the block cannot take what the state lacks)
+        h = to_latch[block]
+        for k, (c, n) in enumerate(zip(counts, goal)):
+            if c < n:
+                h2 = left[k][n - c].get(block)
+                if h2 is None:
+                    return None
+                h = max(h, h2)
+        return h
+
     start = (block_of[header], tuple(0 for _ in classes))
-    if start[0] not in to_latch:
+    if start[0] not in to_latch or bound_of(*start) is None:
         return None
     best = {start: 0}
     parent = {}
-    heap = [(to_latch[start[0]], 0, start)]
+    heap = [(bound_of(*start), 0, start)]
     while heap:
         bound, cost, state = heapq.heappop(heap)
         if shorter_than is not None and bound >= shorter_than:
@@ -201,13 +219,54 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
                     return path
                 key = parent[key]
         cost += length[block]
-        for nb, h in onward[block]:
+        for nb in edges[block]:
+            if nb not in to_latch:
+                continue
             nxt = (nb, counted)
             if cost < best.get(nxt, 1 << 60):
+                h = bound_of(nb, counted)
+                if h is None:
+                    continue
                 best[nxt] = cost
                 parent[nxt] = state
                 heapq.heappush(heap, (cost + h, cost, nxt))
     return None
+
+
+def collecting_to_latch(edges, length, adds, end, end_closes, most):
+    """[r: {block: the fewest instructions from its first through block `end`'s last, closing
+    the loop there, along a path whose blocks hold at least r instructions of a class}] for r
+    from 0 to `most` (adds: each block's of the class; a path may pass `end` and come back to it
+    before it closes). A shortest path per r, over the layers r' <= r: a block that adds a
+    takes its rest from layer r - a, one that adds none from its own layer (Dijkstra from the
+    blocks whose values the lower layers settle)."""
+    into = collections.defaultdict(list)
+    for b, nexts in enumerate(edges):
+        for n in nexts:
+            into[n].append(b)
+    layers = []
+    for r in range(most + 1):
+        dist = {}
+        if end_closes and adds[end] >= r:
+            dist[end] = length[end]
+        for b, nexts in enumerate(edges):
+            if adds[b] and r > 0:
+                lower = layers[max(0, r - adds[b])]
+                rest = min((lower[n] for n in nexts if n in lower), default=None)
+                if rest is not None and length[b] + rest < dist.get(b, 1 << 60):
+                    dist[b] = length[b] + rest
+        heap = [(d, b) for b, d in dist.items()]
+        heapq.heapify(heap)
+        while heap:
+            d, b = heapq.heappop(heap)
+            if d > dist[b]:
+                continue
+            for a in into[b]:
+                if (adds[a] == 0 or r == 0) and d + length[a] < dist.get(a, 1 << 60):
+                    dist[a] = d + length[a]
+                    heapq.heappush(heap, (dist[a], a))
+        layers.append(dist)
+    return layers
 
 
 def instructions_to_latch(edges, length, end):
