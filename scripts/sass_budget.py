@@ -847,8 +847,9 @@ def nchw_matrix_plane_models(k, s, gate=NO_GATE):
     of each image's plane (gated: the saved tensor's too) into the ring of raw planes, the tiles
     ring_stages - 1 ahead (nchw_plane_ring_stages: their bytes in flight are that many tiles'
     copies), and its word of the landed tile's images read back and stored to the staging, as a
-    word on 8x8 planes, as two elements on 7x7; at stride 2 each lane's loads of the next tile's
-    words (a plane's over 32 lanes, each image) and their stores to shared memory. Then a fragment
+    word on 8x8 planes, as two elements on 7x7; at stride 2 each lane's loads of the words of the
+    tile two ahead (a plane's over 32 lanes, each image) and their stores to shared memory, an
+    iteration two tiles (the walk's pairs, one a register buffer). Then a fragment
     load and a product per filter row, window (s) and M tile, and per image one word through relu6
     stored whole or as two elements. DRAM: the planes' inputs and outputs (of each tensor), the
     minimum, over the warp's 32 lanes."""
@@ -870,14 +871,17 @@ def nchw_matrix_plane_models(k, s, gate=NO_GATE):
             gate_needs(need, gate, images * 2)
         else:
             each = -(-side_in * side_in // 2 // 32)
-            need["loads"] = (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), images * tensors * each)
+            need["loads"] = (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), images * each)
             need["staging stores"] = (is_op("STS"), images * each)
-            gate_needs(need, gate, images * each * 2)
         if gate == NO_GATE:
             need["relu6"] = (RELU6[0], images)
-        dram = images * 2 * (side_in * side_in * tensors + side_out * side_out) / 32
-        models.append((need, dram, "%d planes %dx%d -> %dx%d" % (images, side_in, side_in, side_out, side_out) +
-                       gate_label(gate), "cheapest"))
+        # (stride 2: the walk takes its tiles in pairs, one per register buffer: an iteration is two)
+        tiles = 1 if s == 1 else 2
+        need = {what: (test, count * tiles) for what, (test, count) in need.items()}
+        dram = tiles * images * 2 * (side_in * side_in * tensors + side_out * side_out) / 32
+        models.append((need, dram, "%s%d planes %dx%d -> %dx%d" % ("2 tiles of " if tiles == 2 else "", images, side_in,
+                                                                   side_in, side_out, side_out) + gate_label(gate),
+                       "cheapest"))
     return models
 
 

@@ -17,15 +17,17 @@
 // ring of raw planes ring_stages - 1 tiles ahead of the products (ring_walk: nchw_plane_ring_stages),
 // and once a tile's have landed each lane moves its word's two elements to their places in the
 // staging (as one word where the plane's width is even); at stride 2 a plane's words (even input
-// widths) are loaded one tile ahead into registers, lane l taking words l, l + 32, .... Rows and
+// widths) are loaded two tiles ahead into registers (two buffers, the walk's tiles taken in
+// pairs), lane l taking words l, l + 32, .... Rows and
 // columns outside the plane are zeros written once, never overwritten. Lane (g, q) ends with row
 // g, columns 2q and 2q + 1, of each image: stored as a word where the output width is even, else
 // element by element, the bias having started the accumulators.
 //
 // Counted (sm_90 SASS, scripts/sass_budget.py, through relu6; 3x3 / 5x5): 7x7 planes 5.6 / 6.0
 // instructions per DRAM byte (through the clamp 5.2 / 5.5, the scale 4.8 / 5.2), 8x8 3.5 / 3.7
-// (3.0 / 3.3, 2.7 / 3.0), 3.1-3.4 from 14x14 to 7x7 at stride 2; bytes in flight a thread 96 (128
-// gated) at stride 1, 48 (64) KiB a multiprocessor, 64 at stride 2. The ring's copies and the
+// (3.0 / 3.3, 2.7 / 3.0), 3.2 / 3.6 from 14x14 to 7x7 at stride 2 (3.1 / 3.4 one tile ahead);
+// bytes in flight a thread 96 (128 gated) at stride 1, 48 (64) KiB a multiprocessor, 128 at
+// stride 2, 48 KiB at its 384 threads (64 one tile ahead). The ring's copies and the
 // words read back cost 7x7 tiles some 53 instructions over registers loaded a tile ahead (241
 // for 5x5: 4.9 a byte, scale 3.9-4.1), which had kept 32 bytes a thread in flight (64 gated), 16
 // of CUB's 48 KiB a multiprocessor: Little's law puts that at about a third of the bandwidth,
@@ -249,9 +251,13 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
       store_full(std::false_type{});
   };
 
-  // Stride 2 (planes of even rows): the next tile's words held in registers while this tile's
-  // products run. (Generic, `auto...`, so that only the stride-2 kernels, which call it, compile
-  // its body.)
+  // Stride 2 (planes of even rows): the words of the next two tiles held in registers while this
+  // tile's products run, in two buffers that alternate by tile (a buffer's loads are read only
+  // when its tile is staged: holding the next tile only had kept 64 bytes a thread in flight, 24
+  // KiB a multiprocessor at three blocks, half of CUB's 48). The walk takes its tiles in pairs,
+  // each buffer's code compiled apart (registers a compile-time index; a copy from one buffer to
+  // the other would wait for the loads). (Generic, `auto...`, so that only the stride-2 kernels,
+  // which call it, compile its body.)
   const auto walk = [&](auto...) {
     constexpr int each = geo::max_plane / 2 / 32;  // words a lane, at most
     // Word j of the lane, elements 2 (lane + 32 j) on of a plane: whether the plane has it, and
@@ -264,72 +270,76 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
       has[j] = x < plane_in;
       to[j] = geo::row_at(y + geo::P) * geo::pitch + geo::window_lead + (x - y * s.w);
     }
-    unsigned next[images][each]{};
-    [[maybe_unused]] unsigned kept[gated ? images : 1][gated ? each : 1]{};
-    int next_images = 0;  // the fetched tile's images that exist
+    unsigned next[2][images][each]{};
+    int next_images[2] = {0, 0};  // the fetched tiles' images that exist
+    int fetch_group = from % groups, fetch_c = from / groups;  // the next tile to fetch
 
-    // Tile (group, c)'s items into next. Full: all its images exist (every tile but an odd
-    // batch's last one of a channel), so no test stands between the images' loads; FirstWhole:
-    // every lane has its first item (planes of 32 items or more), which then loads without a
-    // predicate (each predicate had cost its loads an address computed apart: 7x7 planes, 310 ->
-    // 282 instructions a tile).
-    const auto fetch = [&](int group, int c) {
-      const int n0 = group * images;
-      next_images = s.n - n0 < images ? s.n - n0 : images;
+    // Tile (fetch_group, fetch_c)'s words into buffer B. Full: all its images exist (every tile
+    // but an odd batch's last one of a channel), so no test stands between the images' loads;
+    // FirstWhole: every lane has its first word (planes of 64 elements or more), which then loads
+    // without a predicate (each predicate had cost its loads an address computed apart: 7x7
+    // planes, 310 -> 282 instructions a tile).
+    const auto fetch = [&](auto buffer) {
+      constexpr int B = decltype(buffer)::value;
+      const int n0 = fetch_group * images, c = fetch_c;
+      if (++fetch_group == groups) fetch_group = 0, ++fetch_c;
+      const int have = s.n - n0 < images ? s.n - n0 : images;
+      next_images[B] = have;
       const index_t plane_at = (static_cast<index_t>(n0) * s.c + c) * plane_in + 2 * lane;
       const auto images_of = [&](auto full, auto first_whole) {
         const T* src = input + plane_at;
-        [[maybe_unused]] const T* saved = gated ? static_cast<const T*>(gate.saved) + plane_at : nullptr;
         DSCONV_UNROLL
-        for (int im = 0; im < images; ++im, src = advanced(src, image_in, std::bool_constant<!gated>{})) {
-          if (!decltype(full)::value && im >= next_images) continue;  // (nothing of a missing image is loaded or staged)
-          if constexpr (gated)
-            if (im > 0) saved = advanced(saved, image_in, std::false_type{});
+        for (int im = 0; im < images; ++im, src = advanced(src, image_in, std::true_type{})) {
+          if (!decltype(full)::value && im >= have) continue;  // (nothing of a missing image is loaded or staged)
           DSCONV_UNROLL
           for (int j = 0; j < each; ++j) {
             if (!(j == 0 && decltype(first_whole)::value) && !has[j]) continue;
-            next[im][j] = pf::load(reinterpret_cast<const unsigned*>(src + 64 * j));
-            if constexpr (gated) kept[im][j] = pf::load(reinterpret_cast<const unsigned*>(saved + 64 * j));
+            next[B][im][j] = pf::load(reinterpret_cast<const unsigned*>(src + 64 * j));
           }
         }
       };
-      if (next_images != images)
+      if (have != images)
         images_of(std::false_type{}, std::false_type{});
       else if (plane_in >= 64)
         images_of(std::true_type{}, std::true_type{});
       else
         images_of(std::true_type{}, std::false_type{});
     };
-    const auto stage = [&](int count, auto full) {
+    const auto stage = [&](auto buffer, int count, auto full) {
+      constexpr int B = decltype(buffer)::value;
       DSCONV_UNROLL
       for (int im = 0; im < images; ++im) {
         if (!decltype(full)::value && im >= count) continue;
         T* const image = own + im * geo::image_elements;
         DSCONV_UNROLL
-        for (int j = 0; j < each; ++j) {
-          if (!has[j]) continue;
-          unsigned v = next[im][j];
-          if constexpr (gated) v = detail::gated_word<T, G>(v, kept[im][j], gate);
-          pf::shared_store(reinterpret_cast<unsigned*>(image + to[j]), v);
-        }
+        for (int j = 0; j < each; ++j)
+          if (has[j]) pf::shared_store(reinterpret_cast<unsigned*>(image + to[j]), next[B][im][j]);
       }
     };
-
-    if (run.count > 0) fetch(next_group, next_c);
-    for (int i = 0; i < run.block_count; ++i) {
-      const int group = next_group, c = next_c, count = next_images;
+    // Tile i of the block's walk (the warp's where i < run.count), from buffer B = i % 2, which
+    // then fetches tile i + 2.
+    const auto step = [&](int i, auto buffer) {
+      constexpr int B = decltype(buffer)::value;
+      const int group = next_group, c = next_c, count = next_images[B];
       const bool mine = i < run.count;
       if (++next_group == groups) next_group = 0, ++next_c;
       pf::sync_threads();  // (the previous tile's fragment loads are done)
       if (mine && count == images)
-        stage(count, std::true_type{});
+        stage(buffer, count, std::true_type{});
       else if (mine)
-        stage(count, std::false_type{});
+        stage(buffer, count, std::false_type{});
       pf::sync_threads();
-      if (i + 1 < run.count) fetch(next_group, next_c);
-      if (!mine) continue;
+      if (i + 2 < run.count) fetch(buffer);
+      if (mine) products_and_store(group, c, count);
+    };
 
-      products_and_store(group, c, count);
+    using first = std::integral_constant<int, 0>;
+    using second = std::integral_constant<int, 1>;
+    if (run.count > 0) fetch(first{});
+    if (run.count > 1) fetch(second{});
+    for (int i = 0; i < run.block_count; i += 2) {
+      step(i, first{});
+      if (i + 1 < run.block_count) step(i + 1, second{});
     }
   };
   // Stride 1: a tile's planes copied as whole 32-bit words, word `lane` of each image's plane (at
@@ -464,10 +474,12 @@ void depthwise_nchw_matrix_plane(detail::depthwise_shape s, detail::nchw_matrix_
 
   // (Stride 2 takes even input widths only: its element walk, eight items a lane an image,
   // spilled 8 bytes for 5x5 filters on sm_90; no network has such a layer.)
-  if constexpr (S == 1)
+  if constexpr (S == 1) {
     t.granule == 4 ? ring_walk(std::integral_constant<int, 4>{}) : ring_walk(std::integral_constant<int, 2>{});
-  else
+  } else {
+    static_assert(!gated, "stride 2 is the forward pass's only (the data gradient of stride 2 has kernels of its own)");
     walk();
+  }
 }
 
 }  // namespace kernels
