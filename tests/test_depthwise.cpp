@@ -630,7 +630,7 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, str
   // tile at stride 1, four at stride 2): at stride 1 the planes' words copied through the ring
   // and staged as words (even widths) or elements (odd; planes that start at odd elements where
   // the channels are odd, the tensor's last word copied in part where its elements are), at
-  // stride 2 words held in registers; odd output widths store elements. Batches that leave the
+  // stride 2 words held in registers, two tiles ahead; odd output widths store elements. Batches that leave the
   // last group of a channel short (1 to 7 images missing), and a one-multiprocessor device whose
   // plan gives warps runs of several tiles that cross channels (of 4, which wrap the ring of 4
   // stages); launched directly with the pre-activation tensor, both outputs checked against the
@@ -652,6 +652,7 @@ TEMPLATE_TEST_CASE("depthwise NCHW matrix kernel's plane form: every filter, str
       {   2,  5,  3,  5, 5, 1,  2,  1},  // the filter wider than the plane
       {   5,  3,  1,  1, 3, 1,  2,  1},  // one pixel
       {  13, 50, 14, 14, 5, 2,  4,  2},  // 14x14 -> 7x7: word loads, element stores
+      {   1,290, 14, 14, 5, 2,  4,  3},  // runs of 3: a register buffer refilled, an odd tile last; the last block's warps 2 and 0
       {   6,  7, 16, 16, 3, 2,  4,  1},  // 16x16 -> 8x8
       {   5,  6, 10,  4, 5, 2,  4,  1},  // 10x4 -> 5x2
       {   3,  4,  2,  2, 3, 2,  4,  1},  // 2x2 -> 1x1
