@@ -227,10 +227,10 @@ def ptx_rows(ptx_path, archs, name, planned=None):
     """The kernels' rows for the CUDA targets `archs` from one PTX (read for mma.sync, divisions
     and 128-bit loads): ptxas compiles it to a cubin for each (registers, shared memory and
     spills from its report, HMMA from the cubin; kept as kernels_<arch>_<name>.cubin), as nvcc
-    itself would. sm_80 and sm_90 share compute_80's for float: its kernels branch on no
-    architecture past 800, and nvcc's PTX for compute_90 differs from it in its .target line
+    itself would. sm_80 and sm_90 share compute_80's for float and half: their kernels branch on
+    no architecture past 800, and nvcc's PTX for compute_90 differs from it in its .target line
     alone (the same sm_90 SASS, CUDA 13.0), where sm_90's own front end had been a sixth of the
-    step. Not the 16-bit types' (OWN_SM90_TYPES).
+    step. Not bfloat16's (OWN_SM90_TYPES).
     planned: {arch: launch keys} of the targets that compile only the kernels their plans
     launch (PLANNED_ONLY; ptxas --entry)."""
     with open(ptx_path) as f:
@@ -279,9 +279,7 @@ def own_sm90_types():
     the library's headers), so that sm_90's SASS comes from a compute_90 PTX of their own: on
     this source bfloat16, whose packed clamp gate needs sm_90 (platform/float16.hpp packed_gate;
     compute_80's widened one had counted nchw_register's bfloat16 3x3 clamp-gated band 791
-    instructions, 4.12 a DRAM byte, where the sm_90 kernel has 577, 3.01), and half with it, whose
-    NCHW stride-2 data gradient has its word form for dz rows of an odd width on sm_90 alone
-    (kernels/depthwise/nchw_register_transposed.hpp nchw_transposed_odd_rows_compiled)."""
+    instructions, 4.12 a DRAM byte, where the sm_90 kernel has 577, 3.01)."""
     found = set()
     for folder, _, files in os.walk(os.path.join(ROOT, "include")):
         for name in files:
@@ -768,7 +766,7 @@ def main():
     parser.add_argument("--plan-tool", default=None, help="the host build's bench/dsconv_plan_launches")
     parser.add_argument("--cuda-ptx", default=None,
                         help="a CUDA build's kept compute_80 PTX of the kernel sources (DSCONV_CUDA_KEEP_PTX_DIR), "
-                             "compiled by ptxas for sm_80 (and for sm_90 but the 16-bit types': OWN_SM90_TYPES) instead of "
+                             "compiled by ptxas for sm_80 (and for sm_90 but bfloat16's: OWN_SM90_TYPES) instead of "
                              "compiling the source again")
     args = parser.parse_args()
     plan_tool = args.plan_tool or find_plan_tool()

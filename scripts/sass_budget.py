@@ -150,8 +150,7 @@ def basic_blocks(code):
 
 def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=None):
     """The cheapest path header -> ... -> latch -> header (instruction indices) whose
-    instructions include need[k] of each class k (a predicate on Instruction; a count of NONE:
-    through no block that has one); it may leave the
+    instructions include need[k] of each class k (a predicate on Instruction); it may leave the
     span [header, latch] (compilers place cold paths after a loop) but comes back through the
     latch's edge; None if none does. (A search over basic blocks, each taken whole: the header
     is a branch target and the latch a branch, so both bound blocks.) inside: the path stays in
@@ -165,8 +164,7 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
     block's successors, bounds and counts computed once: one cubin of the 16-bit NCHW plane
     kernels in 17 s against 64, the same paths, counts and bytes in flight on it and on the
     nhwc_register, transposed, column and small-map kernels' cubins)."""
-    classes = [v for _, v in sorted(need.items()) if v[1] != NONE]
-    avoided = [test for test, n in need.values() if n == NONE]
+    classes = [v for _, v in sorted(need.items())]
     spans, block_of = basic_blocks(code)
     goal = tuple(n for _, n in classes)
     # Per block, once: its length, its modelled instructions (None where it has none), the blocks
@@ -176,12 +174,8 @@ def cheapest_iteration(code, header, latch, need, inside=False, shorter_than=Non
     adds = [tuple(sum(1 for i in range(a, b + 1) if test(code[i])) for test, _ in classes) for a, b in spans]
     adds = [d if any(d) else None for d in adds]
     closes = [last == latch and header in successors(code, last) for _, last in spans]
-    entered = [not any(test(code[i]) for test in avoided for i in range(a, b + 1)) for a, b in spans]
     edges = [[block_of[n] for n in successors(code, last)
-              if n != header and n in block_of and (not inside or header <= n <= latch) and entered[block_of[n]]]
-             for _, last in spans]
-    if not entered[block_of[header]]:
-        return None
+              if n != header and n in block_of and (not inside or header <= n <= latch)] for _, last in spans]
     end = next(b for b, (a, z) in enumerate(spans) if a <= latch <= z)
     to_latch = instructions_to_latch(edges, length, end)
     # Per class, the fewest instructions from a block through the latch that take r more of the
@@ -325,11 +319,6 @@ def peak_in_flight(code, path):
     if copied and waits:
         peak = max(peak, copied // len(waits) * (min(waits) + 1))
     return peak
-
-
-# A need's count that asks for none of its instructions: the path enters no block that has one
-# (the form of a kernel whose other form the path must not take).
-NONE = -1
 
 
 def is_op(name):
@@ -520,21 +509,8 @@ def nchw_register_transposed_model(t, k, gate=NO_GATE, load_bytes=None):
     tensors = 2 if gate != NO_GATE else 1
     need = {"word loads" if words else "element loads": (element, rows * cols * tensors), "stores": (is_op("STG.E.128"), rb)}
     gate_needs(need, gate, rows * (tw // 2 + (k - 1) // 2))
-    dram = rb * tw * size * (1 + tensors / 4)
-    what = "band: %d rows x %d elements%s%s" % (rb, tw, ", dz as words" if words else "", gate_label(gate))
-    if not words:
-        return need, dram, what
-    # dz rows of an odd width (a run-time form of the word kernel): each row's 4 words whole, and
-    # a funnel shift (SHF.R.U64) for each pair of the window's elements. Both forms' cheapest
-    # paths, the even form's through no funnel shift (ptxas shifts no 64-bit pair there).
-    funnel = lambda ins: ins.op == "SHF.R.U64"
-    need["no funnel shifts"] = (funnel, NONE)
-    odd = {"whole word loads": (lambda ins: ins.op in ("LDG.E", "LDG.E.CONSTANT"), rows * cols * tensors),
-           "funnel shifts": (funnel, rows * (tw // 2 + (k - 1) // 2) // 2 * tensors),
-           "stores": need["stores"]}
-    gate_needs(odd, gate, rows * (tw // 2 + (k - 1) // 2))
-    return [(need, dram, what + ", rows of an even width", "cheapest"),
-            (odd, dram, what + ", rows of an odd width", "cheapest")]
+    return need, rb * tw * size * (1 + tensors / 4), "band: %d rows x %d elements%s%s" % (
+        rb, tw, ", dz as words" if words else "", gate_label(gate))
 
 
 def register_column_model(k, gate, v=1):

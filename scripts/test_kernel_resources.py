@@ -124,40 +124,7 @@ NESTED_LISTING = """\
 """
 
 
-# A loop that forks: a funnel shift one way, three multiplies the other.
-FORK_LISTING = """\
-.text._Z4forkv:
-        /*0000*/                   MOV R1, c[0x0][0x28] ;
-.L_x_1:
-        /*0010*/                   LDG.E R2, desc[UR4][R4.64] ;
-        /*0020*/              @P1  BRA `(.L_x_2) ;
-        /*0030*/                   SHF.R.U64 R3, R2, 0x10, R6 ;
-        /*0040*/                   BRA `(.L_x_3) ;
-.L_x_2:
-        /*0050*/                   IMAD R3, R2, R2, RZ ;
-        /*0060*/                   IMAD R3, R3, R2, RZ ;
-        /*0070*/                   IMAD R3, R3, R2, RZ ;
-.L_x_3:
-        /*0080*/                   STG.E desc[UR4][R4.64], R3 ;
-        /*0090*/              @!P3 BRA `(.L_x_1) ;
-        /*00a0*/                   EXIT ;
-"""
-
-
 class SassBudget(unittest.TestCase):
-    def test_a_need_of_none_keeps_the_path_out_of_blocks_with_such_instructions(self):
-        code = sass_budget.parse_listing(FORK_LISTING)["_Z4forkv"]
-        need = {"loads": (sass_budget.is_op("LDG"), 1), "stores": (sass_budget.is_op("STG"), 1)}
-        instructions, _, _, ops, _ = sass_budget.budget(code, need, 8.0)
-        self.assertEqual((instructions, ops["SHF"]), (6, 1))  # (the shorter way, through the shift)
-        need["no funnel shifts"] = (lambda ins: ins.op == "SHF.R.U64", sass_budget.NONE)
-        instructions, _, _, ops, _ = sass_budget.budget(code, need, 8.0)
-        self.assertEqual((instructions, ops["SHF"], ops["IMAD"]), (7, 0, 3))
-        # two iterations' needs: twice around the loop, each the shorter way
-        twice = {"loads": (sass_budget.is_op("LDG"), 2), "stores": (sass_budget.is_op("STG"), 2)}
-        self.assertIsNone(sass_budget.budget(code, twice, 8.0))  # (a path goes around once)
-
-
     def test_pipelined_copies_are_counted_for_every_stage_in_flight(self):
         code = sass_budget.parse_listing(PIPELINE_LISTING)["_Z8pipelinev"]
         need = {"copies": (sass_budget.is_op("LDGSTS"), 2), "products": (sass_budget.is_op("HMMA"), 1)}
@@ -398,14 +365,11 @@ class ArchitectureBranches(unittest.TestCase):
         # (the threshold's definition names no number)
         self.assertEqual(branches("__CUDA_ARCH__ >= HalfArch : __CUDA_ARCH__ >= Bf16Arch"), set())
 
-    def test_the_library_branches_past_sm_80_for_the_16_bit_types_alone(self):
-        # packed_gate: bfloat16's packed clamp gate needs sm_90; nchw_transposed_odd_rows_compiled:
-        # the NCHW word windows' form for rows of an odd width, sm_90's for both 16-bit types.
-        # Float's every branch is at 800 or below.
-        self.assertEqual(kernel_resources.OWN_SM90_TYPES, ("half", "bfloat16"))
+    def test_the_library_branches_past_sm_80_for_bfloat16_alone(self):
+        # packed_gate: bfloat16's packed clamp gate needs sm_90; every other branch is at 800 or below.
+        self.assertEqual(kernel_resources.OWN_SM90_TYPES, ("bfloat16",))
         self.assertEqual(kernel_resources.sm80_sm90("bfloat16"), ("sm_80",))
-        self.assertEqual(kernel_resources.sm80_sm90("half"), ("sm_80",))
-        self.assertEqual(kernel_resources.sm80_sm90("float"), ("sm_80", "sm_90"))
+        self.assertEqual(kernel_resources.sm80_sm90("half"), ("sm_80", "sm_90"))
 
 
 if __name__ == "__main__":

@@ -415,10 +415,7 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
   // a one-multiprocessor device (stride 2: walks of 2, 5 or 8 blocks down the 11 of a 41-row map;
   // of 3 down the 7 blocks of 8 rows of a 49-row map), each walk set's last cut short by the map's
   // end, launched as the dispatch launches them, against the reference; 3x3 (padding 1) and 5x5
-  // (padding 2), every gate; the word form on NVIDIA's profiles (AMD's builds have none), with
-  // dz rows of an even width (16) and of an odd one (15: each row's words funnelled by its
-  // parity, which alternates row by row and plane by plane; planned where the device's code has
-  // that form, code_arch 90).
+  // (padding 2), every gate; the word form on NVIDIA's profiles (AMD's builds have none).
   // bfloat16: the word form only, whose kernels through no gate and the clamp no other test
   // launches (its other walks run as half's).
   dsconv::platform::device_properties dev = current_device();
@@ -426,19 +423,12 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
   constexpr bool words_only = std::is_same_v<TestType, dsconv::bfloat16>;
   for (const int s : {1, 2})
     for (const int k : {3, 5})
-      for (const int words_width : {0, 32, 30}) {  // (0: element loads; else words, grad_input's width)
-        const bool words = words_width != 0;
+      for (const bool words : {false, true}) {
         if (words && (s == 1 || !dsconv::detail::nchw_transposed_words(sizeof(TestType), k) || dev.warp_size != 32)) continue;
         if (words_only && !words) continue;
-#if defined(DSCONV_PLATFORM_HOST)
-        // (the host platform's code has every form: the odd one planned as on sm_90's)
-        dev.code_arch = words_width == 30 ? dsconv::detail::nchw_transposed_odd_rows_arch : current_device().code_arch;
-#endif
-        if (words_width == 30 && dev.code_arch < dsconv::detail::nchw_transposed_odd_rows_arch) continue;  // (a GPU's older code)
         for (const gate_case gate : register_gates) {
           dsconv::depthwise_params p = s == 1 ? make_params(64, 16, 34, 16, k, k, 1, 1, k / 2, k / 2, 1, 1, 1)
-                                              : make_params(32, 16, words ? 49 : 41, words ? words_width : 32, k, k, 2, 2,
-                                                            k / 2, k / 2, 1, 1, 1);
+                                              : make_params(32, 16, words ? 49 : 41, 32, k, k, 2, 2, k / 2, k / 2, 1, 1, 1);
           p.data_layout = layout::nchw;
           const activation act = p.act = gate.act;
           INFO(type_name<TestType>() << ", " << describe(p) << ", device " << dev.name);
@@ -461,26 +451,6 @@ TEMPLATE_TEST_CASE("depthwise backward: the NCHW register data gradient where th
           });
         }
       }
-}
-
-TEST_CASE("depthwise backward: the NCHW stride-2 word windows take dz rows of an odd width only where the code has that form",
-          "[depthwise][backward][plan]") {
-  // (nchw_transposed_odd_rows_compiled: sm_90 and newer; an sm_80 build's code on an H100
-  // reports code_arch 80, and there such rows load element by element)
-  dsconv::platform::device_properties dev = current_device();
-  dev.warp_size = 32;  // (NVIDIA's: the word windows' devices)
-  const bool words = dsconv::detail::nchw_transposed_words(2, 5);  // (AMD's builds have none)
-  std::vector<dsconv::half> dz(4), saved(4);
-  for (const int width : {16, 14}) {  // dz rows of 8 and of 7
-    dsconv::depthwise_params p = make_params(2, 8, 16, width, 5, 5, 2, 2, 2, 2, 1, 1, 1);
-    p.data_layout = layout::nchw;
-    for (const int arch : {90, 80}) {
-      dev.code_arch = arch;
-      dsconv::detail::nchw_register_plan plan;
-      REQUIRE(dsconv::detail::plan_nchw_register_transposed<dsconv::half>(p, dev, dz.data(), saved.data(), nullptr, plan));
-      CHECK(plan.word_windows == (words && (width == 16 || arch >= dsconv::detail::nchw_transposed_odd_rows_arch)));
-    }
-  }
 }
 
 TEMPLATE_TEST_CASE("depthwise backward: the NHWC stride-2 data gradient where threads walk down a column of blocks",

@@ -88,8 +88,7 @@ bool plan_nchw_register(const depthwise_params& p, const platform::device_proper
 // only): blocks of nchw_transposed_rows rows (a band) x 16 bytes of columns, stored 16 bytes at a
 // time where grad_input's rows and pointer allow, else element by element; dz windows read as
 // 32-bit words where the kernel can (nchw_transposed_words; NVIDIA's devices) and dz and the saved tensor allow:
-// padding kernel / 2, pointers 4-byte aligned and dz rows of an even width, or of any where the
-// device's code has the odd form (nchw_transposed_odd_rows_compiled); the forward's spread at
+// padding kernel / 2, rows of an even width and pointers 4-byte aligned; the forward's spread at
 // the kernel's resident blocks.
 template <class T>
 bool plan_nchw_register_transposed(const depthwise_params& p, const platform::device_properties& dev, const void* grad_output,
@@ -98,8 +97,8 @@ bool plan_nchw_register_transposed(const depthwise_params& p, const platform::de
   const int element = static_cast<int>(sizeof(T));
   t.chunk_bytes = grad_input && (p.w * element) % 16 == 0 && reinterpret_cast<std::uintptr_t>(grad_input) % 16 == 0 ? 16 : element;
   plan.word_windows = nchw_transposed_words(element, p.kernel_h) && dev.warp_size == platform::mma_warp_lanes &&
-                      p.pad_w == p.kernel_w / 2 && (p.out_w() % 2 == 0 || dev.code_arch >= nchw_transposed_odd_rows_arch) &&
-                      grad_output && all_aligned(4, {grad_output, saved});
+                      p.pad_w == p.kernel_w / 2 && p.out_w() % 2 == 0 &&
+                   grad_output && all_aligned(4, {grad_output, saved});
   t.strip_cols = (p.w + 16 / element - 1) / (16 / element);
   const int rows = nchw_transposed_rows(plan.word_windows);
   t.bands = (p.h + p.pad_h % 2 + rows - 1) / rows;

@@ -88,11 +88,6 @@ struct device_properties {
   std::size_t shared_memory_reserved_per_block = 0;  // taken by the runtime from a multiprocessor per resident block
   unsigned max_grid_x = 0, max_grid_y = 0, max_grid_z = 0;
   matrix_unit matrix = matrix_unit::none;
-  // NVIDIA: the architecture of the code this build runs on the device (10 major + minor, as
-  // __CUDA_ARCH__ / 10): the device's, or the older one whose PTX the driver compiles for it.
-  // For kernels whose forms differ by architecture at compile time, so that a plan asks only for
-  // forms the running code has. 0 on AMD.
-  int code_arch = 0;
 };
 
 }  // namespace platform

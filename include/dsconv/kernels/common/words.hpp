@@ -60,12 +60,6 @@ DSCONV_UNROLL
     }
 }
 
-// The word of 16-bit elements `shift` bits (0 or 16) into the pair (lo, hi): lo, or lo's high
-// element then hi's low one (a funnel shift: one instruction on NVIDIA, SHF).
-DSCONV_HOST_DEVICE DSCONV_FORCEINLINE unsigned funnel_word(unsigned lo, unsigned hi, unsigned shift) {
-  return static_cast<unsigned>(((static_cast<unsigned long long>(hi) << 32) | lo) >> shift);
-}
-
 // Word `w` to E floats at f, and back.
 template <class T>
 DSCONV_DEVICE DSCONV_FORCEINLINE void widen(unsigned w, float* f) {

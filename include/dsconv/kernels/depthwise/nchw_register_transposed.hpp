@@ -12,10 +12,8 @@
 // for a 16-bit 3x3 filter, 4 x 4 for float 5x5), each loaded, gated (gradient_gate.hpp) and widened
 // once and multiplied into every element it reaches: K^2 multiply-adds a 2 x 2 quad, the
 // minimum. dz's elements load one by one (a window starts at any column), or, for 16-bit 5x5
-// filters, as the aligned 32-bit words that hold the window (the kernel's LoadBytes 4): where
-// dz's rows are of an even width its first element's parity is a constant; of an odd width
-// (EfficientNet-B0's 14x14 -> 7x7 layer), a row's 4 words are funnelled by the row's parity, a
-// run-time value that alternates row by row (nchw_transposed_odd_rows_compiled); the block's rows
+// filters where dz's rows are of an even width, as the aligned 32-bit words that hold the window
+// (the kernel's LoadBytes 4; its first element's parity is then a constant); the block's rows
 // leave as 16-byte stores where grad_input's rows and pointer allow (the plan's chunk_bytes:
 // 16, else one element). The thread keeps its channel's K x K taps in registers for the
 // bands_per_thread blocks it walks down the plane (nchw_register_tile, as the forward's), and,
@@ -46,22 +44,6 @@ DSCONV_HOST_DEVICE constexpr bool nchw_transposed_words(int element_bytes, int k
   return element_bytes == 2 && k == 5;
 #endif
 }
-
-// Whether the word kernel of T has its form for dz rows of an odd width (each window row's 4
-// aligned words funnelled by the row's parity, kernel below): compiled for sm_90 and newer (and
-// the host platform, whose code is every profile's), where ptxas keeps it in 128 registers; on
-// sm_75 and sm_80 its gated forms spilled 40-48 bytes (gating the words before the shifts: the
-// same). Where it is not compiled, the plan loads such rows element by element, by the
-// architecture of the device's code (device_properties::code_arch).
-template <class T>
-DSCONV_HOST_DEVICE constexpr bool nchw_transposed_odd_rows_compiled() {
-#if defined(__CUDA_ARCH__)
-  return nvidia_arch_for<T, 900, 900>();
-#else
-  return true;
-#endif
-}
-inline constexpr int nchw_transposed_odd_rows_arch = 90;
 
 // grad_input rows a thread's block takes, half of each parity: 4 (each dz row then serves up to
 // 3 of them for a 3x3 filter, 5 for 5x5; 2 rows had left 20 bytes of loads in flight a thread
@@ -131,80 +113,46 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
   const T* const saved = Gated ? static_cast<const T*>(gate.saved) + dz_plane : nullptr;
   T* const plane_out = grad_input + static_cast<index_t>(plane) * s.h * s.w;
 
-  // The blocks with the columns' parity F and stores of CE elements (compile-time constants);
-  // OddRows: dz's rows are of an odd width (words only).
-  const auto blocks = [&](auto parity, auto chunk, auto odd_rows) {
+  // The blocks with the columns' parity F and stores of CE elements (compile-time constants).
+  const auto blocks = [&](auto parity, auto chunk) {
     constexpr int F = decltype(parity)::value, CE = decltype(chunk)::value;
-    constexpr bool OddRows = decltype(odd_rows)::value;
     const int ox0 = (ix0 + s.pad_w - F) / 2 - R + F;  // the dz window's first column
     const bool columns_inside = ox0 >= 0 && ox0 + DW <= s.out_w;
     // A block's first grad_input row (from row -(P % 2)) and its dz window's first row.
     const auto first_row = [&](int band) { return RB * band - s.pad_h % 2; };
     const auto window_row = [&](int band) { return (first_row(band) + s.pad_h) / 2 - R; };
-    // Rows of an odd width: the parity of the element that starts the window in the walk's
-    // first window row (in the tensor: its words are 4-byte aligned). Blocks step RB / 2 rows,
-    // an even number, so a window's row d starts at an element of parity first_parity ^ (d % 2)
-    // in every block.
-    const int first_parity = OddRows ? static_cast<int>((dz_plane + window_row(first_band) + ox0) & 1) : 0;
     // dz row oy of the window's columns into `in`, gated and widened (zeros outside dz); inside:
-    // the row and the columns lie inside dz (no tests); phase: the row's d % 2 in its window.
-    const auto load_row = [&](int oy, float* in, auto inside, auto phase) {
-      // (Gated, as a constant of this lambda: the kernel's named in its branches made GCC 12
-      // fail with an internal error)
-      constexpr bool gated_rows = G != detail::gate_kind::none;
+    // the row and the columns lie inside dz (no tests).
+    const auto load_row = [&](int oy, float* in, auto inside) {
       const bool row_inside = oy >= 0 && oy < s.out_h;
       const auto present = [&](int ox) { return decltype(inside)::value || (row_inside && ox >= 0 && ox < s.out_w); };
-      if constexpr (Words && OddRows && decltype(inside)::value) {
-        // The 4 aligned words from the window's first element (or the one before it, where
-        // that is odd: a word of the row before or the next then holds the element that is
-        // not the window's), each pair of them funnelled to the window's two elements by the
-        // row's parity p: 3 shifts a row where 6 element loads had left 48 bytes a thread in
-        // flight, a block of 4 rows. (Inside dz, and never the tensor's last row: the words
-        // reach at most 2 elements past the window, into the next row.)
-        // The saved tensor's words gate dz's as words (gated_word), freeing their registers
-        // before the row widens (gated as floats, bfloat16's clamp had spilled 8 bytes).
-        const int p = first_parity ^ decltype(phase)::value;
-        const index_t at = static_cast<index_t>(oy) * s.out_w + ox0 - p;
-        unsigned w[DW / 2 + 1], v[DW / 2];
-        DSCONV_UNROLL
-        for (int k = 0; k <= DW / 2; ++k) w[k] = detail::load_words<1>(dz + at + 2 * k, true)[0];
-        DSCONV_UNROLL
-        for (int k = 0; k < DW / 2; ++k) v[k] = detail::funnel_word(w[k], w[k + 1], 16 * p);
-        if constexpr (gated_rows) {
-          DSCONV_UNROLL
-          for (int k = 0; k <= DW / 2; ++k) w[k] = detail::load_words<1>(saved + at + 2 * k, true)[0];
-          DSCONV_UNROLL
-          for (int k = 0; k < DW / 2; ++k) v[k] = detail::gated_word<T, G>(v[k], detail::funnel_word(w[k], w[k + 1], 16 * p), gate);
-        }
-        DSCONV_UNROLL
-        for (int k = 0; k < DW / 2; ++k) detail::widen<T>(v[k], in + 2 * k);
-      } else if constexpr (Words && !OddRows) {
+      if constexpr (Words) {
         // The words from column ox0 - A, A the parity of ox0 (ix0 / 2 a multiple of 4, the
         // padding K / 2 of parity F), widened; the window's elements from the A-th. The row's
         // width is even, so that a word lies wholly inside the row or outside it.
         constexpr int A = (((K / 2 - F) / 2 - R + F) % 2 + 2) % 2, NW = (A + DW + 1) / 2;
         float wide[2 * NW];
-        [[maybe_unused]] float wide_saved[gated_rows ? 2 * NW : 1];
+        [[maybe_unused]] float wide_saved[Gated ? 2 * NW : 1];
         DSCONV_UNROLL
         for (int k = 0; k < NW; ++k) {
           const int ox = ox0 - A + 2 * k;
           const index_t at = static_cast<index_t>(oy) * s.out_w + ox;
           detail::widen<T>(present(ox) ? detail::load_words<1>(dz + at, true)[0] : 0u, wide + 2 * k);
-          if constexpr (gated_rows)
+          if constexpr (Gated)
             detail::widen<T>(present(ox) ? detail::load_words<1>(saved + at, true)[0] : 0u, wide_saved + 2 * k);
         }
         DSCONV_UNROLL
         for (int j = 0; j < DW; ++j) in[j] = wide[A + j];
-        if constexpr (gated_rows)
+        if constexpr (Gated)
           DSCONV_UNROLL
           for (int j = 0; j < DW; ++j) in[j] = detail::gated_value<G>(in[j], wide_saved[A + j], gate);
-      } else {  // (elements; for rows of an odd width, the rows not inside)
+      } else {
         DSCONV_UNROLL
         for (int j = 0; j < DW; ++j) {
           const int ox = ox0 + j;
           const index_t at = static_cast<index_t>(oy) * s.out_w + ox;
           in[j] = present(ox) ? to_float(pf::load(dz + at)) : 0.f;
-          if constexpr (gated_rows) in[j] = detail::gated_value<G>(in[j], present(ox) ? to_float(pf::load(saved + at)) : 0.f, gate);
+          if constexpr (Gated) in[j] = detail::gated_value<G>(in[j], present(ox) ? to_float(pf::load(saved + at)) : 0.f, gate);
         }
       }
     };
@@ -214,7 +162,7 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
     // that keeps none loads all RB / 2 + R: for 5x5 filters each row twice).
     [[maybe_unused]] float kept[KR > 0 ? KR : 1][DW];
     DSCONV_UNROLL
-    for (int d = 0; d < KR; ++d) load_row(window_row(first_band) + d, kept[d], std::false_type{}, std::integral_constant<int, 0>{});
+    for (int d = 0; d < KR; ++d) load_row(window_row(first_band) + d, kept[d], std::false_type{});
     for (int i = 0; i < t.bands_per_thread; ++i) {
       const int band = first_band + i;
       if (band >= t.bands) break;
@@ -231,11 +179,7 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
             DSCONV_UNROLL
             for (int j = 0; j < DW; ++j) in[j] = kept[d][j];
           } else {
-            // (d % 2 a constant once the loop unrolls)
-            if (d % 2)
-              load_row(oy0 + d, in, inside, std::integral_constant<int, 1>{});
-            else
-              load_row(oy0 + d, in, inside, std::integral_constant<int, 0>{});
+            load_row(oy0 + d, in, inside);
           }
           DSCONV_UNROLL
           for (int r = 0; r < RB; ++r) {
@@ -252,9 +196,7 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
           }
         }
       };
-      // (rows of an odd width: never the tensor's last row, into which their last word reaches)
-      const bool last_row = OddRows && oy0 + DR == s.out_h && static_cast<index_t>(plane) + 1 == static_cast<index_t>(s.n) * s.c;
-      if (columns_inside && oy0 + KR >= 0 && oy0 + DR <= s.out_h && !last_row)
+      if (columns_inside && oy0 + KR >= 0 && oy0 + DR <= s.out_h)
         rows(std::true_type{});
       else
         rows(std::false_type{});
@@ -271,22 +213,13 @@ void depthwise_nchw_register_transposed(detail::depthwise_shape s, detail::nchw_
   using odd = std::integral_constant<int, 1>;
   using vector = std::integral_constant<int, TW>;
   using element = std::integral_constant<int, 1>;
-  using yes = std::true_type;
-  using no = std::false_type;
   if constexpr (Words) {  // (the plan's padding K / 2: the columns' parity K / 2 % 2)
-    // (dz rows of an odd width only where the code has their form: the plan's code_arch)
     using padding_parity = std::integral_constant<int, K / 2 % 2>;
-    const auto stores = [&](auto chunk) {
-      if constexpr (detail::nchw_transposed_odd_rows_compiled<T>())
-        s.out_w % 2 != 0 ? blocks(padding_parity{}, chunk, yes{}) : blocks(padding_parity{}, chunk, no{});
-      else
-        blocks(padding_parity{}, chunk, no{});
-    };
-    t.chunk_bytes == 16 ? stores(vector{}) : stores(element{});
+    t.chunk_bytes == 16 ? blocks(padding_parity{}, vector{}) : blocks(padding_parity{}, element{});
   } else if (t.chunk_bytes == 16) {
-    s.pad_w % 2 ? blocks(odd{}, vector{}, no{}) : blocks(even{}, vector{}, no{});
+    s.pad_w % 2 ? blocks(odd{}, vector{}) : blocks(even{}, vector{});
   } else {
-    s.pad_w % 2 ? blocks(odd{}, element{}, no{}) : blocks(even{}, element{}, no{});
+    s.pad_w % 2 ? blocks(odd{}, element{}) : blocks(even{}, element{});
   }
 }
 

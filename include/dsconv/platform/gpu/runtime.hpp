@@ -110,7 +110,6 @@ inline status get_device_properties(device_properties& p) {
     const int device_arch = 10 * prop.major + prop.minor;
     const int arch = has_code && probe.ptxVersion < device_arch ? probe.ptxVersion : device_arch;
     d.matrix = usable_matrix_unit(nvidia_matrix_unit(arch), has_code);
-    d.code_arch = arch;
 #else
     // MFMA with 16x16x16 f16 and bf16 operands (the bf16 "_1k" form): CDNA2 and CDNA3. AMD code
     // objects are per target, so code for this device is code for its matrix cores.

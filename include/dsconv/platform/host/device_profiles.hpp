@@ -6,7 +6,6 @@
 // Numbers from the vendors' data sheets for one representative part of each architecture.
 
 #include <cstddef>
-#include <cstdlib>
 #include <cstring>
 
 #include "../launch_types.hpp"
@@ -32,8 +31,6 @@ inline device_properties make_profile(const char* name, const char* arch, int sm
   p.max_grid_x = 2147483647u;
   p.max_grid_y = p.max_grid_z = 65535u;
   p.matrix = unit;
-  // (the host platform's code is every profile's: an NVIDIA profile's own architecture)
-  if (std::strncmp(arch, "sm_", 3) == 0) p.code_arch = std::atoi(arch + 3);
   return p;
 }
 
